@@ -1,0 +1,42 @@
+"""aihub-provision: make an Open WebUI instance match a directory of agent blueprints.
+
+The pipeline, top to bottom: load_catalog (YAML -> Catalog) -> build_desired (-> InstanceState)
+-> observe (Open WebUI listings -> InstanceState) -> make_plan (-> Plan) -> apply_plan.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    "apply_plan",
+    "build_desired",
+    "load_catalog",
+    "make_plan",
+    "observe",
+]
+
+
+def __getattr__(name: str):  # lazy, so `provision --help` stays fast
+    if name == "load_catalog":
+        from .loader import load_catalog
+
+        return load_catalog
+    if name == "build_desired":
+        from .desired import build_desired
+
+        return build_desired
+    if name == "observe":
+        from .observed import observe
+
+        return observe
+    if name == "make_plan":
+        from .plan import make_plan
+
+        return make_plan
+    if name == "apply_plan":
+        from .apply import apply_plan
+
+        return apply_plan
+    raise AttributeError(name)

@@ -1,0 +1,163 @@
+"""Carry out a Plan against Open WebUI. Consumes only the plan: it never re-reads blueprints.
+
+Phases run in dependency order (models reference filters, so functions come first; deletes
+last), and the first failure stops the run: nothing after it is attempted, and the report
+says what was applied and what was not, so the next `sync` can finish the job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .client import OpenWebUIClient
+from .errors import ApplyError, ProvisionError
+from .plan import Action, Change, Plan
+
+Outcome = Literal["applied", "failed", "not attempted"]
+
+# (kind, action) in the order they run.
+PHASES: tuple[tuple[str, Action], ...] = (
+    ("function", Action.CREATE),
+    ("function", Action.UPDATE),
+    ("model", Action.CREATE),
+    ("model", Action.UPDATE),
+    ("model", Action.DELETE),
+    ("function", Action.DELETE),
+)
+
+
+@dataclass
+class ChangeResult:
+    change: Change
+    outcome: Outcome
+    error: str = ""
+
+
+@dataclass
+class ApplyReport:
+    results: list[ChangeResult] = field(default_factory=list)
+    registry_refreshed: bool = False
+
+    @property
+    def failed(self) -> list[ChangeResult]:
+        return [r for r in self.results if r.outcome == "failed"]
+
+    def count(self, outcome: Outcome, action: Action | None = None) -> int:
+        return sum(
+            1 for r in self.results if r.outcome == outcome and (action is None or r.change.action is action)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "applied": {
+                "add": self.count("applied", Action.CREATE),
+                "change": self.count("applied", Action.UPDATE),
+                "destroy": self.count("applied", Action.DELETE),
+            },
+            "failed": [
+                {"kind": r.change.kind, "id": r.change.id, "action": r.change.action.value, "error": r.error}
+                for r in self.failed
+            ],
+            "not_attempted": [
+                {"kind": r.change.kind, "id": r.change.id, "action": r.change.action.value}
+                for r in self.results
+                if r.outcome == "not attempted"
+            ],
+            "registry_refreshed": self.registry_refreshed,
+        }
+
+    def failure_message(self) -> str:
+        lines = ["Sync stopped part-way; the instance is partly updated. Run `provision sync` again to finish."]
+        for r in self.results:
+            if r.outcome == "applied":
+                lines.append(f"  applied        {r.change.action.value:6} {r.change.kind} {r.change.id}")
+        for r in self.failed:
+            lines.append(f"  FAILED         {r.change.action.value:6} {r.change.kind} {r.change.id}: {r.error}")
+        for r in self.results:
+            if r.outcome == "not attempted":
+                lines.append(f"  not attempted  {r.change.action.value:6} {r.change.kind} {r.change.id}")
+        return "\n".join(lines)
+
+
+def apply_plan(
+    plan: Plan,
+    client: OpenWebUIClient,
+    *,
+    on_progress: Callable[[ChangeResult], None] | None = None,
+) -> ApplyReport:
+    """Apply every change in phase order; raise ApplyError (with the report) on the first failure."""
+    ordered = [c for kind, action in PHASES for c in plan.changes if c.kind == kind and c.action is action]
+    report = ApplyReport()
+    failed = False
+    for change in ordered:
+        if failed:
+            report.results.append(ChangeResult(change, "not attempted"))
+            continue
+        try:
+            _apply_one(change, client)
+            result = ChangeResult(change, "applied")
+        except ProvisionError as exc:
+            result = ChangeResult(change, "failed", str(exc))
+            failed = True
+        report.results.append(result)
+        if on_progress:
+            on_progress(result)
+    if failed:
+        raise ApplyError(report)
+    if ordered:
+        client.refresh_models()
+        report.registry_refreshed = True
+    return report
+
+
+def _apply_one(change: Change, client: OpenWebUIClient) -> None:
+    body: Mapping[str, Any] = change.body or {}
+    if change.kind == "model":
+        if change.action is Action.CREATE:
+            client.create_model(body)
+        elif change.action is Action.UPDATE:
+            if any(f.path != "access_grants" for f in change.fields):
+                client.update_model({k: v for k, v in body.items() if k != "access_grants"})
+            if change.changed("access_grants"):
+                client.update_model_access(change.id, list(body.get("access_grants", [])))
+        else:
+            client.delete_model(change.id)
+        return
+    if change.action is Action.DELETE:
+        client.delete_function(change.id)
+        return
+    form = {k: v for k, v in body.items() if k != "valves"}
+    if change.action is Action.CREATE:
+        state = client.create_function(form)
+        if not state:  # a retried create whose first attempt had succeeded: read the truth
+            state = client.get_function(change.id)
+    else:
+        state = {}
+        if change.changed("name", "content", "meta"):
+            state = client.update_function(form)
+    if "valves" in body and (change.action is Action.CREATE or change.changed("valves")):
+        client.update_function_valves(change.id, body["valves"])
+    _converge_flags(change, client, state)
+
+
+def _converge_flags(change: Change, client: OpenWebUIClient, state: Mapping[str, Any]) -> None:
+    """Toggles flip, so read the live value and flip only when it differs from the wanted one.
+
+    The value is read fresh (or taken from the write that just answered), never from the plan:
+    another sync may have flipped it since. A flip whose answer is still wrong is retried.
+    """
+    wanted = {f.path: bool(f.after) for f in change.fields if f.path in ("is_active", "is_global")}
+    toggles = {"is_active": client.toggle_function_active, "is_global": client.toggle_function_global}
+    for flag, toggle in toggles.items():
+        if flag not in wanted:
+            continue
+        if flag not in state:
+            state = client.get_function(change.id)
+        live = bool(state.get(flag))
+        for _ in range(3):
+            if live == wanted[flag]:
+                break
+            state = toggle(change.id) or {}
+            live = bool(state.get(flag))

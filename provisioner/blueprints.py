@@ -1,0 +1,141 @@
+"""The blueprint YAML schema, as pydantic models.
+
+A blueprint directory holds three kinds of file (see README "Blueprint format"):
+- `capabilities.yaml`: the capability catalog; a capability may `serves` one ChatFeature;
+- `features.yaml`: custom feature definitions (what each custom toggle shows);
+- any other `*.yaml`: one blueprint, with its steps and its agents.
+
+These models check shape and local rules only; references across files are checked by
+validate.py, which knows the whole catalog.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from .capabilities import OVERRIDABLE_DEFAULTS
+
+# Blueprint and agent ids become parts of a model id `<pipe>.<blueprint>.<agent>`: no dots,
+# no whitespace, short enough for Open WebUI's 256-character limit.
+Identifier = Annotated[
+    str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]*$", min_length=1, max_length=64)
+]
+# Custom feature names become function ids (`aihub_toggle_<name>`): Python identifiers.
+FeatureName = Annotated[
+    str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", min_length=1, max_length=48)
+]
+CapabilityName = Annotated[
+    str, StringConstraints(pattern=r"^[a-z][a-z0-9_.-]*$", min_length=1, max_length=128)
+]
+EnvVarName = Annotated[str, StringConstraints(pattern=r"^[A-Z_][A-Z0-9_]*$", max_length=128)]
+Text = Annotated[str, StringConstraints(max_length=2000)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class Capability(_Strict):
+    """Something a blueprint step can call; it may serve one chat feature."""
+
+    description: Text = ""
+    serves: FeatureName | None = None
+
+
+class CapabilityCatalog(_Strict):
+    capabilities: dict[CapabilityName, Capability] = Field(min_length=1)
+
+    @field_validator("capabilities", mode="before")
+    @classmethod
+    def _empty_entries_are_plain(cls, value: object) -> object:
+        # `search_docs:` with nothing after it is a capability with no description.
+        if isinstance(value, dict):
+            return {k: ({} if v is None else v) for k, v in value.items()}
+        return value
+
+
+class FeatureDef(_Strict):
+    """A custom chat feature: what its toggle shows in the chat input."""
+
+    title: Annotated[str, StringConstraints(min_length=1, max_length=80)]
+    description: Text = ""
+    icon: str | None = None  # data:image/...;base64 URI, http(s) URL, or a file next to the YAML
+
+
+class FeatureCatalog(_Strict):
+    features: dict[FeatureName, FeatureDef] = Field(default_factory=dict)
+
+
+class GroupAccess(_Strict):
+    """Readable by the members of these Open WebUI groups (by name, resolved on the instance)."""
+
+    groups: list[Annotated[str, StringConstraints(min_length=1, max_length=255)]] = Field(
+        min_length=1
+    )
+
+
+Access = Literal["public", "private"] | GroupAccess
+
+
+class Backend(_Strict):
+    """Where an agent runs, for the agent pipe."""
+
+    transport: Literal["agui", "openai"] = "agui"
+    url: Annotated[str, StringConstraints(pattern=r"^https?://\S+$", max_length=2000)]
+    model: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
+    api_key_env: EnvVarName | None = None
+
+
+class BackendOverride(_Strict):
+    """Per-agent changes to the blueprint's backend."""
+
+    transport: Literal["agui", "openai"] | None = None
+    url: Annotated[str, StringConstraints(pattern=r"^https?://\S+$", max_length=2000)] | None = None
+    model: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
+    api_key_env: EnvVarName | None = None
+
+
+class Step(_Strict):
+    id: Identifier
+    description: Text = ""
+    calls: list[CapabilityName] = Field(min_length=1)
+
+
+class Agent(_Strict):
+    """One instance of a blueprint; it becomes one Open WebUI model row."""
+
+    id: Identifier
+    name: Annotated[str, StringConstraints(min_length=1, max_length=255)]
+    description: Text = ""
+    icon: str | None = None
+    access: Access = "private"
+    # Toggles that start on in a new chat; each must be a feature the blueprint supports.
+    defaults: list[FeatureName] = Field(default_factory=list)
+    backend: BackendOverride | None = None
+
+
+class Blueprint(_Strict):
+    id: Identifier
+    name: Annotated[str, StringConstraints(min_length=1, max_length=255)]
+    description: Text = ""
+    icon: str | None = None
+    backend: Backend | None = None
+    # Overrides of the documented defaults in capabilities.OVERRIDABLE_DEFAULTS.
+    openwebui_capabilities: dict[str, bool] = Field(default_factory=dict)
+    steps: list[Step] = Field(min_length=1)
+    agents: list[Agent] = Field(min_length=1)
+
+    @field_validator("openwebui_capabilities")
+    @classmethod
+    def _only_overridable(cls, value: dict[str, bool]) -> dict[str, bool]:
+        unknown = sorted(set(value) - set(OVERRIDABLE_DEFAULTS))
+        if unknown:
+            allowed = ", ".join(sorted(OVERRIDABLE_DEFAULTS))
+            raise ValueError(
+                f"cannot set {', '.join(unknown)}; a blueprint may set only {allowed} "
+                "(the feature toggles follow its capabilities; memory, builtin_tools and "
+                "terminal stay off)"
+            )
+        return value

@@ -1,0 +1,55 @@
+"""Open WebUI 0.12's `meta.capabilities` keys and the value we write for each.
+
+Open WebUI treats most missing keys as enabled, so every key is written explicitly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from .features import NATIVE_FEATURES
+
+# Every capability key Open WebUI 0.12.4 knows (Capabilities.svelte, DEFAULT_CAPABILITIES).
+CAPABILITY_KEYS: tuple[str, ...] = (
+    "vision",
+    "file_upload",
+    "file_context",
+    "web_search",
+    "image_generation",
+    "code_interpreter",
+    "terminal",
+    "usage",
+    "citations",
+    "status_updates",
+    "memory",
+    "builtin_tools",
+)
+
+# Keys a blueprint may set under `openwebui_capabilities`, with the value used when it does not.
+# Agents get no images or uploads unless they ask; Open WebUI's own file RAG stays off because
+# the agent, not Open WebUI, does the work; rendering helpers stay on.
+OVERRIDABLE_DEFAULTS: Mapping[str, bool] = {
+    "vision": False,
+    "file_upload": False,
+    "file_context": False,
+    "usage": True,
+    "citations": True,
+    "status_updates": True,
+}
+
+# Keys that would make Open WebUI do agent work itself: always off on agent rows.
+ALWAYS_OFF: tuple[str, ...] = ("memory", "builtin_tools", "terminal")
+
+
+def model_capabilities(
+    supported_features: Iterable[str], overrides: Mapping[str, bool] | None = None
+) -> dict[str, bool]:
+    """The full capability object for an agent row, in Open WebUI's key order.
+
+    The three native toggles follow the features the agent supports.
+    """
+    supported = set(supported_features)
+    values: dict[str, bool] = {**OVERRIDABLE_DEFAULTS, **(overrides or {})}
+    values.update({key: False for key in ALWAYS_OFF})
+    values.update({feature: feature in supported for feature in NATIVE_FEATURES})
+    return {key: values[key] for key in CAPABILITY_KEYS}

@@ -1,0 +1,363 @@
+"""The `provision` command line: thin commands over the library; exit codes mapped once, in main().
+
+Exit codes: 0 success (no changes, or applied), 1 any error (usage included), 2 changes present
+(only with --detailed-exitcode). stdout carries the answer (plan, JSON); everything else goes to
+stderr. The token is read from the environment or a file, never from argv, and never printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import httpx
+import typer
+from rich.console import Console
+
+from . import __version__
+from .apply import ApplyReport, ChangeResult, apply_plan
+from .client import TESTED_VERSIONS, OpenWebUIClient, check_url
+from .desired import FEATURE_FILTER_ID, build_desired
+from .errors import ApplyError, BlueprintError, ConfigError, Problem, ProvisionError
+from .function_files import check_toggle_files, load_function_files, write_toggle_files
+from .loader import Catalog, load_catalog
+from .observed import observe
+from .plan import Plan, make_plan
+from .render import render_orphans, render_plan
+from .state import Kind
+
+EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
+
+app = typer.Typer(
+    name="provision",
+    help="Keep AI agents behind Open WebUI as blueprint YAML: validate, diff, sync.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,  # locals could hold the token
+    rich_markup_mode=None,
+)
+
+
+class Output(str, Enum):
+    text = "text"
+    json = "json"
+
+
+PathOpt = Annotated[Path, typer.Option("-p", "--path", help="Blueprint directory.")]
+FunctionsOpt = Annotated[
+    Path, typer.Option("--functions", help="Function bundle directory (owui_functions).")
+]
+OutputOpt = Annotated[Output, typer.Option("-o", "--output", help="text or json (JSON on stdout).")]
+UrlOpt = Annotated[
+    Optional[str],
+    typer.Option("--url", envvar="OPENWEBUI_URL", help="Open WebUI base URL [env OPENWEBUI_URL]."),
+]
+TokenFileOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--token-file",
+        envvar="OPENWEBUI_TOKEN_FILE",
+        help="File holding the admin API key [env OPENWEBUI_TOKEN_FILE]; otherwise OPENWEBUI_TOKEN is used.",
+    ),
+]
+InsecureOpt = Annotated[
+    bool, typer.Option("--insecure", help="Allow plain HTTP to a host that is not loopback.")
+]
+PruneOpt = Annotated[
+    bool, typer.Option("--prune", help="Delete managed objects the blueprints no longer define.")
+]
+AdoptOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--adopt",
+        help="Take over an existing object without the ownership marker: KIND/ID, e.g. model/aihub_agent_pipe.x.y (repeatable).",
+    ),
+]
+DetailedOpt = Annotated[
+    bool, typer.Option("--detailed-exitcode", help="Exit 2 when there are changes, 0 when none.")
+]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds per HTTP request.")]
+NoColorOpt = Annotated[bool, typer.Option("--no-color", help="No colours (also NO_COLOR).")]
+
+
+@dataclass(frozen=True)
+class Connection:
+    url: Optional[str]
+    token_file: Optional[Path]
+    insecure: bool
+    timeout: float
+
+
+def make_http_client(timeout: float) -> httpx.Client:
+    """The httpx client every command uses; tests replace this to count or fault requests."""
+    return httpx.Client(timeout=timeout, follow_redirects=False)
+
+
+def _consoles(no_color: bool) -> tuple[Console, Console]:
+    color = not (no_color or os.environ.get("NO_COLOR"))
+    return (
+        Console(no_color=not color, highlight=False),
+        Console(stderr=True, no_color=not color, highlight=False),
+    )
+
+
+def _read_token(token_file: Optional[Path]) -> str:
+    env_token = os.environ.get("OPENWEBUI_TOKEN", "").strip()
+    if token_file is not None:
+        if env_token:
+            raise ConfigError("both OPENWEBUI_TOKEN and --token-file are set; use one")
+        try:
+            token = token_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ConfigError(f"cannot read token file {token_file}: {exc.strerror or exc}") from None
+        if not token:
+            raise ConfigError(f"token file {token_file} is empty")
+        return token
+    if not env_token:
+        raise ConfigError("no token: set OPENWEBUI_TOKEN or pass --token-file (an admin's API key)")
+    return env_token
+
+
+def _connect(conn: Connection) -> OpenWebUIClient:
+    if not conn.url:
+        raise ConfigError("no Open WebUI URL: pass --url or set OPENWEBUI_URL")
+    url = check_url(conn.url, insecure=conn.insecure)
+    token = _read_token(conn.token_file)
+    return OpenWebUIClient(base_url=url, token=token, http=make_http_client(conn.timeout))
+
+
+def _parse_adopt(values: Optional[list[str]]) -> set[tuple[Kind, str]]:
+    adopted: set[tuple[Kind, str]] = set()
+    for value in values or []:
+        kind, _, ident = value.partition("/")
+        if kind not in ("model", "function") or not ident:
+            raise ConfigError(f"--adopt takes KIND/ID with KIND model or function, got {value!r}")
+        adopted.add((kind, ident))  # type: ignore[arg-type]
+    return adopted
+
+
+def load_bundle(path: Path, functions_dir: Path) -> tuple[Catalog, tuple]:
+    """Offline checks shared by every command: blueprints, function files, toggle filters."""
+    problems: list[Problem] = []
+    catalog = functions = None
+    try:
+        catalog = load_catalog(path)
+    except BlueprintError as exc:
+        problems.extend(exc.problems)
+    try:
+        functions = load_function_files(functions_dir)
+    except BlueprintError as exc:
+        problems.extend(exc.problems)
+    if functions is not None and not any(f.id == FEATURE_FILTER_ID for f in functions):
+        problems.append(
+            Problem(str(functions_dir / f"{FEATURE_FILTER_ID}.py"), None, "", "missing: every agent row uses the feature filter")
+        )
+    if catalog is not None and functions_dir.is_dir():
+        problems.extend(check_toggle_files(catalog, functions_dir))
+    if problems or catalog is None or functions is None:
+        raise BlueprintError(problems)
+    return catalog, functions
+
+
+def _build_plan(
+    path: Path, functions_dir: Path, conn: Connection, *, prune: bool, adopt: Optional[list[str]], err: Console
+) -> tuple[Plan, OpenWebUIClient]:
+    adopted = _parse_adopt(adopt)
+    catalog, functions = load_bundle(path, functions_dir)
+    client = _connect(conn)
+    try:
+        version = client.version()
+        if not version.startswith(TESTED_VERSIONS):
+            err.print(
+                f"Warning: Open WebUI {version or '(unknown version)'} is outside the tested range "
+                f"({', '.join(v + 'x' for v in TESTED_VERSIONS)}); continuing.",
+                soft_wrap=True,
+            )
+        uses_groups = any(
+            not isinstance(agent.access, str) for lb in catalog.blueprints for agent in lb.blueprint.agents
+        )
+        groups = {str(g.get("name")): str(g.get("id")) for g in client.list_groups()} if uses_groups else {}
+        observed = observe(client.list_models(), client.list_functions())
+        desired = build_desired(catalog, functions, groups)
+        return make_plan(desired, observed, prune=prune, adopt=adopted), client
+    except BaseException:
+        client.close()
+        raise
+
+
+def _print_plan(plan: Plan, output: Output, out: Console, err: Console) -> None:
+    data = plan.to_json()
+    if output is Output.json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        render_plan(data, out)
+    render_orphans(data, err)
+
+
+@app.command()
+def validate(
+    path: PathOpt = Path("blueprints"),
+    functions: FunctionsOpt = Path("owui_functions"),
+    output: OutputOpt = Output.text,
+    no_color: NoColorOpt = False,
+) -> int:
+    """Check blueprints and function files offline: schema, references, toggle filters."""
+    out, _ = _consoles(no_color)
+    catalog, files = load_bundle(path, functions)
+    desired = build_desired(catalog, files, groups=None)
+    counts = {
+        "blueprints": len(catalog.blueprints),
+        "agents": len(desired.models),
+        "functions": len(files),
+    }
+    if output is Output.json:
+        sys.stdout.write(json.dumps({"valid": True, **counts}) + "\n")
+    else:
+        out.print(
+            f"Valid: {counts['blueprints']} blueprints, {counts['agents']} agents, "
+            f"{counts['functions']} functions.",
+            soft_wrap=True,
+        )
+    return EXIT_OK
+
+
+@app.command()
+def diff(
+    path: PathOpt = Path("blueprints"),
+    functions: FunctionsOpt = Path("owui_functions"),
+    output: OutputOpt = Output.text,
+    detailed_exitcode: DetailedOpt = False,
+    prune: PruneOpt = False,
+    adopt: AdoptOpt = None,
+    url: UrlOpt = None,
+    token_file: TokenFileOpt = None,
+    insecure: InsecureOpt = False,
+    timeout: TimeoutOpt = 30.0,
+    no_color: NoColorOpt = False,
+) -> int:
+    """Show what sync would change on the instance, field by field. Writes nothing."""
+    return _run(path, functions, output, detailed_exitcode, prune, adopt,
+                Connection(url, token_file, insecure, timeout), no_color, dry_run=True, yes=True)
+
+
+@app.command()
+def sync(
+    path: PathOpt = Path("blueprints"),
+    functions: FunctionsOpt = Path("owui_functions"),
+    output: OutputOpt = Output.text,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show the plan (same as diff).")] = False,
+    detailed_exitcode: DetailedOpt = False,
+    prune: PruneOpt = False,
+    adopt: AdoptOpt = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    url: UrlOpt = None,
+    token_file: TokenFileOpt = None,
+    insecure: InsecureOpt = False,
+    timeout: TimeoutOpt = 30.0,
+    no_color: NoColorOpt = False,
+) -> int:
+    """Make the instance match the blueprints: functions, then models, then deletes."""
+    return _run(path, functions, output, detailed_exitcode, prune, adopt,
+                Connection(url, token_file, insecure, timeout), no_color, dry_run=dry_run, yes=yes)
+
+
+def _run(
+    path: Path,
+    functions: Path,
+    output: Output,
+    detailed_exitcode: bool,
+    prune: bool,
+    adopt: Optional[list[str]],
+    conn: Connection,
+    no_color: bool,
+    *,
+    dry_run: bool,
+    yes: bool,
+) -> int:
+    """diff and sync are one pipeline; only `dry_run` decides whether anything is written."""
+    out, err = _consoles(no_color)
+    plan, client = _build_plan(path, functions, conn, prune=prune, adopt=adopt, err=err)
+    with client:
+        if dry_run or plan.is_empty:
+            _print_plan(plan, output, out, err)
+            return EXIT_CHANGES if detailed_exitcode and not plan.is_empty else EXIT_OK
+        if output is Output.text:
+            render_plan(plan.to_json(), out)
+            render_orphans(plan.to_json(), err)
+        if not yes and sys.stdin.isatty() and not os.environ.get("CI"):
+            if not typer.confirm("Apply these changes?", default=False, err=True):
+                err.print("Nothing applied.")
+                return EXIT_ERROR
+        report = _apply(plan, client, output, err)
+        if output is Output.json:
+            sys.stdout.write(json.dumps({"plan": plan.to_json(), "result": report.to_json()}, indent=2) + "\n")
+        else:
+            applied = report.to_json()["applied"]
+            out.print(
+                f"Applied: {applied['add']} added, {applied['change']} changed, "
+                f"{applied['destroy']} destroyed.",
+                soft_wrap=True,
+            )
+        return EXIT_OK
+
+
+def _apply(plan: Plan, client: OpenWebUIClient, output: Output, err: Console) -> ApplyReport:
+    from .progress import progress_reporter  # rich progress only when it will be seen
+
+    with progress_reporter(err, total=len(plan.changes), enabled=output is Output.text) as tick:
+        try:
+            return apply_plan(plan, client, on_progress=tick)
+        except ApplyError as exc:
+            if output is Output.json:
+                sys.stdout.write(json.dumps({"plan": plan.to_json(), "result": exc.report.to_json()}, indent=2) + "\n")
+            raise
+
+
+@app.command()
+def generate(
+    path: PathOpt = Path("blueprints"),
+    functions: FunctionsOpt = Path("owui_functions"),
+    no_color: NoColorOpt = False,
+) -> int:
+    """Write one toggle filter per custom feature into the function bundle (and drop stale ones)."""
+    out, _ = _consoles(no_color)
+    catalog = load_catalog(path)
+    done = write_toggle_files(catalog, functions)
+    for action, file in done:
+        out.print(f"{action:8} {file}", soft_wrap=True)
+    if not done:
+        out.print("Toggle filters are up to date.")
+    return EXIT_OK
+
+
+@app.callback(invoke_without_command=False)
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Show the version and exit.")] = False,
+) -> None:
+    if version:
+        typer.echo(f"provision {__version__}")
+        raise typer.Exit(0)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Entry point: run the app and map every outcome to 0, 1 or 2 in this one place."""
+    err = Console(stderr=True, highlight=False, no_color=bool(os.environ.get("NO_COLOR")))
+    try:
+        result: Any = app(args=argv, prog_name="provision", standalone_mode=False)
+    except typer.Exit as exc:  # --help, --version
+        return int(exc.exit_code or 0)
+    except typer.Abort:
+        err.print("Aborted.")
+        return EXIT_ERROR
+    except typer.TyperException as exc:  # usage errors: 1, not click's 2
+        err.print(f"Error: {exc.format_message()}", soft_wrap=True, markup=False)
+        return EXIT_ERROR
+    except ProvisionError as exc:
+        err.print(f"Error: {exc}", soft_wrap=True, markup=False)
+        return EXIT_ERROR
+    return int(result) if isinstance(result, int) else EXIT_OK

@@ -1,0 +1,254 @@
+"""OpenWebUIClient: the only module that talks HTTP (httpx). Thin, typed, retrying.
+
+It returns plain dicts and lists, never a Response, and translates every failure into the
+errors of errors.py. Messages name the method, path and status, never the token.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from .errors import ApiError, ConfigError, UnreachableError
+
+TESTED_VERSIONS = ("0.12.",)  # minor series the suite runs against (pinned: 0.12.4)
+RETRY_STATUSES = frozenset({409, 500, 502, 503, 504})
+_MISSING_DETAIL = "We could not find what you're looking for"
+_TAKEN_DETAILS = ("already registered", "ID_TAKEN", "id is already", "already taken")
+
+
+def check_url(url: str, *, insecure: bool) -> str:
+    """Normalise the base URL; refuse plain HTTP to anything but loopback unless `insecure`."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"Open WebUI URL must look like https://host[:port], got {url!r}")
+    if parts.username or parts.password:
+        raise ConfigError("put credentials in OPENWEBUI_TOKEN or --token-file, not in the URL")
+    if parts.scheme == "http" and not insecure and not _is_loopback(parts.hostname):
+        raise ConfigError(
+            f"refusing plain HTTP to {parts.hostname}: the token would travel in clear text. "
+            "Use https, or pass --insecure if you really mean it."
+        )
+    return url.strip().rstrip("/")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class OpenWebUIClient:
+    """Admin API of Open WebUI 0.12 for the objects provision manages.
+
+    Usage::
+
+        with OpenWebUIClient(base_url="http://127.0.0.1:8080", token=token) as client:
+            rows = client.list_models()
+
+    Parameters: `http` lets tests pass an httpx.Client (respx, MockTransport, event hooks);
+    `retries` bounds the extra attempts for 5xx, 409 and timeouts; `backoff` is the first
+    delay in seconds, doubled per attempt; `sleep` is injectable so tests do not wait.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        token: str,
+        http: httpx.Client | None = None,
+        timeout: float = 30.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._http = http or httpx.Client(timeout=timeout, follow_redirects=False)
+        self._owns_http = http is None
+        self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+        self._retries = retries
+        self._backoff = backoff
+        self._sleep = sleep
+
+    def __enter__(self) -> OpenWebUIClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._owns_http:
+            self._http.close()
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def version(self) -> str:
+        data = self._request("GET", "/api/version")
+        return str(data.get("version", "")) if isinstance(data, dict) else ""
+
+    def list_models(self) -> list[dict[str, Any]]:
+        """Every model row (presets and overrides) in one call."""
+        return self._list("/api/v1/models/all")
+
+    def list_functions(self) -> list[dict[str, Any]]:
+        """Every function with its content and valves in one call."""
+        return self._list("/api/v1/functions/export", params={"include_valves": "true"})
+
+    def list_groups(self) -> list[dict[str, Any]]:
+        return self._list("/api/v1/groups/")
+
+    def get_function(self, function_id: str) -> dict[str, Any]:
+        return self._request("GET", f"/api/v1/functions/id/{function_id}")
+
+    # -- model writes --------------------------------------------------------------------
+
+    def create_model(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        return self._request("POST", "/api/v1/models/create", json=body, create=True)
+
+    def update_model(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        # The id travels in the body (0.12); the query is harmless there and needed by <=0.6.5.
+        return self._request(
+            "POST", "/api/v1/models/model/update", json=body, params={"id": body["id"]}
+        )
+
+    def update_model_access(self, model_id: str, grants: list[dict[str, str]]) -> dict[str, Any]:
+        return self._request(
+            "POST",
+            "/api/v1/models/model/access/update",
+            json={"id": model_id, "access_grants": grants},
+        )
+
+    def delete_model(self, model_id: str) -> None:
+        self._request("POST", "/api/v1/models/model/delete", json={"id": model_id}, missing_ok=True)
+
+    # -- function writes -----------------------------------------------------------------
+
+    def create_function(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        return self._request("POST", "/api/v1/functions/create", json=body, create=True)
+
+    def update_function(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        return self._request("POST", f"/api/v1/functions/id/{body['id']}/update", json=body)
+
+    def toggle_function_active(self, function_id: str) -> dict[str, Any]:
+        """Flip is_active (Open WebUI has no setter): call only after reading the state."""
+        return self._request("POST", f"/api/v1/functions/id/{function_id}/toggle")
+
+    def toggle_function_global(self, function_id: str) -> dict[str, Any]:
+        """Flip is_global (Open WebUI has no setter): call only after reading the state."""
+        return self._request("POST", f"/api/v1/functions/id/{function_id}/toggle/global")
+
+    def update_function_valves(self, function_id: str, valves: Mapping[str, Any]) -> dict[str, Any]:
+        return self._request("POST", f"/api/v1/functions/id/{function_id}/valves/update", json=valves)
+
+    def delete_function(self, function_id: str) -> None:
+        self._request("DELETE", f"/api/v1/functions/id/{function_id}/delete", missing_ok=True)
+
+    # -- runtime -------------------------------------------------------------------------
+
+    def refresh_models(self) -> None:
+        """Rebuild Open WebUI's in-memory model registry so new rows and pipes serve at once."""
+        self._request("GET", "/api/models", params={"refresh": "true"})
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _list(self, path: str, params: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+        data = self._request("GET", path, params=params)
+        if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+            # A listing we cannot trust must never drive a prune.
+            raise ApiError("GET", path, 200, "expected a JSON list of objects", "refusing to continue")
+        return data
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, str] | None = None,
+        create: bool = False,
+        missing_ok: bool = False,
+    ) -> Any:
+        url = self.base_url + path
+        attempt = 0
+        while True:
+            try:
+                response = self._http.request(method, url, json=json, params=params, headers=self._headers)
+            except httpx.TimeoutException as exc:
+                if attempt < self._retries:
+                    attempt = self._wait(attempt)
+                    continue
+                raise UnreachableError(
+                    f"{method} {path} timed out {attempt + 1} times ({type(exc).__name__}); "
+                    "is Open WebUI overloaded?"
+                ) from None
+            except httpx.TransportError as exc:
+                if attempt < self._retries and not isinstance(exc, httpx.UnsupportedProtocol):
+                    attempt = self._wait(attempt)
+                    continue
+                raise UnreachableError(
+                    f"cannot reach Open WebUI at {self.base_url} ({type(exc).__name__}: {exc})"
+                ) from None
+            status = response.status_code
+            if status < 300:
+                return _json(response, method, path)
+            detail = _detail(response)
+            if create and attempt > 0 and any(t in detail for t in _TAKEN_DETAILS):
+                # An earlier attempt of this create succeeded but its answer was lost.
+                return {}
+            if missing_ok and status in (401, 404) and _MISSING_DETAIL in detail:
+                return None
+            if status in RETRY_STATUSES and attempt < self._retries:
+                attempt = self._wait(attempt)
+                continue
+            raise ApiError(method, path, status, detail, _hint(status, detail, attempt))
+
+    def _wait(self, attempt: int) -> int:
+        self._sleep(self._backoff * (2**attempt))
+        return attempt + 1
+
+
+def _json(response: httpx.Response, method: str, path: str) -> Any:
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        raise ApiError(method, path, response.status_code, "answer is not JSON", "is this an Open WebUI URL?") from None
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        text = response.text.strip().replace("\n", " ")
+        return (text[:200] + "…") if len(text) > 200 else (text or response.reason_phrase)
+    if isinstance(data, dict) and "detail" in data:
+        return str(data["detail"])[:300]
+    return str(data)[:300]
+
+
+def _hint(status: int, detail: str, attempt: int) -> str:
+    retried = f"after {attempt + 1} attempts" if attempt else ""
+    if status == 401:
+        if _MISSING_DETAIL in detail:
+            return "the object does not exist (Open WebUI answers 401 for a missing id)"
+        return "the token was rejected: check OPENWEBUI_TOKEN"
+    if status == 403:
+        if "API key" in detail:
+            return "API keys are disabled on this instance: set ENABLE_API_KEYS=true or use a JWT"
+        return "the token's user is not an admin"
+    if status == 404:
+        return "endpoint not found: is this Open WebUI 0.12?"
+    if status == 409:
+        return f"a concurrent write changed the object {retried}".strip()
+    if status >= 500:
+        return f"server error {retried}".strip()
+    return retried

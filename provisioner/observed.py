@@ -1,0 +1,53 @@
+"""Open WebUI's JSON listings -> InstanceState, in the same flat shape as the desired state. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .capabilities import CAPABILITY_KEYS
+from .desired import normalize_grants
+from .state import MARKER_KEY, InstanceState, ObjectState, get_path, is_managed
+
+MODEL_PATHS: tuple[str, ...] = (
+    "name",
+    "base_model_id",
+    "is_active",
+    "meta.description",
+    "meta.profile_image_url",
+    *(f"meta.capabilities.{key}" for key in CAPABILITY_KEYS),
+    "meta.filterIds",
+    "meta.defaultFeatureIds",
+    "meta.defaultFilterIds",
+    f"meta.{MARKER_KEY}",
+)
+FUNCTION_PATHS: tuple[str, ...] = (
+    "name",
+    "meta.description",
+    "content",
+    "is_active",
+    "is_global",
+    f"meta.{MARKER_KEY}",
+)
+
+
+def observe(models: Iterable[Mapping[str, Any]], functions: Iterable[Mapping[str, Any]]) -> InstanceState:
+    """Index the listings by id, keeping each raw record for read-merge-write."""
+    return InstanceState(
+        functions={str(f["id"]): observed_function(f) for f in functions if "id" in f},
+        models={str(m["id"]): observed_model(m) for m in models if "id" in m},
+    )
+
+
+def observed_model(raw: Mapping[str, Any]) -> ObjectState:
+    fields = {path: get_path(raw, path) for path in MODEL_PATHS}
+    fields["access_grants"] = normalize_grants(raw.get("access_grants"))
+    return ObjectState("model", str(raw["id"]), fields, is_managed(raw.get("meta")), raw)
+
+
+def observed_function(raw: Mapping[str, Any]) -> ObjectState:
+    fields = {path: get_path(raw, path) for path in FUNCTION_PATHS}
+    valves = raw.get("valves")
+    if isinstance(valves, Mapping):
+        fields.update({f"valves.{key}": value for key, value in valves.items()})
+    return ObjectState("function", str(raw["id"]), fields, is_managed(raw.get("meta")), raw)

@@ -1,0 +1,214 @@
+"""Compare desired with observed state and produce the Plan: a plain value apply consumes. Pure.
+
+Only owned fields are compared. For an update, the write body is the live record with the owned
+fields replaced (read-merge-write), so fields an admin set (params, own capability keys, profile
+image when the blueprint has none) survive, and apply writes exactly what the plan shows.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from .errors import OwnershipError, PruneRefusedError
+from .function_files import content_hash
+from .state import InstanceState, Kind, ObjectState, set_path
+
+FORMAT_VERSION = "1"
+
+# Response-only keys of a model record that a ModelForm must not carry.
+_MODEL_FORM_KEYS = ("id", "base_model_id", "name", "meta", "params", "is_active")
+_FUNCTION_FORM_KEYS = ("id", "name", "content", "meta")
+
+
+class Action(str, Enum):
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+
+    @property
+    def symbol(self) -> str:
+        return {"create": "+", "update": "~", "delete": "-"}[self.value]
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    path: str
+    before: Any
+    after: Any
+    sensitive: bool = False
+
+
+@dataclass(frozen=True)
+class Change:
+    """One object to create, update or delete, with the body apply will send."""
+
+    kind: Kind
+    id: str
+    action: Action
+    fields: tuple[FieldChange, ...] = ()
+    body: Mapping[str, Any] | None = None
+
+    def changed(self, *paths: str) -> bool:
+        """True when any changed field is one of `paths` or lies under one (`valves` → `valves.X`)."""
+        return any(f.path == p or f.path.startswith(p + ".") for f in self.fields for p in paths)
+
+
+@dataclass(frozen=True)
+class Plan:
+    changes: tuple[Change, ...]
+    # Managed objects the blueprints no longer define, kept because --prune was not given.
+    orphans: tuple[tuple[Kind, str], ...] = ()
+    adopted: tuple[tuple[Kind, str], ...] = field(default=())
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.changes
+
+    def count(self, action: Action) -> int:
+        return sum(1 for c in self.changes if c.action is action)
+
+    @property
+    def summary(self) -> dict[str, int]:
+        return {
+            "add": self.count(Action.CREATE),
+            "change": self.count(Action.UPDATE),
+            "destroy": self.count(Action.DELETE),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """The versioned machine form; the text renderer reads this same dict. No secrets."""
+        return {
+            "format_version": FORMAT_VERSION,
+            "summary": self.summary,
+            "changes": [
+                {
+                    "kind": c.kind,
+                    "id": c.id,
+                    "action": c.action.value,
+                    "fields": [
+                        {"path": f.path, "before": _shown(f, f.before), "after": _shown(f, f.after)}
+                        for f in c.fields
+                    ],
+                }
+                for c in self.changes
+            ],
+            "orphans": [{"kind": k, "id": i} for k, i in self.orphans],
+        }
+
+
+def _shown(change: FieldChange, value: Any) -> Any:
+    if value is None:
+        return None
+    if change.sensitive:
+        return "(sensitive)"
+    if change.path == "content":
+        return f"sha256:{content_hash(value)[:12]}"
+    return value
+
+
+_KIND_ORDER: dict[Kind, int] = {"function": 0, "model": 1}
+
+
+def make_plan(
+    desired: InstanceState,
+    observed: InstanceState,
+    *,
+    prune: bool = False,
+    adopt: Collection[tuple[Kind, str]] = (),
+) -> Plan:
+    """Everything that must change for `observed` to match `desired`.
+
+    Raises OwnershipError when a desired id is taken by an object without our marker (unless
+    adopted), and PruneRefusedError when pruning against an empty desired set.
+    """
+    if prune and not desired.models:
+        raise PruneRefusedError(
+            "Refusing to --prune: the blueprints define no agents, so every managed row would be "
+            "deleted. Check the blueprint path."
+        )
+    adopt_set = set(adopt)
+    changes: list[Change] = []
+    conflicts: list[tuple[Kind, str]] = []
+    orphans: list[tuple[Kind, str]] = []
+    adopted: list[tuple[Kind, str]] = []
+    for kind in ("function", "model"):
+        want = desired.of_kind(kind)
+        have = observed.of_kind(kind)
+        for ident, target in want.items():
+            live = have.get(ident)
+            if live is None:
+                changes.append(_create(target))
+                continue
+            if not live.managed:
+                if (kind, ident) not in adopt_set:
+                    conflicts.append((kind, ident))
+                    continue
+                adopted.append((kind, ident))
+            update = _update(target, live)
+            if update:
+                changes.append(update)
+        for ident, live in have.items():
+            if ident in want or not live.managed:
+                continue
+            if prune:
+                changes.append(Change(kind, ident, Action.DELETE))
+            else:
+                orphans.append((kind, ident))
+    if conflicts:
+        raise OwnershipError(conflicts)
+    changes.sort(key=lambda c: (_KIND_ORDER[c.kind], c.id))
+    return Plan(tuple(changes), tuple(sorted(orphans)), tuple(sorted(adopted)))
+
+
+def _create(target: ObjectState) -> Change:
+    fields = tuple(
+        FieldChange(path, None, value, path in target.sensitive)
+        for path, value in target.fields.items()
+    )
+    body = _write_body(target, base=None)
+    return Change(target.kind, target.id, Action.CREATE, fields, body)
+
+
+def _update(target: ObjectState, live: ObjectState) -> Change | None:
+    fields = tuple(
+        FieldChange(path, live.fields.get(path), value, path in target.sensitive)
+        for path, value in target.fields.items()
+        if live.fields.get(path) != value
+    )
+    if not fields:
+        return None
+    return Change(target.kind, target.id, Action.UPDATE, fields, _write_body(target, base=live.raw))
+
+
+def _write_body(target: ObjectState, base: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The form Open WebUI expects: the live record (if any) with every owned field set."""
+    keys = _MODEL_FORM_KEYS if target.kind == "model" else _FUNCTION_FORM_KEYS
+    body: dict[str, Any] = {k: copy.deepcopy(base[k]) for k in keys if base and k in base}
+    body["id"] = target.id
+    if target.kind == "model":
+        body.setdefault("params", {})
+        if not isinstance(body.get("meta"), dict):
+            body["meta"] = {}
+    else:
+        meta = body.get("meta") if isinstance(body.get("meta"), dict) else {}
+        # Open WebUI recomputes these from the content; sending them back is noise.
+        body["meta"] = {k: v for k, v in meta.items() if k not in ("manifest", "toggle")}
+    valves: dict[str, Any] = {}
+    for path, value in target.fields.items():
+        if path == "access_grants":
+            body["access_grants"] = copy.deepcopy(value)
+        elif path.startswith("valves."):
+            valves[path.removeprefix("valves.")] = value
+        elif path in ("is_active", "is_global") and target.kind == "function":
+            continue  # flipped through toggle endpoints, not written
+        else:
+            set_path(body, path, copy.deepcopy(value))
+    if valves:
+        live_valves = base.get("valves") if base else None
+        # The valves endpoint replaces the stored dict: keep the ones an admin set.
+        body["valves"] = {**(live_valves if isinstance(live_valves, dict) else {}), **valves}
+    return body
