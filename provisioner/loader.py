@@ -174,24 +174,35 @@ _ALL_FIELDS = {
     for name in model.model_fields
 } | {"groups", "transport", "url", "model", "api_key_env", "calls"}
 
-_UNION_NOISE = {"model_type", "dict_type", "model_attributes_type", "literal_error"}
-
-
 def pydantic_problems(exc: ValidationError, source: SourceFile) -> list[Problem]:
     """One Problem per pydantic error, with the loc mapped onto the YAML's own path and line."""
-    grouped: dict[PathKey, list[dict[str, Any]]] = defaultdict(list)
-    for error in exc.errors():
-        grouped[_clean_loc(tuple(error["loc"]), source.data, error["type"])].append(error)
+    errors = [e for e in exc.errors() if not _wrong_union_branch(tuple(e["loc"]), source.data)]
     problems: list[Problem] = []
-    for loc, errors in grouped.items():
-        if len(errors) > 1:  # a union: keep the branch that matches what was written
-            value = _value_at(source.data, loc)
-            wanted = "literal_error" if not isinstance(value, dict) else "model_type"
-            specific = [e for e in errors if e["type"] not in _UNION_NOISE]
-            errors = specific or [e for e in errors if e["type"] == wanted] or errors[:1]
-        for error in errors:
-            problems.append(source.problem(loc, _message(error, loc)))
+    for error in errors or exc.errors():
+        loc = _clean_loc(tuple(error["loc"]), source.data, error["type"])
+        problems.append(source.problem(loc, _message(error, loc)))
     return problems
+
+
+def _wrong_union_branch(loc: PathKey, data: Any) -> bool:
+    """True for an error from a union branch that does not match the kind of value written.
+
+    For `access: {groups: x}` pydantic reports both "not 'public' or 'private'" (the literal
+    branch) and the real problem inside the mapping; only the second helps the reader.
+    """
+    current = data
+    for part in loc:
+        if isinstance(current, dict) and part in current:
+            current = current[part]
+        elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
+            current = current[part]
+        elif isinstance(part, str) and part.startswith("literal["):
+            return isinstance(current, (dict, list))
+        elif isinstance(part, str) and part[:1].isupper():  # a model branch, e.g. GroupAccess
+            return not isinstance(current, dict)
+        else:
+            return False
+    return False
 
 
 def _message(error: dict[str, Any], loc: PathKey) -> str:

@@ -1,0 +1,114 @@
+"""Desired state: one row per agent, explicit capabilities, filters per supported feature."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from provisioner.capabilities import CAPABILITY_KEYS
+from provisioner.desired import build_desired, model_id
+from provisioner.errors import BlueprintError
+from provisioner.function_files import load_function_files
+from provisioner.loader import load_catalog
+from tests.builders import REPO, blueprint, write_blueprint_dir
+
+
+@pytest.fixture(scope="module")
+def samples():
+    catalog = load_catalog(REPO / "blueprints")
+    return build_desired(catalog, load_function_files(REPO / "owui_functions"), groups={})
+
+
+def caps(row) -> dict[str, bool]:
+    return {k.removeprefix("meta.capabilities."): v for k, v in row.fields.items() if k.startswith("meta.capabilities.")}
+
+
+def test_one_row_per_agent_with_pipe_sub_model_ids(samples) -> None:
+    assert sorted(samples.models) == sorted(
+        model_id(bp, agent)
+        for bp, agent in [
+            ("policy-faq", "default"),
+            ("research-assistant", "default"),
+            ("document-analyst", "default"),
+            ("support-desk", "tier1"),
+            ("support-desk", "tier2"),
+            ("support-desk", "billing"),
+        ]
+    )
+    assert all(row.fields["base_model_id"] is None for row in samples.models.values())
+
+
+def test_every_capability_key_is_written_explicitly(samples) -> None:
+    for row in samples.models.values():
+        assert list(caps(row)) == list(CAPABILITY_KEYS)
+        assert all(isinstance(v, bool) for v in caps(row).values())
+
+
+def test_native_toggles_follow_supported_features(samples) -> None:
+    research = caps(samples.models["aihub_agent_pipe.research-assistant.default"])
+    assert (research["web_search"], research["code_interpreter"], research["image_generation"]) == (True, True, False)
+    faq = caps(samples.models["aihub_agent_pipe.policy-faq.default"])
+    assert not any(faq[k] for k in ("web_search", "code_interpreter", "image_generation"))
+
+
+def test_agent_work_stays_out_of_open_webui(samples) -> None:
+    for row in samples.models.values():
+        c = caps(row)
+        assert (c["memory"], c["builtin_tools"], c["terminal"]) == (False, False, False)
+        assert "meta.toolIds" not in row.fields
+
+
+def test_blueprint_may_override_documented_defaults(samples) -> None:
+    assert caps(samples.models["aihub_agent_pipe.research-assistant.default"])["vision"] is True
+    assert caps(samples.models["aihub_agent_pipe.policy-faq.default"])["vision"] is False
+
+
+def test_filter_ids_are_feature_filter_plus_one_toggle_per_custom_feature(samples) -> None:
+    assert samples.models["aihub_agent_pipe.policy-faq.default"].fields["meta.filterIds"] == ["aihub_feature_filter"]
+    assert samples.models["aihub_agent_pipe.support-desk.tier1"].fields["meta.filterIds"] == [
+        "aihub_feature_filter",
+        "aihub_toggle_deep_research",
+    ]
+
+
+def test_default_toggles_split_into_features_and_filters(samples) -> None:
+    tier2 = samples.models["aihub_agent_pipe.support-desk.tier2"].fields
+    assert tier2["meta.defaultFeatureIds"] == ["web_search"]
+    assert tier2["meta.defaultFilterIds"] == ["aihub_toggle_deep_research"]
+
+
+def test_marker_lists_supported_features(samples) -> None:
+    marker = samples.models["aihub_agent_pipe.document-analyst.default"].fields["meta.aihub"]
+    assert marker == {"managed_by": "aihub-provision", "blueprint": "document-analyst", "agent": "default", "features": ["user_files"]}
+
+
+def test_functions_follow_their_frontmatter(samples) -> None:
+    fn = samples.functions["aihub_feature_filter"].fields
+    assert fn["is_active"] is True and fn["is_global"] is False
+    assert fn["content"] == (REPO / "owui_functions" / "aihub_feature_filter.py").read_text()
+
+
+def test_access_public_private_and_groups(tmp_path: Path) -> None:
+    agents = [
+        {"id": "pub", "name": "P", "access": "public"},
+        {"id": "priv", "name": "Q", "access": "private"},
+        {"id": "grp", "name": "R", "access": {"groups": ["Legal", "Research"]}},
+    ]
+    catalog = load_catalog(write_blueprint_dir(tmp_path, [blueprint("demo", agents=agents)]))
+    state = build_desired(catalog, (), groups={"Legal": "g-1", "Research": "g-2", "Other": "g-3"})
+    grants = {i.rsplit(".", 1)[1]: row.fields["access_grants"] for i, row in state.models.items()}
+    assert grants["pub"] == [{"principal_type": "user", "principal_id": "*", "permission": "read"}]
+    assert grants["priv"] == []
+    assert [g["principal_id"] for g in grants["grp"]] == ["g-1", "g-2"]
+
+
+def test_missing_group_is_an_error_naming_file_line_and_field(tmp_path: Path) -> None:
+    agents = [{"id": "grp", "name": "R", "access": {"groups": ["Legal", "Reserch"]}}]
+    root = write_blueprint_dir(tmp_path, [blueprint("demo", agents=agents)])
+    with pytest.raises(BlueprintError) as info:
+        build_desired(load_catalog(root), (), groups={"Legal": "g-1", "Research": "g-2"})
+    [problem] = info.value.problems
+    assert problem.file.endswith("demo.yaml") and problem.line is not None
+    assert problem.field == "agents[0].access.groups[1]"
+    assert "no group named 'Reserch'" in problem.message
