@@ -1,0 +1,105 @@
+"""An in-memory stand-in for Open WebUI 0.12's admin API, mounted with respx for unit tests.
+
+It mimics the quirks that matter to the provisioner (functions created inactive, toggles that
+flip, 401 for a missing id, update replacing meta) so apply and the CLI can be tested without a
+server. The real behaviour is pinned by the e2e tests against a real Open WebUI.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import respx
+
+MISSING = {"detail": "We could not find what you're looking for :/"}
+
+
+class FakeOpenWebUI:
+    def __init__(self, base_url: str = "http://127.0.0.1:9", version: str = "0.12.4") -> None:
+        self.base_url = base_url
+        self.version = version
+        self.models: dict[str, dict[str, Any]] = {}
+        self.functions: dict[str, dict[str, Any]] = {}
+        self.groups: list[dict[str, str]] = []
+        self.calls: list[tuple[str, str]] = []
+        self.registry_refreshes = 0
+        # Each fault sees (method, path, body) and may return a Response to send instead.
+        self.faults: list[Callable[[str, str, Any], httpx.Response | None]] = []
+
+    @property
+    def writes(self) -> list[tuple[str, str]]:
+        return [c for c in self.calls if c[0] != "GET" or c[1] == "/api/models"]
+
+    def mount(self, router: respx.MockRouter) -> None:
+        router.route(host=httpx.URL(self.base_url).host).mock(side_effect=self._handle)
+
+    def _handle(self, request: httpx.Request) -> httpx.Response:
+        path, method = request.url.path, request.method
+        self.calls.append((method, path))
+        body = json.loads(request.content) if request.content else None
+        for fault in self.faults:
+            response = fault(method, path, body)
+            if response is not None:
+                return response
+        try:
+            return httpx.Response(200, json=self._route(method, path, request, body))
+        except LookupError:
+            return httpx.Response(401, json=MISSING)
+
+    def _route(self, method: str, path: str, request: httpx.Request, body: Any) -> Any:
+        if path == "/api/version":
+            return {"version": self.version}
+        if path == "/api/models":
+            self.registry_refreshes += 1
+            return {"data": []}
+        if path == "/api/v1/groups/":
+            return self.groups
+        if path == "/api/v1/models/all":
+            return list(copy.deepcopy(self.models).values())
+        if path == "/api/v1/models/create":
+            row = {"base_model_id": None, "params": {}, "is_active": True, **body}
+            row["access_grants"] = body.get("access_grants") or []
+            self.models[body["id"]] = row
+            return row
+        if path == "/api/v1/models/model/update":
+            row = self.models[body["id"]]
+            row.update({k: v for k, v in body.items() if k != "access_grants"})
+            return row
+        if path == "/api/v1/models/model/access/update":
+            self.models[body["id"]]["access_grants"] = body["access_grants"]
+            return self.models[body["id"]]
+        if path == "/api/v1/models/model/delete":
+            self.models.pop(body["id"])
+            return True
+        if path == "/api/v1/functions/export":
+            return list(copy.deepcopy(self.functions).values())
+        if path == "/api/v1/functions/create":
+            fn = {**body, "is_active": False, "is_global": False, "valves": {}}
+            self.functions[body["id"]] = fn
+            return {k: v for k, v in fn.items() if k != "content"}
+        parts = path.split("/")  # /api/v1/functions/id/{id}/...
+        if path.startswith("/api/v1/functions/id/"):
+            fn = self.functions[parts[5]]
+            action = "/".join(parts[6:])
+            if method == "GET" and not action:
+                return fn
+            if action == "update":
+                fn.update({k: body[k] for k in ("name", "content", "meta")})
+                return fn
+            if action == "toggle":
+                fn["is_active"] = not fn["is_active"]
+                return fn
+            if action == "toggle/global":
+                fn["is_global"] = not fn["is_global"]
+                return fn
+            if action == "valves/update":
+                fn["valves"] = body
+                return body
+            if action == "delete":
+                del self.functions[parts[5]]
+                return True
+        raise AssertionError(f"fake Open WebUI has no route {method} {path}")

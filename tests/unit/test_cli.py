@@ -1,0 +1,167 @@
+"""The CLI: exit codes, output streams, plan forms, and the token kept out of every output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+import respx
+
+from provisioner.cli import main
+from tests.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
+from tests.fake_owui import FakeOpenWebUI
+
+TOKEN = "sk-cli-test-token-0123456789"
+SAMPLES = ["-p", str(REPO / "blueprints"), "--functions", str(REPO / "owui_functions")]
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeOpenWebUI:
+    server = FakeOpenWebUI(base_url="http://127.0.0.1:9")
+    monkeypatch.setenv("OPENWEBUI_URL", server.base_url)
+    monkeypatch.setenv("OPENWEBUI_TOKEN", TOKEN)
+    monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    with respx.mock(assert_all_called=False) as router:
+        server.mount(router)
+        yield server
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    assert TOKEN not in captured.out and TOKEN not in captured.err
+    return code, captured.out, captured.err
+
+
+def test_validate_samples_offline(capsys) -> None:
+    code, out, _ = run(capsys, "validate", *SAMPLES)
+    assert code == 0 and out.startswith("Valid: 4 blueprints, 6 agents")
+
+
+def test_validate_reports_every_problem_with_file_and_line(capsys, tmp_path: Path) -> None:
+    root = write_blueprint_dir(tmp_path / "bp", [blueprint("demo", calls=["nope"])])
+    code, out, err = run(capsys, "validate", "-p", str(root), "--functions", str(REPO / "owui_functions"))
+    assert code == 1 and out == ""
+    assert f"{root / 'demo.yaml'}:" in err and "steps[0].calls[0]: unknown capability 'nope'" in err
+
+
+def test_validate_flags_a_stale_toggle_filter(capsys, tmp_path: Path) -> None:
+    root = write_blueprint_dir(tmp_path / "bp")
+    functions = write_function_dir(tmp_path / "fn", root)
+    toggle = functions / "aihub_toggle_user_files.py"
+    toggle.write_text(toggle.read_text().replace("My files", "Old title"))
+    code, _, err = run(capsys, "validate", "-p", str(root), "--functions", str(functions))
+    assert code == 1 and "aihub_toggle_user_files.py: stale" in err
+    assert run(capsys, "generate", "-p", str(root), "--functions", str(functions))[0] == 0
+    assert run(capsys, "validate", "-p", str(root), "--functions", str(functions))[0] == 0
+
+
+def test_usage_errors_exit_1_not_2(capsys) -> None:
+    code, _, err = run(capsys, "diff", "--no-such-flag")
+    assert code == 1 and "No such option" in err
+
+
+def test_diff_exit_codes(capsys, fake: FakeOpenWebUI) -> None:
+    assert run(capsys, "diff", *SAMPLES)[0] == 0
+    code, out, _ = run(capsys, "diff", *SAMPLES, "--detailed-exitcode")
+    assert code == 2 and out.startswith("Plan: ")
+    assert fake.writes == []
+
+
+def test_diff_json_plan(capsys, fake: FakeOpenWebUI) -> None:
+    code, out, _ = run(capsys, "diff", *SAMPLES, "-o", "json")
+    plan = json.loads(out)
+    functions = len(list((REPO / "owui_functions").glob("*.py")))
+    assert code == 0 and plan["summary"] == {"add": 6 + functions, "change": 0, "destroy": 0}
+    assert {c["action"] for c in plan["changes"]} == {"create"}
+
+
+def test_sync_twice_second_writes_nothing(capsys, fake: FakeOpenWebUI) -> None:
+    code, out, _ = run(capsys, "sync", *SAMPLES)
+    assert code == 0 and "Applied: " in out
+    fake.calls.clear()
+    code, out, _ = run(capsys, "sync", *SAMPLES)
+    assert code == 0 and "No changes." in out
+    assert fake.writes == []
+    assert [p for _, p in fake.calls] == ["/api/version", "/api/v1/models/all", "/api/v1/functions/export"]
+
+
+def test_hand_edit_shows_as_exactly_that_field_and_sync_reverts_it(capsys, fake: FakeOpenWebUI) -> None:
+    run(capsys, "sync", *SAMPLES)
+    row = fake.models["aihub_agent_pipe.policy-faq.default"]
+    row["meta"]["capabilities"]["web_search"] = True
+    row["params"] = {"temperature": 0.1}
+    code, out, _ = run(capsys, "diff", *SAMPLES, "-o", "json", "--detailed-exitcode")
+    plan = json.loads(out)
+    assert code == 2
+    assert plan["changes"] == [
+        {"kind": "model", "id": "aihub_agent_pipe.policy-faq.default", "action": "update",
+         "fields": [{"path": "meta.capabilities.web_search", "before": True, "after": False}]}
+    ]
+    run(capsys, "sync", *SAMPLES)
+    assert fake.models["aihub_agent_pipe.policy-faq.default"]["meta"]["capabilities"]["web_search"] is False
+    assert fake.models["aihub_agent_pipe.policy-faq.default"]["params"] == {"temperature": 0.1}
+
+
+def test_sync_dry_run_is_diff(capsys, fake: FakeOpenWebUI) -> None:
+    code, out, _ = run(capsys, "sync", *SAMPLES, "--dry-run", "--detailed-exitcode")
+    assert code == 2 and out.startswith("Plan: ") and fake.writes == []
+
+
+def test_prune_against_an_empty_blueprint_dir_deletes_nothing(capsys, fake: FakeOpenWebUI, tmp_path: Path) -> None:
+    run(capsys, "sync", *SAMPLES)
+    empty = write_blueprint_dir(tmp_path / "bp", [])
+    code, _, err = run(capsys, "sync", "-p", str(empty), "--functions", str(REPO / "owui_functions"), "--prune")
+    assert code == 1 and "no blueprint files" in err
+    assert len(fake.models) == 6
+
+
+def test_unmanaged_row_with_our_id_is_left_alone(capsys, fake: FakeOpenWebUI) -> None:
+    fake.models["aihub_agent_pipe.policy-faq.default"] = {"id": "aihub_agent_pipe.policy-faq.default", "name": "Hand made", "meta": {}, "params": {}}
+    code, _, err = run(capsys, "sync", *SAMPLES)
+    assert code == 1 and "not managed by provision" in err and "--adopt" in err
+    assert fake.models["aihub_agent_pipe.policy-faq.default"]["name"] == "Hand made"
+    assert fake.writes == []
+    code, _, _ = run(capsys, "sync", *SAMPLES, "--adopt", "model/aihub_agent_pipe.policy-faq.default")
+    assert code == 0 and fake.models["aihub_agent_pipe.policy-faq.default"]["name"] == "Policy FAQ"
+
+
+def test_missing_url_and_token_are_clear_errors(capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENWEBUI_URL", raising=False)
+    monkeypatch.delenv("OPENWEBUI_TOKEN", raising=False)
+    code, _, err = run(capsys, "diff", *SAMPLES)
+    assert code == 1 and "no Open WebUI URL" in err
+    code, _, err = run(capsys, "diff", *SAMPLES, "--url", "http://127.0.0.1:9")
+    assert code == 1 and "no token" in err
+
+
+def test_token_file_is_read_and_never_echoed(capsys, fake: FakeOpenWebUI, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("OPENWEBUI_TOKEN")
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    code, _, _ = run(capsys, "diff", *SAMPLES, "--token-file", str(token_file))
+    assert code == 0
+    monkeypatch.setenv("OPENWEBUI_TOKEN", TOKEN)
+    code, _, err = run(capsys, "diff", *SAMPLES, "--token-file", str(token_file))
+    assert code == 1 and "use one" in err
+
+
+def test_rejected_token_is_reported_without_the_token(capsys, fake: FakeOpenWebUI) -> None:
+    fake.faults.append(lambda m, p, b: httpx.Response(401, json={"detail": f"bad token {TOKEN}"[:10]}))
+    code, _, err = run(capsys, "diff", *SAMPLES)
+    assert code == 1 and "token was rejected" in err
+
+
+def test_plain_http_to_remote_host_is_refused(capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENWEBUI_TOKEN", TOKEN)
+    code, _, err = run(capsys, "diff", *SAMPLES, "--url", "http://chat.example.com")
+    assert code == 1 and "refusing plain HTTP" in err
+
+
+def test_old_server_version_warns_but_continues(capsys, fake: FakeOpenWebUI) -> None:
+    fake.version = "0.6.5"
+    code, _, err = run(capsys, "diff", *SAMPLES)
+    assert code == 0 and "outside the tested range" in err
