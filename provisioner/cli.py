@@ -318,6 +318,44 @@ def _apply(plan: Plan, client: OpenWebUIClient, output: Output, err: Console) ->
             raise
 
 
+@app.command("list")
+def list_managed(
+    output: OutputOpt = Output.text,
+    url: UrlOpt = None,
+    token_file: TokenFileOpt = None,
+    insecure: InsecureOpt = False,
+    timeout: TimeoutOpt = 30.0,
+    no_color: NoColorOpt = False,
+) -> int:
+    """Show the agents and functions provision manages on the instance."""
+    from rich.table import Table
+
+    from .listing import managed_agents, managed_functions
+
+    out, _ = _consoles(no_color)
+    with _connect(Connection(url, token_file, insecure, timeout)) as client:
+        groups = {str(g.get("id")): str(g.get("name")) for g in client.list_groups()}
+        agents = managed_agents(client.list_models(), groups)
+        functions = managed_functions(client.list_functions())
+    if output is Output.json:
+        sys.stdout.write(json.dumps({"agents": agents, "functions": functions}, indent=2) + "\n")
+        return EXIT_OK
+    table = Table(title=f"Agents ({len(agents)}), model id aihub_agent_pipe.<agent>", title_justify="left")
+    table.add_column("agent", no_wrap=True)
+    for column in ("name", "toggles", "on by default", "access"):
+        table.add_column(column, overflow="fold")
+    for a in agents:
+        table.add_row(a["agent"], a["name"], ", ".join(a["features"]) or "-", ", ".join(a["defaults"]) or "-", a["access"])
+    out.print(table)
+    table = Table(title=f"Functions ({len(functions)})", title_justify="left")
+    for column in ("id", "type", "active", "global"):
+        table.add_column(column, overflow="fold")
+    for f in functions:
+        table.add_row(f["id"], f["type"] or "", "yes" if f["active"] else "no", "yes" if f["global"] else "no")
+    out.print(table)
+    return EXIT_OK
+
+
 @app.command()
 def generate(
     path: PathOpt = Path("blueprints"),

@@ -1,0 +1,62 @@
+"""What provision manages on an instance, as table rows: the `provision list` view. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .state import MARKER_KEY, is_managed
+from .toggle_filters import TOGGLE_FILTER_PREFIX
+
+
+def managed_agents(models: Iterable[Mapping[str, Any]], groups: Mapping[str, str]) -> list[dict[str, Any]]:
+    """One entry per managed model row: id, name, features, default toggles, access."""
+    entries = []
+    for row in models:
+        meta = row.get("meta") or {}
+        if not is_managed(meta):
+            continue
+        marker = meta[MARKER_KEY]
+        entries.append(
+            {
+                "id": row.get("id"),
+                "agent": f"{marker.get('blueprint')}.{marker.get('agent')}",
+                "name": row.get("name"),
+                "features": list(marker.get("features") or []),
+                "defaults": [
+                    *(meta.get("defaultFeatureIds") or []),
+                    *(str(f).removeprefix(TOGGLE_FILTER_PREFIX) for f in meta.get("defaultFilterIds") or []),
+                ],
+                "access": describe_access(row.get("access_grants") or [], groups),
+                "active": bool(row.get("is_active", True)),
+            }
+        )
+    return sorted(entries, key=lambda e: str(e["id"]))
+
+
+def managed_functions(functions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(
+        (
+            {
+                "id": f.get("id"),
+                "type": f.get("type"),
+                "active": bool(f.get("is_active")),
+                "global": bool(f.get("is_global")),
+            }
+            for f in functions
+            if is_managed(f.get("meta"))
+        ),
+        key=lambda e: str(e["id"]),
+    )
+
+
+def describe_access(grants: Iterable[Mapping[str, Any]], groups: Mapping[str, str]) -> str:
+    """'public', 'private' or 'groups: A, B' (group ids shown by name where known)."""
+    names = []
+    for grant in grants:
+        if grant.get("principal_type") == "user" and grant.get("principal_id") == "*":
+            return "public"
+        if grant.get("principal_type") == "group":
+            gid = str(grant.get("principal_id"))
+            names.append(groups.get(gid, gid))
+    return f"groups: {', '.join(sorted(names))}" if names else "private"
