@@ -7,6 +7,7 @@ says what was applied and what was not, so the next `sync` can finish the job.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -99,7 +100,7 @@ def apply_plan(
             _apply_one(change, client)
             result = ChangeResult(change, "applied")
         except ProvisionError as exc:
-            result = ChangeResult(change, "failed", str(exc))
+            result = ChangeResult(change, "failed", redact(str(exc), secret_values(change)))
             failed = True
         report.results.append(result)
         if on_progress:
@@ -110,6 +111,28 @@ def apply_plan(
         client.refresh_models()
         report.registry_refreshed = True
     return report
+
+
+def secret_values(change: Change) -> list[str]:
+    """Every secret string a change carries (a server error may echo what it was sent)."""
+    found: list[str] = []
+    for field_change in change.fields:
+        if not field_change.sensitive or not isinstance(field_change.after, str):
+            continue
+        found.append(field_change.after)
+        try:
+            inner = json.loads(field_change.after)
+        except ValueError:
+            continue
+        if isinstance(inner, dict):
+            found.extend(str(v) for v in inner.values() if v)
+    return [s for s in found if len(s) >= 4]
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "(sensitive)")
+    return text
 
 
 def _apply_one(change: Change, client: OpenWebUIClient) -> None:

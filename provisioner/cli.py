@@ -183,7 +183,7 @@ def _build_plan(
         )
         groups = {str(g.get("name")): str(g.get("id")) for g in client.list_groups()} if uses_groups else {}
         observed = observe(client.list_models(), client.list_functions())
-        desired = build_desired(catalog, functions, groups)
+        desired = build_desired(catalog, functions, groups, env=os.environ)
         return make_plan(desired, observed, prune=prune, adopt=adopted), client
     except BaseException:
         client.close()

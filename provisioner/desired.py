@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,10 +30,13 @@ def build_desired(
     catalog: Catalog,
     functions: Sequence[FunctionFile],
     groups: Mapping[str, str] | None,
+    env: Mapping[str, str] | None = None,
 ) -> InstanceState:
-    """The desired instance. `groups` maps group name -> id; None means offline (not resolved).
+    """The desired instance.
 
-    Raises BlueprintError naming the file, line and field of every group that does not exist.
+    `groups` maps group name -> id and `env` holds the backends' API keys; None for either means
+    offline (`validate`): groups and secrets are not resolved. Raises BlueprintError naming the
+    file, line and field of every group or API-key variable that does not exist.
     """
     problems: list[Problem] = []
     models: dict[str, ObjectState] = {}
@@ -40,12 +44,19 @@ def build_desired(
         for index, _agent in enumerate(lb.blueprint.agents):
             row = _model_row(lb, index, groups, problems)
             models[row.id] = row
+    pipe_valves = _pipe_valves(catalog, env, problems)
     if problems:
         raise BlueprintError(problems)
-    return InstanceState(
-        functions={f.id: function_state(f) for f in functions},
-        models=dict(sorted(models.items())),
-    )
+    states = {f.id: function_state(f) for f in functions}
+    pipe = states.get(PIPE_FUNCTION_ID)
+    if pipe is not None:
+        states[PIPE_FUNCTION_ID] = ObjectState(
+            kind="function",
+            id=pipe.id,
+            fields={**pipe.fields, **pipe_valves},
+            sensitive=frozenset({PIPE_SECRET_VALVE}),
+        )
+    return InstanceState(functions=states, models=dict(sorted(models.items())))
 
 
 def function_state(f: FunctionFile) -> ObjectState:
@@ -61,6 +72,67 @@ def function_state(f: FunctionFile) -> ObjectState:
             f"meta.{MARKER_KEY}": {"managed_by": MANAGED_BY},
         },
     )
+
+
+# The agent pipe's valves that sync writes (the pipe's Valves class declares the same names).
+PIPE_AGENTS_VALVE = "valves.AGENTS"
+PIPE_SECRET_VALVE = "valves.API_KEYS"
+
+
+def agent_backends(lb: LoadedBlueprint) -> list[dict[str, Any]]:
+    """The AGENTS valve entries of one blueprint: where each agent runs and what it supports."""
+    bp = lb.blueprint
+    entries = []
+    for agent in bp.agents:
+        base = bp.backend.model_dump() if bp.backend else {}
+        override = agent.backend.model_dump(exclude_none=True) if agent.backend else {}
+        backend = {"transport": "agui", "url": None, "model": None, "api_key_env": None, **base, **override}
+        entries.append(
+            {
+                "id": f"{bp.id}.{agent.id}",
+                "name": agent.name,
+                "transport": backend["transport"],
+                "url": backend["url"],
+                "model": backend["model"] or (f"{bp.id}.{agent.id}" if backend["transport"] == "openai" else None),
+                "api_key": backend["api_key_env"],
+                "features": sorted(lb.supported_features),
+            }
+        )
+    return entries
+
+
+def _pipe_valves(catalog: Catalog, env: Mapping[str, str] | None, problems: list[Problem]) -> dict[str, str]:
+    agents: list[dict[str, Any]] = []
+    keys: dict[str, str] = {}
+    for lb in catalog.blueprints:
+        for index, entry in enumerate(agent_backends(lb)):
+            agents.append(entry)
+            if not entry["url"]:
+                problems.append(
+                    lb.source.problem(
+                        ("agents", index),
+                        "no backend: set backend.url on the blueprint or on this agent",
+                    )
+                )
+            name = entry["api_key"]
+            if not name or env is None or name in keys:
+                continue
+            if env.get(name):
+                keys[name] = env[name]
+                continue
+            override = lb.blueprint.agents[index].backend
+            path = (
+                ("agents", index, "backend", "api_key_env")
+                if override and override.api_key_env
+                else ("backend", "api_key_env")
+            )
+            problems.append(
+                lb.source.problem(path, f"environment variable {name} is not set (it holds this backend's API key)")
+            )
+    return {
+        PIPE_AGENTS_VALVE: json.dumps(agents, ensure_ascii=False, separators=(",", ":")),
+        PIPE_SECRET_VALVE: json.dumps(keys, sort_keys=True, separators=(",", ":")),
+    }
 
 
 def _model_row(

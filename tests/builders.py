@@ -27,6 +27,7 @@ def blueprint(bp_id: str = "demo", *, calls: list[str] | None = None, agents: li
         "id": bp_id,
         "name": bp_id.title(),
         "description": f"{bp_id} blueprint",
+        "backend": {"transport": "agui", "url": f"http://127.0.0.1:8700/{bp_id}"},
         "steps": [{"id": "main", "calls": calls or ["summarise"]}],
         "agents": agents or [{"id": "default", "name": f"{bp_id} agent", "access": "public"}],
         **extra,

@@ -201,10 +201,12 @@ def test_prune_removes_a_dropped_blueprint_and_nothing_else(owui, bundle, record
     (smaller / "support_desk.yaml").unlink()
     args = ["-p", str(smaller), "--functions", bundle[3]]
     code, out, err = provision(capsys, "sync", *args)
-    assert code == 0 and "No changes." in out and "--prune" in err  # orphans reported, kept
+    # the pipe stops serving the dropped agents (its AGENTS valve), but without --prune
+    # their rows are only reported, not deleted
+    assert code == 0 and "0 to destroy" in out and "--prune" in err
     assert len(get(owui, "/api/v1/models/all")) == 6
     code, out, _ = provision(capsys, "sync", *args, "--prune")
-    assert code == 0 and "3 to destroy" in out
+    assert code == 0 and "0 to add, 0 to change, 3 to destroy" in out
     remaining = {r["id"] for r in get(owui, "/api/v1/models/all")}
     assert remaining == SAMPLE_MODELS - {m for m in SAMPLE_MODELS if ".support-desk." in m}
     assert len(get(owui, "/api/v1/functions/export")) == 4

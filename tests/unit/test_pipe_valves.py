@@ -1,0 +1,115 @@
+"""The agent pipe's valves come from the blueprints; the backend's API key from the environment."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import respx
+
+from provisioner.cli import main
+from provisioner.desired import build_desired
+from provisioner.errors import BlueprintError
+from provisioner.function_files import load_function_files
+from provisioner.loader import load_catalog
+from tests.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
+
+PIPE = REPO / "owui_functions" / "aihub_agent_pipe.py"
+from tests.fake_owui import FakeOpenWebUI
+
+SECRET = "sk-backend-secret-value-42"
+
+
+@pytest.fixture
+def keyed(tmp_path: Path) -> Path:
+    bp = blueprint("desk", calls=["web_research"], agents=[
+        {"id": "a", "name": "A", "access": "public"},
+        {"id": "b", "name": "B", "backend": {"transport": "openai", "url": "http://127.0.0.1:8701/v1"}},
+    ])
+    bp["backend"]["api_key_env"] = "DESK_KEY"
+    root = write_blueprint_dir(tmp_path / "bp", [bp])
+    write_function_dir(tmp_path / "fn", root, PIPE)
+    return root
+
+
+def pipe_fields(root: Path, env: dict[str, str] | None):
+    functions = load_function_files(root.parent / "fn") if (root.parent / "fn").exists() else load_function_files(REPO / "owui_functions")
+    state = build_desired(load_catalog(root), functions, groups={}, env=env)
+    return state.functions["aihub_agent_pipe"]
+
+
+def test_agents_valve_lists_every_agent_with_its_backend(keyed: Path) -> None:
+    pipe = pipe_fields(keyed, {"DESK_KEY": SECRET})
+    agents = json.loads(pipe.fields["valves.AGENTS"])
+    assert agents == [
+        {"id": "desk.a", "name": "A", "transport": "agui", "url": "http://127.0.0.1:8700/desk", "model": None,
+         "api_key": "DESK_KEY", "features": ["web_search"]},
+        {"id": "desk.b", "name": "B", "transport": "openai", "url": "http://127.0.0.1:8701/v1", "model": "desk.b",
+         "api_key": "DESK_KEY", "features": ["web_search"]},
+    ]
+    assert json.loads(pipe.fields["valves.API_KEYS"]) == {"DESK_KEY": SECRET}
+    assert pipe.sensitive == {"valves.API_KEYS"}
+
+
+def test_missing_key_variable_is_an_error_naming_the_field(keyed: Path) -> None:
+    with pytest.raises(BlueprintError) as info:
+        pipe_fields(keyed, {})
+    [problem] = info.value.problems
+    assert problem.file.endswith("desk.yaml") and problem.field == "backend.api_key_env"
+    assert "environment variable DESK_KEY is not set" in problem.message
+
+
+def test_validate_does_not_need_the_secret(keyed: Path) -> None:
+    assert json.loads(pipe_fields(keyed, None).fields["valves.API_KEYS"]) == {}
+
+
+def test_agent_without_any_backend_is_an_error(tmp_path: Path) -> None:
+    bp = blueprint("nobackend")
+    del bp["backend"]
+    root = write_blueprint_dir(tmp_path / "bp", [bp])
+    with pytest.raises(BlueprintError, match="no backend"):
+        pipe_fields(root, {})
+
+
+def test_secret_never_appears_in_diff_or_sync_output(keyed: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = FakeOpenWebUI()
+    monkeypatch.setenv("OPENWEBUI_URL", server.base_url)
+    monkeypatch.setenv("OPENWEBUI_TOKEN", "sk-admin")
+    monkeypatch.setenv("DESK_KEY", SECRET)
+    args = ["-p", str(keyed), "--functions", str(keyed.parent / "fn")]
+    with respx.mock(assert_all_called=False) as router:
+        server.mount(router)
+        outputs = []
+        for command in (["diff"], ["diff", "-o", "json"], ["sync"]):
+            assert main([*command, *args]) == 0
+            outputs.append(capsys.readouterr())
+        assert json.loads(server.functions["aihub_agent_pipe"]["valves"]["API_KEYS"]) == {"DESK_KEY": SECRET}
+        monkeypatch.setenv("DESK_KEY", SECRET + "-rotated")
+        assert main(["diff", "-o", "json", *args]) == 0
+        rotated = capsys.readouterr()
+        outputs.append(rotated)
+        assert main(["sync", "-o", "json", *args]) == 0
+        outputs.append(capsys.readouterr())
+    for captured in outputs:
+        assert SECRET not in captured.out and SECRET not in captured.err
+    [change] = json.loads(rotated.out)["changes"]
+    assert change["fields"] == [{"path": "valves.API_KEYS", "before": "(sensitive)", "after": "(sensitive)"}]
+
+
+def test_secret_echoed_by_a_server_error_is_redacted(keyed: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx
+
+    server = FakeOpenWebUI()
+    server.faults.append(
+        lambda m, p, b: httpx.Response(400, json={"detail": f"bad valves: {b}"}) if p.endswith("/valves/update") else None
+    )
+    monkeypatch.setenv("OPENWEBUI_URL", server.base_url)
+    monkeypatch.setenv("OPENWEBUI_TOKEN", "sk-admin")
+    monkeypatch.setenv("DESK_KEY", SECRET)
+    with respx.mock(assert_all_called=False) as router:
+        server.mount(router)
+        code = main(["sync", "-p", str(keyed), "--functions", str(keyed.parent / "fn")])
+    captured = capsys.readouterr()
+    assert code == 1 and "bad valves" in captured.err
+    assert SECRET not in captured.out + captured.err
