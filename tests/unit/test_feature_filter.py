@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-import re
 import sys
 import types
 from pathlib import Path
@@ -14,6 +13,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from provisioner.function_files import extract_frontmatter  # mirrors Open WebUI 0.12.4
+
 
 FILTER_PATH = Path(__file__).resolve().parents[2] / "owui_functions" / "aihub_feature_filter.py"
 KEY = "aihub_requested_features"
@@ -29,22 +31,6 @@ def load_like_openwebui(source: str, name: str) -> types.ModuleType:
     finally:
         sys.modules.pop(name, None)
     return module
-
-
-def extract_frontmatter(content: str) -> dict[str, str]:
-    """Open WebUI 0.12.4 `utils/plugin.py:extract_frontmatter`, minus its logging."""
-    pattern = re.compile(r"^\s*([a-z_]+):\s*(.*)\s*$", re.IGNORECASE)
-    lines = content.splitlines()
-    if not lines or lines[0].strip() != '"""':
-        return {}
-    found: dict[str, str] = {}
-    for line in lines[1:]:
-        if '"""' in line:
-            break
-        match = pattern.match(line)
-        if match:
-            found[match.group(1).strip()] = match.group(2).strip()
-    return found
 
 
 SOURCE = FILTER_PATH.read_text(encoding="utf-8")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import inspect
-import re
 import sys
 import types
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from provisioner.function_files import extract_frontmatter  # mirrors Open WebUI 0.12.4
 from provisioner.toggle_filters import (
     TOGGLE_FILTER_PREFIX,
     render_toggle_filter,
@@ -27,22 +27,6 @@ ICON = "data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC
 FEATURE_FILTER_PATH = (
     Path(__file__).resolve().parents[2] / "owui_functions" / "aihub_feature_filter.py"
 )
-
-
-def extract_frontmatter(content: str) -> dict[str, str]:
-    """Open WebUI 0.12.4 `utils/plugin.py:extract_frontmatter`, minus its logging."""
-    pattern = re.compile(r"^\s*([a-z_]+):\s*(.*)\s*$", re.IGNORECASE)
-    lines = content.splitlines()
-    if not lines or lines[0].strip() != '"""':
-        return {}
-    found: dict[str, str] = {}
-    for line in lines[1:]:
-        if '"""' in line:
-            break
-        match = pattern.match(line)
-        if match:
-            found[match.group(1).strip()] = match.group(2).strip()
-    return found
 
 
 def load_like_openwebui(source: str, name: str = "toggle_under_test") -> types.ModuleType:
