@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 import provisioner.cli as cli
+from provisioner.function_files import extract_frontmatter
 from tests.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
 
 RECORDING_PIPE = Path(__file__).parent / "fixtures" / "recording_pipe.py"
@@ -113,6 +114,9 @@ def test_sync_from_empty_creates_every_row_and_function(owui, bundle, recorder, 
     assert all(f["is_active"] for f in functions.values())
     assert not any(f["is_global"] for f in functions.values())  # every file says global: false
     assert functions["aihub_toggle_user_files"]["meta"]["toggle"] is True
+    # our copy of Open WebUI's frontmatter parser reads the files exactly as the server does
+    for fn in functions.values():
+        assert fn["meta"]["manifest"] == extract_frontmatter(fn["content"])
     # the registry was refreshed: the pipe's sub-models are served at once
     served = {m["id"] for m in get(owui, "/api/models")["data"]}
     assert SAMPLE_MODELS <= served
