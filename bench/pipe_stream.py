@@ -1,0 +1,241 @@
+"""Benchmark the agent pipe: events per second, and the first-token latency it adds.
+
+Not a test. Run from the project root:
+
+    .venv/bin/python bench/pipe_stream.py [--events 20000] [--rounds 40]
+
+1. Parsing and rendering in process: a canned AG-UI SSE stream (text deltas, tool calls with
+   arguments and results, reasoning) goes through the pipe's SSE parser, json.loads, the
+   recorder and drain(), with no network. Reported as events per second.
+2. The same stream end to end over loopback: a local HTTP server serves it and pipe() reads it,
+   as Open WebUI would call it. Reported as events per second.
+3. First token: time from sending the request to the first text, (a) reading the SSE stream
+   directly with one long-lived httpx client and stopping at the first TEXT_MESSAGE_CONTENT (the
+   best case for a direct reader), (a') the same with a new client and connection per request,
+   (b) through pipe() until its first yielded chunk (a new client per request, building the
+   request from Open WebUI's body, the recorder). Interleaved in one run; medians are compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import statistics
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_pipe() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("aihub_agent_pipe", ROOT / "owui_functions" / "aihub_agent_pipe.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["aihub_agent_pipe"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def canned_events(count: int) -> list[dict[str, Any]]:
+    """A realistic turn repeated: reasoning, a lead-in, two parallel calls, results, a summary."""
+    events: list[dict[str, Any]] = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
+    n = 0
+    while len(events) < count - 1:
+        rid, mid, sid = f"r{n}", f"m{n}", f"s{n}"
+        events += [{"type": "REASONING_MESSAGE_CONTENT", "messageId": rid, "delta": f"thought {i} "} for i in range(5)]
+        events.append({"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"})
+        events += [{"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": f"word{i} "} for i in range(20)]
+        for c in (f"c{n}a", f"c{n}b"):
+            events.append(
+                {"type": "TOOL_CALL_START", "toolCallId": c, "toolCallName": "get_weather", "parentMessageId": sid}
+            )
+            events += [{"type": "TOOL_CALL_ARGS", "toolCallId": c, "delta": part} for part in ('{"city": ', '"Paris"}')]
+            events.append({"type": "TOOL_CALL_END", "toolCallId": c})
+        for c in (f"c{n}a", f"c{n}b"):
+            events.append(
+                {
+                    "type": "TOOL_CALL_RESULT",
+                    "messageId": f"x{c}",
+                    "toolCallId": c,
+                    "content": '{"sky": "sunny", "temp_c": 21}',
+                }
+            )
+        events += [{"type": "TEXT_MESSAGE_CONTENT", "messageId": f"{mid}b", "delta": f"sum{i} "} for i in range(20)]
+        n += 1
+    events = events[: count - 1]
+    events.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+    return events
+
+
+def sse(events: list[dict[str, Any]]) -> bytes:
+    return "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
+
+
+def bench_in_process(pipe: ModuleType, payload: bytes, count: int) -> float:
+    """Events per second through SSE parsing + json + recorder + drain, no network."""
+    lines = payload.decode().split("\n")
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        parser, recorder, out = pipe.SSEParser(), pipe.Recorder(), []
+        for line in lines:
+            data = parser.feed(line)
+            if data is not None:
+                recorder.feed(json.loads(data))
+                out.append(recorder.drain())
+        elapsed = time.perf_counter() - start
+        assert recorder.finished and "".join(out) == recorder.render()
+        best = min(best, elapsed)
+    return count / best
+
+
+class CannedServer:
+    """Serves the same SSE body to every POST, from a thread, on a free loopback port."""
+
+    def __init__(self, body: bytes) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/agent"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def make_pipe(pipe: ModuleType, url: str) -> Any:
+    instance = pipe.Pipe()
+    agent = {"id": "bench.agent", "name": "Bench", "transport": "agui", "url": url, "features": []}
+    instance.valves = instance.Valves(AGENTS=json.dumps([agent]))
+    return instance
+
+
+BODY = {"model": "aihub_agent_pipe.bench.agent", "messages": [{"role": "user", "content": "go"}], "stream": True}
+
+
+async def first_token_direct(client: httpx.AsyncClient, url: str) -> float:
+    start = time.perf_counter()
+    request = {
+        "threadId": "t",
+        "runId": "r",
+        "messages": [],
+        "tools": [],
+        "context": [],
+        "state": {},
+        "forwardedProps": {},
+    }
+    async with client.stream("POST", url, json=request, headers={"Accept": "text/event-stream"}) as response:
+        async for line in response.aiter_lines():
+            if line.startswith("data:") and json.loads(line[5:])["type"] == "TEXT_MESSAGE_CONTENT":
+                return time.perf_counter() - start
+    raise RuntimeError("no text in the stream")
+
+
+async def first_token_pipe(instance: Any) -> float:
+    start = time.perf_counter()
+    stream = instance.pipe(body=dict(BODY), __user__={"id": "u"}, __metadata__={"chat_id": "c"})
+    async for chunk in stream:
+        if chunk:
+            elapsed = time.perf_counter() - start
+            await stream.aclose()
+            return elapsed
+    raise RuntimeError("the pipe yielded nothing")
+
+
+async def end_to_end(instance: Any, count: int) -> float:
+    start = time.perf_counter()
+    content = "".join([c async for c in instance.pipe(body=dict(BODY), __user__={"id": "u"}, __metadata__={})])
+    elapsed = time.perf_counter() - start
+    assert "Agent error" not in content, content[-300:]
+    return count / elapsed
+
+
+async def bench_network(
+    pipe: ModuleType, first_token_body: bytes, long_body: bytes, count: int, rounds: int
+) -> dict[str, float]:
+    short, long = CannedServer(first_token_body), CannedServer(long_body)
+    client = httpx.AsyncClient()  # the direct reader's best case: one client, kept alive
+    try:
+        instance = make_pipe(pipe, short.url)
+        for _ in range(3):  # warm up imports, connections, caches
+            await first_token_direct(client, short.url)
+            await first_token_pipe(instance)
+        direct, fresh, piped = [], [], []
+        for _ in range(rounds):
+            direct.append(await first_token_direct(client, short.url))
+            async with httpx.AsyncClient(verify=pipe._ssl_context()) as one_off:
+                fresh.append(await first_token_direct(one_off, short.url))
+            piped.append(await first_token_pipe(instance))
+        e2e = max([await end_to_end(make_pipe(pipe, long.url), count) for _ in range(3)])
+    finally:
+        await client.aclose()
+        short.close()
+        long.close()
+    return {
+        "direct_ms": statistics.median(direct) * 1000,
+        "pipe_ms": statistics.median(piped) * 1000,
+        "fresh_ms": statistics.median(fresh) * 1000,
+        "direct_p90_ms": statistics.quantiles(direct, n=10)[-1] * 1000,
+        "pipe_p90_ms": statistics.quantiles(piped, n=10)[-1] * 1000,
+        "e2e_events_per_s": e2e,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=20000, help="events in the long canned stream")
+    parser.add_argument("--rounds", type=int, default=40, help="first-token measurements of each kind")
+    args = parser.parse_args()
+
+    pipe = load_pipe()
+    events = canned_events(args.events)
+    payload = sse(events)
+    in_process = bench_in_process(pipe, payload, len(events))
+    # First token: text comes right after RUN_STARTED, then a typical turn's worth of events.
+    opening = [
+        events[0],
+        {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "Hello"},
+    ]
+    short = sse(opening + canned_events(200)[1:])
+    net = asyncio.run(bench_network(pipe, short, payload, len(events), args.rounds))
+
+    print(f"events in the canned stream:           {len(events)} ({len(payload) / 1e6:.1f} MB of SSE)")
+    print(f"parse + render, in process:            {in_process:,.0f} events/s")
+    print(f"pipe() end to end over loopback:       {net['e2e_events_per_s']:,.0f} events/s")
+    print(
+        f"first token, httpx reading SSE itself: {net['direct_ms']:.2f} ms median (p90 {net['direct_p90_ms']:.2f} ms)"
+    )
+    print(f"  same, new connection per request:    {net['fresh_ms']:.2f} ms median (what the pipe does per turn)")
+    print(f"first token, through pipe():           {net['pipe_ms']:.2f} ms median (p90 {net['pipe_p90_ms']:.2f} ms)")
+    print(
+        f"pipe / direct first-token ratio:       {net['pipe_ms'] / net['direct_ms']:.2f}x "
+        f"(+{net['pipe_ms'] - net['direct_ms']:.2f} ms), {args.rounds} interleaved rounds"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,298 @@
+"""Shared helpers for the agent pipe tests: loading standalone files, driving pipe(), an SSE stub."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import sys
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+PIPE_FILE = ROOT / "owui_functions" / "aihub_agent_pipe.py"
+HARNESS_FILE = ROOT / "tests" / "agui_server" / "harness.py"
+
+
+def load_by_path(name: str, path: Path) -> ModuleType:
+    """Load a standalone file as Open WebUI does: a module registered in sys.modules, then exec."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+pipe_module = load_by_path("aihub_agent_pipe", PIPE_FILE)
+harness = load_by_path("agui_harness", HARNESS_FILE)
+
+
+# --- driving the pipe the way Open WebUI does ---------------------------------------------------
+
+
+@dataclass
+class PipeRun:
+    chunks: list[str]
+    events: list[dict[str, Any]]
+
+    @property
+    def content(self) -> str:
+        return "".join(self.chunks)
+
+    @property
+    def statuses(self) -> list[str]:
+        return [e["data"]["description"] for e in self.events if e.get("type") == "status"]
+
+
+def make_pipe(agents: list[dict[str, Any]], api_keys: dict[str, str] | None = None, timeout: float = 30) -> Any:
+    pipe = pipe_module.Pipe()
+    pipe.valves = pipe.Valves(AGENTS=json.dumps(agents), API_KEYS=json.dumps(api_keys or {}), TIMEOUT_SECONDS=timeout)
+    return pipe
+
+
+async def drive(
+    pipe: Any,
+    model: str,
+    messages: list[dict[str, Any]],
+    *,
+    features: list[str] | None = None,
+    chat_id: str = "chat-1",
+    user_id: str = "user-1",
+) -> PipeRun:
+    """Call ``pipe()`` with Open-WebUI-shaped arguments and collect chunks and emitted events."""
+    events: list[dict[str, Any]] = []
+
+    async def emitter(event: dict[str, Any]) -> None:
+        events.append(event)
+
+    metadata: dict[str, Any] = {"chat_id": chat_id, "message_id": "m-1", "session_id": "s-1", "features": {}}
+    if features is not None:
+        metadata[pipe_module.METADATA_KEY] = features
+    body = {"model": f"aihub_agent_pipe.{model}", "messages": messages, "stream": True}
+    chunks = [
+        chunk
+        async for chunk in pipe.pipe(
+            body=body, __user__={"id": user_id, "role": "user"}, __metadata__=metadata, __event_emitter__=emitter
+        )
+    ]
+    return PipeRun(chunks, events)
+
+
+def run_pipe(pipe: Any, model: str, messages: list[dict[str, Any]], **kwargs: Any) -> PipeRun:
+    return asyncio.run(drive(pipe, model, messages, **kwargs))
+
+
+# --- a stdlib SSE stub: canned streams, recorded requests ----------------------------------------
+
+
+@dataclass
+class StubBehaviour:
+    """What the next POST gets: status, SSE data items, then close (or hang, or drop)."""
+
+    status: int = 200
+    data: list[Any] = field(default_factory=list)  # dicts are JSON-encoded; strings sent as is
+    error_body: str = '{"detail": "agent exploded"}'
+    raw: bytes | None = None  # send these bytes instead of encoding ``data``...
+    fragment: int = 0  # ...in pieces of this many bytes (0: one piece)
+    hang_after: bool = False  # keep the connection open after the data, send nothing more
+    drop_after: bool = False  # close the socket without finishing the chunked body
+
+
+class SSEStub:
+    """A loopback HTTP server that records each request and answers with a canned SSE stream."""
+
+    def __init__(self) -> None:
+        self.behaviour = StubBehaviour()
+        self.requests: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+                length = int(self.headers.get("Content-Length", 0))
+                stub.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "json": json.loads(self.rfile.read(length))}
+                )
+                b = stub.behaviour
+                if b.status >= 400:
+                    body = b.error_body.encode()
+                    self.send_response(b.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                if b.raw is not None:
+                    size = b.fragment or len(b.raw)
+                    for start in range(0, len(b.raw), size):
+                        self._chunk(b.raw[start : start + size])
+                for item in b.data:
+                    line = item if isinstance(item, str) else json.dumps(item)
+                    self._chunk(f"data: {line}\n\n".encode())
+                if b.hang_after:
+                    stub._stop.wait(30)
+                if b.drop_after:
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                self.wfile.write(b"0\r\n\r\n")
+
+            def _chunk(self, payload: bytes) -> None:
+                self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
+                self.wfile.flush()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# --- AG-UI events in the reference sheet's notation ----------------------------------------------
+# T(x) text delta, C(id) call, R(id) result, Z(rid, x) reasoning delta; each returns a list of events.
+
+Event = dict[str, Any]
+
+
+def T(delta: str, mid: str = "t1") -> list[Event]:
+    return [{"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": delta}]
+
+
+def OPEN(mid: str, role: str = "assistant") -> list[Event]:
+    return [{"type": "TEXT_MESSAGE_START", "messageId": mid, "role": role}]
+
+
+def C(
+    call_id: str, name: str = "get_weather", args: str = '{"city": "Paris"}', parent: str | None = None
+) -> list[Event]:
+    start: Event = {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": name}
+    if parent:
+        start["parentMessageId"] = parent
+    return [
+        start,
+        {"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": args},
+        {"type": "TOOL_CALL_END", "toolCallId": call_id},
+    ]
+
+
+def R(call_id: str, content: str | None = None, mid: str | None = None) -> list[Event]:
+    return [
+        {
+            "type": "TOOL_CALL_RESULT",
+            "toolCallId": call_id,
+            "messageId": mid or f"res-{call_id}",
+            "content": content if content is not None else f"result of {call_id}",
+            "role": "tool",
+        }
+    ]
+
+
+def Z(rid: str, delta: str) -> list[Event]:
+    return [
+        {"type": "REASONING_START", "messageId": rid},
+        {"type": "REASONING_MESSAGE_CONTENT", "messageId": rid, "delta": delta},
+        {"type": "REASONING_END", "messageId": rid},
+    ]
+
+
+FINISHED: list[Event] = [{"type": "RUN_FINISHED", "threadId": "chat-1", "runId": "run-1"}]
+
+
+def ERROR(
+    message: str = "An internal error has occurred while streaming events.", code: str = "RuntimeError"
+) -> list[Event]:
+    return [{"type": "RUN_ERROR", "message": message, "code": code}]
+
+
+def events(*parts: list[Event]) -> list[Event]:
+    return [event for part in parts for event in part]
+
+
+class FakeClock:
+    """A clock the test moves, so reasoning durations are exact."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Recording:
+    recorder: Any
+    drains: list[str]  # what drain() returned after each event, then after the end
+
+    @property
+    def streamed(self) -> str:
+        return "".join(self.drains)
+
+
+def record(stream: list[Event], *, clock: Any = None, ids: Any = None, input_ids: tuple[str, ...] = ()) -> Recording:
+    """Feed events one by one, draining after each, as the pipe does."""
+    counter = iter(range(1_000_000))
+    recorder = pipe_module.Recorder(
+        clock=clock or FakeClock(),
+        new_id=ids or (lambda kind: f"gen-{kind}-{next(counter)}"),
+        input_ids=input_ids,
+    )
+    drains = []
+    for event in stream:
+        recorder.feed(event)
+        drains.append(recorder.drain())
+    if not recorder.finished:
+        recorder.finish(error="The agent's stream ended before the run finished.")
+    drains.append(recorder.drain())
+    return Recording(recorder, drains)
+
+
+def shape(segments: list[Any]) -> list[str]:
+    """Segments in the sheet's notation: A"x", TC[c1,c2], tool(c1), rs(r1), ERR"x"."""
+    out: list[str] = []
+    for segment in segments:
+        kind = type(segment).__name__
+        if kind == "Text":
+            out.append(f'A"{segment.text}"')
+        elif kind == "ToolStep":
+            out.append("TC[" + ",".join(c.id for c in segment.calls) + "]")
+            out.extend(f"tool({c.id})" for c in segment.calls if c.result is not None)
+        elif kind == "Reasoning":
+            out.append(f"rs({segment.id})")
+        else:
+            out.append(f'ERR"{segment.message}"')
+    return out
+
+
+def agui_shape(messages: list[dict[str, Any]]) -> list[str]:
+    """AG-UI messages in the sheet's notation (what the agent gets back next turn)."""
+    out: list[str] = []
+    for m in messages:
+        if m["role"] == "tool":
+            out.append(f"tool({m['toolCallId']})")
+        elif m.get("toolCalls"):
+            out.append("TC[" + ",".join(c["id"] for c in m["toolCalls"]) + "]")
+        elif m["role"] == "assistant":
+            out.append(f'A"{m["content"]}"')
+        else:
+            out.append(f'{m["role"]}"{m["content"]}"')
+    return out

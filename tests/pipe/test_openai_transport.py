@@ -1,0 +1,147 @@
+"""The OpenAI-compatible transport against a loopback chat-completions server (pipe_support.SSEStub)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipe_support import FINISHED, C, R, SSEStub, T, events, make_pipe, pipe_module, record, run_pipe
+
+P = pipe_module
+
+
+def _agent(url: str) -> dict[str, Any]:
+    return {
+        "id": "ops.oncall",
+        "name": "On-call",
+        "transport": "openai",
+        "url": url,
+        "model": "oncall-agent",
+        "api_key": "ops",
+        "features": ["web_search", "deep_research"],
+    }
+
+
+def _delta(**delta: Any) -> dict[str, Any]:
+    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
+
+
+STREAM = [
+    _delta(role="assistant", reasoning_content="Plan: "),
+    _delta(reasoning_content="call both tools."),
+    _delta(content="Let me "),
+    _delta(content="check."),
+    _delta(
+        tool_calls=[
+            {"index": 0, "id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": ""}}
+        ]
+    ),
+    _delta(tool_calls=[{"index": 0, "function": {"arguments": '{"city":'}}]),
+    _delta(tool_calls=[{"index": 0, "function": {"arguments": ' "Paris"}'}}]),
+    _delta(
+        tool_calls=[
+            {"index": 1, "id": "call_b", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}
+        ]
+    ),
+    {"id": "chatcmpl-1", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    "[DONE]",
+]
+
+
+def test_request_is_a_streamed_chat_completion_with_metadata_features(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = [_delta(content="ok"), "[DONE]"]
+    pipe = make_pipe([_agent(sse_stub.url + "/v1")], api_keys={"ops": "tok-123"})
+    run = run_pipe(
+        pipe, "ops.oncall", [{"role": "user", "content": "Status?"}], features=["deep_research", "code_interpreter"]
+    )
+    assert run.content == "ok"
+    request = sse_stub.requests[0]
+    assert request["path"] == "/v1/chat/completions"
+    assert request["headers"]["Authorization"] == "Bearer tok-123"
+    assert request["json"] == {
+        "model": "oncall-agent",
+        "messages": [{"role": "user", "content": "Status?"}],
+        "stream": True,
+        "metadata": {"features": ["deep_research"]},
+    }
+
+
+def test_reasoning_text_and_tool_call_deltas_render_in_order(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = STREAM
+    run = run_pipe(
+        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "k"}), "ops.oncall", [{"role": "user", "content": "q"}]
+    )
+    segments = P.parse_content(run.content)
+    assert [type(s).__name__ for s in segments] == ["Reasoning", "Text", "ToolStep"]
+    assert segments[0].text == "Plan: call both tools."
+    assert segments[1].text == "Let me check."
+    step = segments[2]
+    assert [(c.id, c.name, c.arguments, c.result) for c in step.calls] == [
+        ("call_a", "get_weather", '{"city": "Paris"}', None),
+        ("call_b", "get_time", "{}", None),
+    ]
+    assert "Agent error" not in run.content
+
+
+def test_streamed_tool_results_fill_their_calls(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = [
+        _delta(tool_calls=[{"index": 0, "id": "call_a", "function": {"name": "get_weather", "arguments": "{}"}}]),
+        _delta(role="tool", tool_call_id="call_a", content="sunny"),
+        _delta(content="Sunny."),
+        "[DONE]",
+    ]
+    run = run_pipe(
+        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "k"}), "ops.oncall", [{"role": "user", "content": "q"}]
+    )
+    step, text = P.parse_content(run.content)
+    assert step.calls[0].result == "sunny"
+    assert text.text == "Sunny."
+
+
+def test_next_turn_sends_the_transcript_in_openai_shape(sse_stub: SSEStub) -> None:
+    previous = record(events(T("Checking."), C("c1"), R("c1", "sunny"), T("Sunny."), FINISHED)).recorder.render()
+    sse_stub.behaviour.data = [_delta(content="You're welcome."), "[DONE]"]
+    history = [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": previous},
+        {"role": "user", "content": "Thanks"},
+    ]
+    run_pipe(make_pipe([_agent(sse_stub.url)], api_keys={"ops": "k"}), "ops.oncall", history)
+    sent = sse_stub.requests[0]["json"]["messages"]
+    assert sent == [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": "Checking."},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        {"role": "assistant", "content": "Sunny."},
+        {"role": "user", "content": "Thanks"},
+    ]
+
+
+def test_error_chunk_is_shown_below_what_streamed(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = [_delta(content="Partial"), {"error": {"message": "rate limited"}}]
+    run = run_pipe(
+        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "k"}), "ops.oncall", [{"role": "user", "content": "q"}]
+    )
+    assert run.content == "Partial\n\n> [!CAUTION]\n> Agent error: rate limited\n"
+
+
+def test_stream_without_done_but_with_finish_reason_is_complete(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = [_delta(content="ok"), {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+    run = run_pipe(
+        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "k"}), "ops.oncall", [{"role": "user", "content": "q"}]
+    )
+    assert run.content == "ok"
+
+
+def test_stream_cut_before_any_finish_is_an_error(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = [_delta(content="ok")]
+    run = run_pipe(
+        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "k"}), "ops.oncall", [{"role": "user", "content": "q"}]
+    )
+    assert run.content == "ok\n\n> [!CAUTION]\n> Agent error: The agent's stream ended before the run finished.\n"

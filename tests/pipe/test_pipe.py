@@ -1,0 +1,252 @@
+"""The pipe as Open WebUI calls it: valves, the request it sends, and every way a run can fail.
+
+The agent here is a loopback HTTP server (pipe_support.SSEStub) that records requests and plays
+canned SSE streams; the real Agent Framework server is in test_agui_real_server.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+from typing import Any
+
+from pipe_support import FINISHED, C, R, SSEStub, T, events, make_pipe, pipe_module, run_pipe
+
+P = pipe_module
+
+
+def _agent(url: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": "travel.concierge",
+        "name": "Concierge",
+        "transport": "agui",
+        "url": url,
+        "model": None,
+        "api_key": None,
+        "features": ["web_search", "user_files"],
+        **extra,
+    }
+
+
+HISTORY = [{"role": "user", "content": "Weather in Paris?"}]
+
+
+# --- valves -----------------------------------------------------------------------------------------
+
+
+def test_pipes_lists_exactly_the_configured_agents() -> None:
+    pipe = make_pipe([_agent("http://a"), {**_agent("http://b"), "id": "travel.scout", "name": "Scout"}])
+    assert pipe.pipes() == [{"id": "travel.concierge", "name": "Concierge"}, {"id": "travel.scout", "name": "Scout"}]
+
+
+def test_pipes_is_empty_for_bad_json_and_skips_invalid_entries() -> None:
+    pipe = P.Pipe()
+    pipe.valves = pipe.Valves(AGENTS="{not json")
+    assert pipe.pipes() == []
+    pipe.valves = pipe.Valves(AGENTS='{"id": "x"}')
+    assert pipe.pipes() == []
+    pipe.valves = pipe.Valves(AGENTS=json.dumps([{"id": "no.url", "name": "x"}, _agent("http://a"), 7]))
+    assert pipe.pipes() == [{"id": "travel.concierge", "name": "Concierge"}]
+
+
+def test_valve_defaults_and_names_match_what_provision_writes() -> None:
+    valves = P.Pipe().valves
+    assert (valves.AGENTS, valves.API_KEYS, valves.TIMEOUT_SECONDS) == ("[]", "{}", 300)
+    assert P.METADATA_KEY == "aihub_requested_features"
+    assert P.FUNCTION_ID == "aihub_agent_pipe"
+
+
+def test_file_starts_with_frontmatter_marked_not_global() -> None:
+    lines = open(P.__file__).read().splitlines()
+    assert lines[0] == '"""'
+    front = lines[1 : lines.index('"""', 1)]
+    keys = dict(line.split(":", 1) for line in front)
+    assert {"title", "version", "description", "global"} <= set(keys)
+    assert keys["global"].strip() == "false"
+
+
+def test_file_imports_only_what_open_webui_ships() -> None:
+    source = open(P.__file__).read()
+    imported = {
+        line.split()[1].split(".")[0]
+        for line in source.splitlines()
+        if line.startswith(("import ", "from ")) and not line.startswith("from __future__")
+    }
+    allowed_third_party = {"httpx", "pydantic"}
+    assert imported - set(sys.stdlib_module_names) <= allowed_third_party
+
+
+# --- the AG-UI request ------------------------------------------------------------------------------
+
+
+def test_agui_request_carries_history_thread_and_only_supported_requested_features(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(T("Hi"), FINISHED)
+    pipe = make_pipe([_agent(sse_stub.url + "/agent")])
+    run = run_pipe(
+        pipe,
+        "travel.concierge",
+        HISTORY,
+        features=["user_files", "image_generation", "web_search"],
+        chat_id="chat-42",
+        user_id="u-7",
+    )
+    assert run.content == "Hi"
+    request = sse_stub.requests[0]
+    assert request["path"] == "/agent"
+    assert request["headers"]["Accept"] == "text/event-stream"
+    assert "Authorization" not in request["headers"]
+    body = request["json"]
+    assert body["threadId"] == "chat-42"
+    assert body["forwardedProps"] == {"features": ["user_files", "web_search"], "user_id": "u-7"}
+    assert (body["tools"], body["context"], body["state"]) == ([], [], {})
+    assert body["messages"] == [{"id": "aihub-0", "role": "user", "content": "Weather in Paris?"}]
+    assert body["runId"]
+
+
+def test_run_ids_are_fresh_and_thread_id_falls_back_to_a_fresh_id(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(T("Hi"), FINISHED)
+    pipe = make_pipe([_agent(sse_stub.url)])
+    run_pipe(pipe, "travel.concierge", HISTORY, chat_id="")
+    run_pipe(pipe, "travel.concierge", HISTORY, chat_id="")
+    first, second = (r["json"] for r in sse_stub.requests)
+    assert first["runId"] != second["runId"]
+    assert first["threadId"] and first["threadId"] != second["threadId"]
+
+
+def test_requested_features_come_only_from_the_metadata_key(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(T("Hi"), FINISHED)
+    pipe = make_pipe([_agent(sse_stub.url)])
+
+    async def go() -> None:
+        body = {"model": "aihub_agent_pipe.travel.concierge", "messages": HISTORY, "features": {"web_search": True}}
+        metadata = {"chat_id": "c", "features": {"web_search": True}}  # Open WebUI's own toggles: ignored
+        async for _ in pipe.pipe(body=body, __user__={"id": "u"}, __metadata__=metadata):
+            pass
+
+    asyncio.run(go())
+    assert sse_stub.requests[0]["json"]["forwardedProps"]["features"] == []
+
+
+def test_api_key_is_sent_as_bearer_and_never_shown(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(T("Hi"), FINISHED)
+    pipe = make_pipe([_agent(sse_stub.url, api_key="concierge")], api_keys={"concierge": "s3cr3t-value"})
+    run = run_pipe(pipe, "travel.concierge", HISTORY)
+    assert sse_stub.requests[0]["headers"]["Authorization"] == "Bearer s3cr3t-value"
+    assert "s3cr3t" not in run.content + json.dumps(run.events)
+
+
+def test_missing_api_key_is_an_error_and_sends_nothing(sse_stub: SSEStub) -> None:
+    pipe = make_pipe([_agent(sse_stub.url, api_key="nope")], api_keys={"other": "x"})
+    run = run_pipe(pipe, "travel.concierge", HISTORY)
+    assert sse_stub.requests == []
+    assert "Agent error: The API key 'nope' is not configured in the pipe's API_KEYS valve." in run.content
+
+
+def test_unknown_model_is_an_error_not_an_exception() -> None:
+    run = run_pipe(make_pipe([]), "travel.ghost", HISTORY)
+    assert run.content.startswith("> [!CAUTION]\n> Agent error: No agent is configured")
+
+
+def test_open_webui_tasks_do_not_run_the_agent(sse_stub: SSEStub) -> None:
+    pipe = make_pipe([_agent(sse_stub.url)])
+
+    async def go() -> list[str]:
+        body = {"model": "aihub_agent_pipe.travel.concierge", "messages": HISTORY}
+        return [c async for c in pipe.pipe(body=body, __metadata__={}, __task__="title_generation")]
+
+    assert asyncio.run(go()) == ["{}"]
+    assert sse_stub.requests == []
+
+
+# --- streaming to Open WebUI ------------------------------------------------------------------------
+
+
+def test_stream_is_rendered_in_order_and_statuses_are_emitted(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = [
+        ": keepalive comment",
+        *events(T("Let me check."), C("c1"), R("c1", "sunny"), T("Sunny."), FINISHED),
+    ]
+    run = run_pipe(make_pipe([_agent(sse_stub.url)]), "travel.concierge", HISTORY)
+    content = run.content
+    assert content.index("Let me check.") < content.index('id="c1"') < content.index("</details>\nSunny.")
+    assert run.chunks[0] == "Let me check."  # streamed before the call even started
+    assert run.statuses == ["Asking Concierge…", "Running get_weather…", "Done"]
+
+
+def test_works_without_an_event_emitter(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(T("Hi"), FINISHED)
+    pipe = make_pipe([_agent(sse_stub.url)])
+
+    async def go() -> str:
+        body = {"model": "aihub_agent_pipe.travel.concierge", "messages": HISTORY}
+        return "".join(
+            [c async for c in pipe.pipe(body=body, __user__={"id": "u"}, __metadata__={}, __event_emitter__=None)]
+        )
+
+    assert asyncio.run(go()) == "Hi"
+
+
+def test_text_starting_with_data_colon_is_not_passed_as_raw_sse(sse_stub: SSEStub) -> None:
+    # Open WebUI forwards a yielded line that starts with "data:" as a raw SSE line.
+    sse_stub.behaviour.data = events(T("data: looks like SSE"), FINISHED)
+    run = run_pipe(make_pipe([_agent(sse_stub.url)]), "travel.concierge", HISTORY)
+    assert run.content == "data: looks like SSE"
+    assert not any(chunk.startswith("data:") for chunk in run.chunks)
+
+
+# --- failures: what streamed stays, the error is shown below it --------------------------------------
+
+
+def test_run_error_keeps_what_streamed(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(
+        T("lead"), C("c1"), R("c1"), [{"type": "RUN_ERROR", "message": "model failed", "code": "RuntimeError"}]
+    )
+    run = run_pipe(make_pipe([_agent(sse_stub.url)]), "travel.concierge", HISTORY)
+    assert run.content.startswith("lead\n<details")
+    assert run.content.endswith("\n> [!CAUTION]\n> Agent error: model failed (RuntimeError)\n")
+    assert run.statuses[-1] == "The agent stopped with an error"
+
+
+def test_http_error_is_shown(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.status = 503
+    run = run_pipe(make_pipe([_agent(sse_stub.url)]), "travel.concierge", HISTORY)
+    assert "Agent error: The agent answered HTTP 503. agent exploded" in run.content
+
+
+def test_dropped_connection_keeps_what_streamed(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(T("partial answer"), C("c1"))
+    sse_stub.behaviour.drop_after = True
+    run = run_pipe(make_pipe([_agent(sse_stub.url)]), "travel.concierge", HISTORY)
+    assert run.content.startswith("partial answer\n<details")
+    assert 'done="false"' in run.content
+    assert "> Agent error: " in run.content
+
+
+def test_timeout_keeps_what_streamed(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(T("thinking out loud"))
+    sse_stub.behaviour.hang_after = True
+    run = run_pipe(make_pipe([_agent(sse_stub.url)], timeout=0.5), "travel.concierge", HISTORY)
+    assert run.content.startswith("thinking out loud")
+    assert run.content.endswith("> Agent error: The agent did not finish within 0.5 seconds.\n")
+
+
+def test_unreachable_agent_is_shown() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed when the block ends: nothing listens there
+    run = run_pipe(make_pipe([_agent(f"http://127.0.0.1:{port}")]), "travel.concierge", HISTORY)
+    assert "Agent error: Lost the connection to the agent (ConnectError)." in run.content
+
+
+def test_sse_split_anywhere_with_crlf_comments_and_multiline_data_reads_the_same(sse_stub: SSEStub) -> None:
+    stream = events(T("Grüße, "), T("naïve ☕"), C("c1"), R("c1", "ok"), T("fin"), FINISHED)
+    frames = [": ping\r\n\r\n"] + [f"data: {json.dumps(e, ensure_ascii=False)}\r\n\r\n" for e in stream]
+    # an event whose JSON is split over two data lines, as SSE allows
+    frames.insert(2, 'data: {"type": "TEXT_MESSAGE_CONTENT",\r\ndata:  "messageId": "t1", "delta": "!"}\r\n\r\n')
+    sse_stub.behaviour.raw = "".join(frames).encode()
+    sse_stub.behaviour.fragment = 5  # cuts lines, CRLF pairs and UTF-8 sequences apart
+    run = run_pipe(make_pipe([_agent(sse_stub.url)]), "travel.concierge", HISTORY)
+    assert run.content.startswith("Grüße, !naïve ☕\n<details")
+    assert run.content.endswith("</details>\nfin")
