@@ -40,6 +40,7 @@ class ChangeResult:
 class ApplyReport:
     results: list[ChangeResult] = field(default_factory=list)
     registry_refreshed: bool = False
+    refresh_error: str = ""
 
     @property
     def failed(self) -> list[ChangeResult]:
@@ -70,6 +71,12 @@ class ApplyReport:
         }
 
     def failure_message(self) -> str:
+        if self.refresh_error and not self.failed:
+            return (
+                "Every change was applied, but refreshing Open WebUI's model registry failed: "
+                f"{self.refresh_error}\nNew or changed agents serve once Open WebUI next reloads "
+                "its model list (opening the UI does; so does GET /api/models?refresh=true)."
+            )
         lines = ["Sync stopped part-way; the instance is partly updated. Run `provision sync` again to finish."]
         for r in self.results:
             if r.outcome == "applied":
@@ -100,7 +107,7 @@ def apply_plan(
             _apply_one(change, client)
             result = ChangeResult(change, "applied")
         except ProvisionError as exc:
-            result = ChangeResult(change, "failed", redact(str(exc), secret_values(change)))
+            result = ChangeResult(change, "failed", str(exc))
             failed = True
         report.results.append(result)
         if on_progress:
@@ -108,31 +115,31 @@ def apply_plan(
     if failed:
         raise ApplyError(report)
     if ordered:
-        client.refresh_models()
+        try:
+            client.refresh_models()
+        except ProvisionError as exc:  # every change landed: say so, not only what broke
+            report.refresh_error = str(exc)
+            raise ApplyError(report) from None
         report.registry_refreshed = True
     return report
 
 
 def secret_values(change: Change) -> list[str]:
-    """Every secret string a change carries (a server error may echo what it was sent)."""
+    """The secret strings a change sends: each sensitive value, and each value inside it when it
+    is a JSON object (API_KEYS maps variable names, which are not secret, to keys, which are)."""
     found: list[str] = []
     for field_change in change.fields:
         if not field_change.sensitive or not isinstance(field_change.after, str):
             continue
-        found.append(field_change.after)
         try:
             inner = json.loads(field_change.after)
         except ValueError:
-            continue
+            inner = None
         if isinstance(inner, dict):
             found.extend(str(v) for v in inner.values() if v)
-    return [s for s in found if len(s) >= 4]
-
-
-def redact(text: str, secrets: list[str]) -> str:
-    for secret in sorted(secrets, key=len, reverse=True):
-        text = text.replace(secret, "(sensitive)")
-    return text
+        else:
+            found.append(field_change.after)
+    return found
 
 
 def _apply_one(change: Change, client: OpenWebUIClient) -> None:
@@ -161,26 +168,36 @@ def _apply_one(change: Change, client: OpenWebUIClient) -> None:
         if change.changed("name", "content", "meta"):
             state = client.update_function(form)
     if "valves" in body and (change.action is Action.CREATE or change.changed("valves")):
-        client.update_function_valves(change.id, body["valves"])
+        client.update_function_valves(change.id, body["valves"], secrets=secret_values(change))
     _converge_flags(change, client, state)
+
+
+MAX_FLIPS = 3
 
 
 def _converge_flags(change: Change, client: OpenWebUIClient, state: Mapping[str, Any]) -> None:
     """Toggles flip, so read the live value and flip only when it differs from the wanted one.
 
     The value is read fresh (or taken from the write that just answered), never from the plan:
-    another sync may have flipped it since. A flip whose answer is still wrong is retried.
+    another sync may have flipped it since. Each flip answers with the value it left, so a flip
+    that raced another writer's (or was retried after a lost answer) shows up and is flipped
+    again; a value still wrong after MAX_FLIPS is an error, never reported as applied.
     """
     wanted = {f.path: bool(f.after) for f in change.fields if f.path in ("is_active", "is_global")}
     toggles = {"is_active": client.toggle_function_active, "is_global": client.toggle_function_global}
     for flag, toggle in toggles.items():
         if flag not in wanted:
             continue
-        if flag not in state:
-            state = client.get_function(change.id)
-        live = bool(state.get(flag))
-        for _ in range(3):
-            if live == wanted[flag]:
+        flips = 0
+        while True:
+            if flag not in state:
+                state = client.get_function(change.id) or {}
+            if bool(state.get(flag)) == wanted[flag]:
                 break
+            if flips == MAX_FLIPS:
+                raise ProvisionError(
+                    f"{flag} of function {change.id} is still {state.get(flag)!r} after {flips} flips: "
+                    "another writer keeps flipping it. Run `provision sync` again."
+                )
             state = toggle(change.id) or {}
-            live = bool(state.get(flag))
+            flips += 1

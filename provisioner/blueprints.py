@@ -43,6 +43,13 @@ class Capability(_Strict):
     description: Text = ""
     serves: FeatureName | None = None
 
+    @field_validator("serves", mode="before")
+    @classmethod
+    def _one_feature(cls, value: object) -> object:
+        if isinstance(value, list):
+            raise ValueError("a capability serves at most one feature; split it into one capability per feature")
+        return value
+
 
 class CapabilityCatalog(_Strict):
     capabilities: dict[CapabilityName, Capability] = Field(min_length=1)
@@ -71,9 +78,14 @@ class FeatureCatalog(_Strict):
 class GroupAccess(_Strict):
     """Readable by the members of these Open WebUI groups (by name, resolved on the instance)."""
 
-    groups: list[Annotated[str, StringConstraints(min_length=1, max_length=255)]] = Field(
-        min_length=1
-    )
+    groups: list[Annotated[str, StringConstraints(min_length=1, max_length=255)]]
+
+    @field_validator("groups")
+    @classmethod
+    def _not_empty(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("name at least one group, or write `access: private`")
+        return value
 
 
 Access = Literal["public", "private"] | GroupAccess

@@ -94,15 +94,21 @@ class Connection:
 
 
 def make_http_client(timeout: float) -> httpx.Client:
-    """The httpx client every command uses; tests replace this to count or fault requests."""
-    return httpx.Client(timeout=timeout, follow_redirects=False)
+    """The httpx client every command uses; tests replace this to count or fault requests.
+
+    Plain http:// is only allowed to loopback (or with --insecure), so it never goes through an
+    environment proxy: the token would cross the network in clear text. https:// may.
+    """
+    return httpx.Client(
+        timeout=timeout, follow_redirects=False, mounts={"http://": httpx.HTTPTransport()}
+    )
 
 
 def _consoles(no_color: bool) -> tuple[Console, Console]:
     color = not (no_color or os.environ.get("NO_COLOR"))
     return (
-        Console(no_color=not color, highlight=False),
-        Console(stderr=True, no_color=not color, highlight=False),
+        Console(no_color=not color, highlight=False, emoji=False),
+        Console(stderr=True, no_color=not color, highlight=False, emoji=False),
     )
 
 
@@ -112,9 +118,12 @@ def _read_token(token_file: Optional[Path]) -> str:
         if env_token:
             raise ConfigError("both OPENWEBUI_TOKEN and --token-file are set; use one")
         try:
-            token = token_file.read_text(encoding="utf-8").strip()
+            raw = token_file.read_bytes()
         except OSError as exc:
             raise ConfigError(f"cannot read token file {token_file}: {exc.strerror or exc}") from None
+        token = raw.decode("utf-8", errors="replace").strip()
+        if "\ufffd" in token:  # decoded outside an except: no exception may carry the bytes
+            raise ConfigError(f"token file {token_file} is not UTF-8 text")
         if not token:
             raise ConfigError(f"token file {token_file} is empty")
         return token
@@ -384,7 +393,7 @@ def _root(
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Entry point: run the app and map every outcome to 0, 1 or 2 in this one place."""
-    err = Console(stderr=True, highlight=False, no_color=bool(os.environ.get("NO_COLOR")))
+    err = Console(stderr=True, highlight=False, emoji=False, no_color=bool(os.environ.get("NO_COLOR")))
     try:
         result: Any = app(args=argv, prog_name="provision", standalone_mode=False)
     except typer.Exit as exc:  # --help, --version

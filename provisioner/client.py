@@ -1,14 +1,16 @@
 """OpenWebUIClient: the only module that talks HTTP (httpx). Thin, typed, retrying.
 
 It returns plain dicts and lists, never a Response, and translates every failure into the
-errors of errors.py. Messages name the method, path and status, never the token.
+errors of errors.py. Messages name the method, path and status, never the token: a server may
+echo what it was sent, so every error text is redacted (`redact`) before it is shortened.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,6 +22,30 @@ TESTED_VERSIONS = ("0.12.",)  # minor series the suite runs against (pinned: 0.1
 RETRY_STATUSES = frozenset({409, 500, 502, 503, 504})
 _MISSING_DETAIL = "We could not find what you're looking for"
 _TAKEN_DETAILS = ("already registered", "ID_TAKEN", "id is already", "already taken")
+TAKEN_HINT = (
+    "it exists now although the listing did not show it: another sync running at the same time, "
+    "or an incomplete listing; nothing was overwritten or deleted, run `provision sync` again"
+)
+# What an Authorization header can carry: visible ASCII, no whitespace. Anything else would make
+# httpx/h11 fail with the header value (the token) in the exception text.
+_HEADER_VALUE = re.compile(r"[\x21-\x7e]+")
+SENSITIVE = "(sensitive)"
+# A server may echo a secret shortened (pydantic's input_value, an excerpt): a piece this long
+# of a secret is still a leak, so a text that holds one is withheld whole.
+SECRET_FRAGMENT = 8
+WITHHELD = "(withheld: the answer repeats part of a secret)"
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every secret masked, or WITHHELD when a piece of a secret is still in it."""
+    ordered = sorted({s for s in secrets if s}, key=len, reverse=True)
+    for secret in ordered:
+        text = text.replace(secret, SENSITIVE)
+    for secret in ordered:
+        size = min(SECRET_FRAGMENT, len(secret))
+        if any(secret[i : i + size] in text for i in range(len(secret) - size + 1)):
+            return WITHHELD
+    return text
 
 
 def check_url(url: str, *, insecure: bool) -> str:
@@ -70,7 +96,13 @@ class OpenWebUIClient:
         backoff: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        if not _HEADER_VALUE.fullmatch(token):
+            raise ConfigError(
+                "the token holds whitespace, control or non-ASCII characters: OPENWEBUI_TOKEN or "
+                "the token file must hold the API key alone, on one line"
+            )
         self.base_url = base_url.rstrip("/")
+        self._token = token
         self._http = http or httpx.Client(timeout=timeout, follow_redirects=False)
         self._owns_http = http is None
         self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
@@ -132,7 +164,17 @@ class OpenWebUIClient:
     # -- function writes -----------------------------------------------------------------
 
     def create_function(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        return self._request("POST", "/api/v1/functions/create", json=body, create=True)
+        try:
+            return self._request("POST", "/api/v1/functions/create", json=body, create=True)
+        except ApiError as exc:
+            # Two creates racing both pass Open WebUI's id check; the loser's insert then fails
+            # with a bare "Error creating function". Name the real cause when the id exists now.
+            if exc.status == 400 and not _is_taken(exc.detail) and self._function_exists(str(body["id"])):
+                raise ApiError(exc.method, exc.path, exc.status, exc.detail, TAKEN_HINT) from None
+            raise
+
+    def _function_exists(self, function_id: str) -> bool:
+        return self._request("GET", f"/api/v1/functions/id/{function_id}", missing_ok=True) is not None
 
     def update_function(self, body: Mapping[str, Any]) -> dict[str, Any]:
         return self._request("POST", f"/api/v1/functions/id/{body['id']}/update", json=body)
@@ -145,8 +187,13 @@ class OpenWebUIClient:
         """Flip is_global (Open WebUI has no setter): call only after reading the state."""
         return self._request("POST", f"/api/v1/functions/id/{function_id}/toggle/global")
 
-    def update_function_valves(self, function_id: str, valves: Mapping[str, Any]) -> dict[str, Any]:
-        return self._request("POST", f"/api/v1/functions/id/{function_id}/valves/update", json=valves)
+    def update_function_valves(
+        self, function_id: str, valves: Mapping[str, Any], *, secrets: Collection[str] = ()
+    ) -> dict[str, Any]:
+        """Replace the stored valves; `secrets` are values in them that no error may repeat."""
+        return self._request(
+            "POST", f"/api/v1/functions/id/{function_id}/valves/update", json=valves, secrets=secrets
+        )
 
     def delete_function(self, function_id: str) -> None:
         self._request("DELETE", f"/api/v1/functions/id/{function_id}/delete", missing_ok=True)
@@ -175,8 +222,10 @@ class OpenWebUIClient:
         params: Mapping[str, str] | None = None,
         create: bool = False,
         missing_ok: bool = False,
+        secrets: Collection[str] = (),
     ) -> Any:
         url = self.base_url + path
+        hidden = (self._token, *secrets)
         attempt = 0
         while True:
             try:
@@ -194,13 +243,13 @@ class OpenWebUIClient:
                     attempt = self._wait(attempt)
                     continue
                 raise UnreachableError(
-                    f"cannot reach Open WebUI at {self.base_url} ({type(exc).__name__}: {exc})"
+                    redact(f"cannot reach Open WebUI at {self.base_url} ({type(exc).__name__}: {exc})", hidden)
                 ) from None
             status = response.status_code
             if status < 300:
                 return _json(response, method, path)
-            detail = _detail(response)
-            if create and attempt > 0 and any(t in detail for t in _TAKEN_DETAILS):
+            detail = _detail(response, hidden)
+            if create and attempt > 0 and _is_taken(detail):
                 # An earlier attempt of this create succeeded but its answer was lost.
                 return {}
             if missing_ok and status in (401, 404) and _MISSING_DETAIL in detail:
@@ -224,19 +273,26 @@ def _json(response: httpx.Response, method: str, path: str) -> Any:
         raise ApiError(method, path, response.status_code, "answer is not JSON", "is this an Open WebUI URL?") from None
 
 
-def _detail(response: httpx.Response) -> str:
+def _detail(response: httpx.Response, secrets: Iterable[str]) -> str:
+    """A short excerpt of an error answer, redacted before it is cut (a cut could split a secret)."""
     try:
         data = response.json()
     except ValueError:
-        text = response.text.strip().replace("\n", " ")
+        text = redact(response.text.strip().replace("\n", " "), secrets)
         return (text[:200] + "…") if len(text) > 200 else (text or response.reason_phrase)
     if isinstance(data, dict) and "detail" in data:
-        return str(data["detail"])[:300]
-    return str(data)[:300]
+        return redact(str(data["detail"]), secrets)[:300]
+    return redact(str(data), secrets)[:300]
+
+
+def _is_taken(detail: str) -> bool:
+    return any(t in detail for t in _TAKEN_DETAILS)
 
 
 def _hint(status: int, detail: str, attempt: int) -> str:
     retried = f"after {attempt + 1} attempts" if attempt else ""
+    if status in (400, 401) and _is_taken(detail):  # models answer 401 for a taken id
+        return TAKEN_HINT
     if status == 401:
         if _MISSING_DETAIL in detail:
             return "the object does not exist (Open WebUI answers 401 for a missing id)"

@@ -106,14 +106,7 @@ def _pipe_valves(catalog: Catalog, env: Mapping[str, str] | None, problems: list
     keys: dict[str, str] = {}
     for lb in catalog.blueprints:
         for index, entry in enumerate(agent_backends(lb)):
-            agents.append(entry)
-            if not entry["url"]:
-                problems.append(
-                    lb.source.problem(
-                        ("agents", index),
-                        "no backend: set backend.url on the blueprint or on this agent",
-                    )
-                )
+            agents.append(entry)  # every entry has a url: the loader checks that
             name = entry["api_key"]
             if not name or env is None or name in keys:
                 continue

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BlueprintError, Problem
-from .loader import Catalog
+from .loader import Catalog, not_a_file
 from .toggle_filters import TOGGLE_FILTER_PREFIX, render_toggle_filter, toggle_filter_filename
 
 _FRONTMATTER_LINE = re.compile(r"^\s*([a-z_]+):\s*(.*)\s*$", re.IGNORECASE)
@@ -81,14 +81,23 @@ def _load_one(path: Path, problems: list[Problem]) -> FunctionFile | None:
             Problem(display, None, "id", f"{function_id!r} is not a valid function id: use a lowercase Python identifier as the file name")
         )
         return None
+    if not path.is_file():  # follows symlinks; never opens a FIFO or a device
+        problems.append(Problem(display, None, "", not_a_file(path)))
+        return None
     try:
-        raw = path.read_bytes()
-        if len(raw) > MAX_FUNCTION_BYTES:
-            problems.append(Problem(display, None, "", f"larger than {MAX_FUNCTION_BYTES} bytes"))
-            return None
+        with path.open("rb") as handle:  # read at most one byte past the limit
+            raw = handle.read(MAX_FUNCTION_BYTES + 1)
+    except OSError as exc:
+        problems.append(Problem(display, None, "", f"cannot read: {exc.strerror or exc}"))
+        return None
+    if len(raw) > MAX_FUNCTION_BYTES:
+        problems.append(Problem(display, None, "", f"larger than {MAX_FUNCTION_BYTES} bytes"))
+        return None
+    try:
         content = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        problems.append(Problem(display, None, "", f"cannot read: {exc}"))
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        problems.append(Problem(display, line, "", f"not UTF-8 text (byte {raw[exc.start]:#04x}); save the file as UTF-8"))
         return None
     try:
         tree = ast.parse(content, filename=display)
@@ -176,7 +185,7 @@ def write_toggle_files(catalog: Catalog, directory: Path) -> list[tuple[str, str
             tmp.replace(path)
             done.append(("created" if old is None else "updated", str(path)))
     for path in sorted(directory.glob(f"{TOGGLE_FILTER_PREFIX}*.py")):
-        if path.name not in expected and GENERATED_MARKER in path.read_text(encoding="utf-8", errors="replace"):
+        if path.name not in expected and path.is_file() and GENERATED_MARKER in path.read_text(encoding="utf-8", errors="replace"):
             path.unlink()
             done.append(("deleted", str(path)))
     return done

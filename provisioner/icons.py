@@ -53,13 +53,29 @@ def resolve_icon(value: str, base_dir: Path, *, allow_svg: bool) -> str:
         except (binascii.Error, ValueError):
             raise ValueError("the icon's base64 data does not decode") from None
         return _checked(raw, declared=match.group(1), allowed=allowed, kinds=kinds)
-    path = (base_dir / value).resolve()
-    if not path.is_file():
+    return _checked(_read_icon_file(value, base_dir), declared=None, allowed=allowed, kinds=kinds)
+
+
+def _read_icon_file(value: str, base_dir: Path) -> bytes:
+    """The bytes of an icon file that lives inside the blueprint directory, or ValueError."""
+    base = base_dir.resolve()
+    try:
+        path = (base / value).resolve()
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL byte in the name
+        raise ValueError(f"icon file {value!r} cannot be resolved (a symlink loop?)") from None
+    if not path.is_relative_to(base):
+        raise ValueError(f"icon file {value!r} is outside the blueprint directory; keep icons next to the YAML")
+    if not path.exists():
         raise ValueError(f"icon file {value!r} not found next to the YAML")
+    if not path.is_file():  # a directory, a FIFO or a device: never open it
+        raise ValueError(f"icon file {value!r} is not a regular file")
     size = path.stat().st_size
     if size > MAX_ICON_BYTES:
         raise ValueError(f"icon file {value!r} is {size} bytes; the limit is {MAX_ICON_BYTES}")
-    return _checked(path.read_bytes(), declared=None, allowed=allowed, kinds=kinds)
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"icon file {value!r} cannot be read: {exc.strerror or exc}") from None
 
 
 def _checked(raw: bytes, *, declared: str | None, allowed: frozenset[str] | set[str], kinds: str) -> str:

@@ -7,6 +7,7 @@ state Open WebUI should have.
 from __future__ import annotations
 
 import difflib
+import os
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -67,7 +68,7 @@ def load_catalog(root: Path) -> Catalog:
 
     problems: list[Problem] = []
     files = _yaml_files(root, problems)
-    if CAPABILITIES_FILE not in {f.name for f in files}:
+    if not any(os.path.lexists(root / name) for name in (CAPABILITIES_FILE, "capabilities.yml")):
         problems.append(
             Problem(str(root / CAPABILITIES_FILE), None, "", "missing: the capability catalog is required")
         )
@@ -79,6 +80,7 @@ def load_catalog(root: Path) -> Catalog:
     cap_source: SourceFile | None = None
     features: dict[str, FeatureDef] = {}
     feature_source: SourceFile | None = None
+    features_broken = False  # features.yaml exists but does not load
     for path in files:
         if path.name == CAPABILITIES_FILE:
             cap_source, catalog = _load_model(path, CapabilityCatalog, problems)
@@ -86,12 +88,13 @@ def load_catalog(root: Path) -> Catalog:
                 capabilities = dict(catalog.capabilities)
         elif path.name == FEATURES_FILE:
             feature_source, feature_catalog = _load_model(path, FeatureCatalog, problems)
+            features_broken = feature_catalog is None
             if feature_catalog:
                 features = dict(feature_catalog.features)
 
     feature_icons = _check_features(features, feature_source, root, problems)
     known_features = NATIVE_FEATURES | set(features)
-    if cap_source:
+    if cap_source and not features_broken:  # else every custom feature would look unknown
         for name, cap in capabilities.items():
             if cap.serves and cap.serves not in known_features:
                 problems.append(
@@ -133,19 +136,21 @@ def _yaml_files(root: Path, problems: list[Problem]) -> list[Path]:
     for entry in entries:
         if entry.name.startswith(".") or entry.suffix not in (".yaml", ".yml"):
             continue
-        try:
-            if not entry.is_file():  # follows symlinks; a loop raises OSError
-                problems.append(Problem(str(entry), None, "", "not a regular file"))
-                continue
-        except OSError as exc:
-            problems.append(Problem(str(entry), None, "", f"cannot read: {exc.strerror or exc}"))
+        if entry.stem in ("capabilities", "features") and entry.name not in RESERVED_FILES:
+            problems.append(Problem(str(entry), None, "", f"rename to {entry.stem}.yaml (provision reads only that name)"))
+            continue
+        if not entry.is_file():  # follows symlinks; never opens a FIFO or a device
+            problems.append(Problem(str(entry), None, "", not_a_file(entry)))
             continue
         files.append(entry)
-    if sum(1 for f in files if f.name == CAPABILITIES_FILE) == 0:
-        for f in files:
-            if f.name == "capabilities.yml" or f.name == "features.yml":
-                problems.append(Problem(str(f), None, "", f"rename to {f.stem}.yaml"))
     return files
+
+
+def not_a_file(path: Path) -> str:
+    """Why `path`, which is_file() refused, cannot be read."""
+    if path.is_symlink() and not path.exists():
+        return "a symlink that leads nowhere (dangling, or a loop)"
+    return "not a regular file"
 
 
 def _load_model(
@@ -158,8 +163,8 @@ def _load_model(
     if read_problems:  # duplicate keys: the data is not what the author meant
         return source, None
     if not isinstance(source.data, dict):
-        kind = "empty" if source.data is None else type(source.data).__name__
-        problems.append(source.problem((), f"expected a mapping at the top level, found {kind}"))
+        found = "an empty file" if source.data is None else _describe(source.data)
+        problems.append(source.problem((), f"expected a mapping (`key: value` lines) at the top level, found {found}"))
         return source, None
     try:
         return source, model.model_validate(source.data)
@@ -217,12 +222,47 @@ def _message(error: dict[str, Any], loc: PathKey) -> str:
         hints = {
             r"^[a-z][a-z0-9_-]*$": "use lowercase letters, digits, '-' and '_', starting with a letter (no dots or spaces)",
             r"^[a-z][a-z0-9_]*$": "use lowercase letters, digits and '_', starting with a letter",
+            r"^[a-z][a-z0-9_.-]*$": "use lowercase letters, digits, '_', '-' and '.', starting with a letter",
             r"^https?://\S+$": "expected an http:// or https:// URL",
             r"^[A-Z_][A-Z0-9_]*$": "expected an environment variable name like MY_AGENT_KEY",
         }
         return f"invalid value {error.get('input')!r}: " + hints.get(pattern, f"must match {pattern}")
+    if kind in ("too_short", "string_too_short") and not error.get("input"):
+        return "must not be empty"
+    if kind in ("too_long", "string_too_long"):
+        limit = error.get("ctx", {}).get("max_length")
+        return f"too long: {len(error.get('input') or '')} {'characters' if kind == 'string_too_long' else 'items'}, the limit is {limit}"
     message = str(error["msg"])
+    if kind in _EXPECTED and not isinstance(error.get("input"), _EXPECTED[kind]):
+        return f"{message}, found {_describe(error.get('input'))}"
     return message[len("Value error, ") :] if message.startswith("Value error, ") else message
+
+
+# pydantic error type -> the Python types that are the kind of value the field wants
+_EXPECTED: dict[str, type | tuple[type, ...]] = {
+    "string_type": str,
+    "list_type": list,
+    "dict_type": dict,
+    "model_type": dict,
+    "model_attributes_type": dict,
+}
+
+
+def _describe(value: Any) -> str:
+    """A YAML reader's name for a value: what they wrote, not Python's type."""
+    if value is None:
+        return "nothing (the value is empty)"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()} (quote it if you meant text)"
+    if isinstance(value, (int, float)):
+        return f"the number {value} (quote it if you meant text)"
+    if isinstance(value, str):
+        return f"the text {value!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return f"the {type(value).__name__} {value} (quote it if you meant text)"  # a date, bytes, a set
 
 
 def _clean_loc(loc: PathKey, data: Any, kind: str) -> PathKey:
@@ -306,13 +346,16 @@ def _check_blueprint(
                 supported.add(cap.serves)
     _check_unique(blueprint.agents, "agents", "agent", source, problems)
     for a, agent in enumerate(blueprint.agents):
+        if not blueprint.backend and not (agent.backend and agent.backend.url):
+            problems.append(source.problem(("agents", a), "no backend: set backend.url on the blueprint or on this agent"))
         for d, feature in enumerate(agent.defaults):
-            if feature not in supported:
+            if feature not in supported and capabilities:  # without a catalog nothing is supported
                 have = ", ".join(sorted(supported)) or "none"
                 problems.append(
                     source.problem(
                         ("agents", a, "defaults", d),
-                        f"{feature!r} is not a feature this blueprint supports (supported: {have})",
+                        f"{feature!r} is not a feature this blueprint supports{_suggest(feature, supported)}; "
+                        f"it supports {have}, from the capabilities its steps call",
                     )
                 )
     icon = _icon(blueprint.icon, ("icon",), source, root, problems)

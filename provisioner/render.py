@@ -1,12 +1,17 @@
 """Plan -> text for people, from the same dict as the JSON form, so the two cannot disagree.
 
 Writes only to the rich Console it is given. Secrets are masked before they get here
-(Plan.to_json), long values are shortened so a 500-change plan stays readable.
+(Plan.to_json). A plan of hundreds of changes stays readable: summary first (and last), one
+line per object with its whole id (lines are never wrapped or cut), and for updates one line
+per changed value: structured values are shown key by key (`meta.aihub.features`) and entry by
+entry (`valves.AGENTS[fleet-17.agent-00].features`), and any other long value is cut to the part
+that changed, so a 100 KB valve that differs in one entry never shows as two identical ends.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from rich.console import Console
@@ -15,6 +20,9 @@ from rich.markup import escape
 _STYLE = {"create": "green", "update": "yellow", "delete": "red"}
 _SYMBOL = {"create": "+", "update": "~", "delete": "-"}
 MAX_VALUE_CHARS = 80
+# Characters of unchanged text shown on each side of a change inside a long value.
+CONTEXT_CHARS = 24
+_ABSENT = object()
 
 
 def summary_line(summary: dict[str, int]) -> str:
@@ -25,7 +33,7 @@ def summary_line(summary: dict[str, int]) -> str:
 
 
 def render_plan(plan_json: dict[str, Any], out: Console) -> None:
-    """Summary first, then one line per object and, for updates, one line per changed field."""
+    """Summary first, then one line per object and, for updates, one line per changed value."""
     changes = plan_json["changes"]
     if not changes:
         out.print("No changes. Open WebUI matches the blueprints.", soft_wrap=True)
@@ -44,11 +52,13 @@ def render_plan(plan_json: dict[str, Any], out: Console) -> None:
         )
         if action != "update":
             continue
-        path_width = max(len(f["path"]) for f in change["fields"])
-        for field in change["fields"]:
+        leaves = [leaf for f in change["fields"] for leaf in leaf_changes(f["path"], f["before"], f["after"])]
+        path_width = max((len(path) for path, _, _ in leaves), default=0)
+        for path, before, after in leaves:
+            shown_before, shown_after = short_pair(before, after)
             out.print(
-                f"      [yellow]~[/yellow] {escape(field['path']):<{path_width}}  "
-                f"{escape(short(field['before']))} -> {escape(short(field['after']))}",
+                f"      [yellow]~[/yellow] {escape(path):<{path_width}}  "
+                f"{escape(shown_before)} -> {escape(shown_after)}",
                 soft_wrap=True,
             )
     out.print()
@@ -68,12 +78,86 @@ def render_orphans(plan_json: dict[str, Any], err: Console) -> None:
         err.print(f"  {item['kind']} {escape(item['id'])}", soft_wrap=True)
 
 
+def leaf_changes(path: str, before: Any, after: Any) -> Iterator[tuple[str, Any, Any]]:
+    """(path, before, after) for each differing value, descending where both sides have structure.
+
+    Dicts are compared key by key (`meta.aihub.features`); lists of objects with unique `id`s
+    entry by entry (`valves.AGENTS[fleet-17.agent-00].features`); a long string holding JSON
+    (the pipe's AGENTS valve) as that JSON. A key on one side only shows `(absent)` on the other.
+    """
+    parsed_before, parsed_after = _json_in(before), _json_in(after)
+    if parsed_before is not None and parsed_after is not None:
+        before, after = parsed_before, parsed_after
+    keyed_before, keyed_after = _keyed(before), _keyed(after)
+    if keyed_before is None or keyed_after is None:
+        yield path, before, after
+        return
+    for key in [*keyed_before, *(k for k in keyed_after if k not in keyed_before)]:
+        b, a = keyed_before.get(key, _ABSENT), keyed_after.get(key, _ABSENT)
+        if b != a:
+            yield from leaf_changes(path + key, b, a)
+
+
+def _json_in(value: Any) -> Any:
+    """The dict or list a long JSON string holds, else None."""
+    if not (isinstance(value, str) and len(value) > MAX_VALUE_CHARS and value[:1] in "[{"):
+        return None
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, (dict, list)) else None
+
+
+def _keyed(value: Any) -> dict[str, Any] | None:
+    """A non-empty dict as {".key": value}; a list of objects with unique ids as {"[id]": entry}."""
+    if isinstance(value, dict) and value:
+        return {f".{key}": item for key, item in value.items()}
+    if isinstance(value, list) and value and all(isinstance(e, dict) and isinstance(e.get("id"), str) for e in value):
+        keyed = {f"[{e['id']}]": e for e in value}
+        return keyed if len(keyed) == len(value) else None
+    return None
+
+
 def short(value: Any) -> str:
     """A value as compact JSON, shortened in the middle when long (data URIs, content)."""
-    text = value if isinstance(value, str) and value.startswith("sha256:") else json.dumps(
-        value, ensure_ascii=False, separators=(", ", ": ")
-    )
-    if len(text) > MAX_VALUE_CHARS:
-        keep = (MAX_VALUE_CHARS - 1) // 2
-        text = text[:keep] + "…" + text[-keep:]
-    return text
+    return _cut_middle(_text(value))
+
+
+def short_pair(before: Any, after: Any) -> tuple[str, str]:
+    """Both sides of a change; when long, each cut to the span that differs plus some context."""
+    b, a = _text(before), _text(after)
+    if (len(b) <= MAX_VALUE_CHARS and len(a) <= MAX_VALUE_CHARS) or before is _ABSENT or after is _ABSENT \
+            or before is None or after is None:
+        return _cut_middle(b), _cut_middle(a)
+    prefix = 0
+    limit = min(len(a), len(b))
+    while prefix < limit and a[prefix] == b[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and a[-1 - suffix] == b[-1 - suffix]:
+        suffix += 1
+    return _window(b, prefix, len(b) - suffix), _window(a, prefix, len(a) - suffix)
+
+
+def _text(value: Any) -> str:
+    if value is _ABSENT:
+        return "(absent)"
+    if isinstance(value, str) and value.startswith("sha256:"):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def _cut_middle(text: str, limit: int = MAX_VALUE_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    keep = (limit - 1) // 2
+    return text[:keep] + "…" + text[-keep:]
+
+
+def _window(text: str, start: int, end: int) -> str:
+    """text[start:end] with CONTEXT_CHARS either side, `…` where cut; the changed span is itself
+    cut in the middle when longer than MAX_VALUE_CHARS."""
+    lo, hi = max(0, start - CONTEXT_CHARS), min(len(text), end + CONTEXT_CHARS)
+    shown = text[lo:start] + _cut_middle(text[start:end]) + text[end:hi]
+    return ("…" if lo > 0 else "") + shown + ("…" if hi < len(text) else "")

@@ -1,0 +1,8 @@
+"""
+title: Mine
+"""
+
+
+class Filter:
+    def inlet(self, body: dict) -> dict:
+        return body

@@ -1,0 +1,7 @@
+"""
+title: Broken
+"""
+
+class Filter:
+    def inlet(self, body: dict) -> dict
+        return body

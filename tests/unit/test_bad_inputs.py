@@ -1,0 +1,108 @@
+"""The bad-input corpus, offline: every malformed or hostile blueprint set gives exactly its errors.
+
+Each case in tests/data/bad_blueprints/ (see tests/bad_inputs.py) runs `provision validate`
+in-process: exit 1, nothing on stdout, no traceback, and on stderr exactly the expected problems,
+each naming file, line and field. tests/e2e/test_bad_inputs_e2e.py runs the same table through
+`provision sync` against a real Open WebUI.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from provisioner.cli import load_bundle, main
+from provisioner.errors import BlueprintError
+from provisioner.loader import load_catalog
+from tests.bad_inputs import ARGS, BUILDERS, CASES_DIR, Case, check_stderr, load_cases, make_workspace
+
+CASES = load_cases()
+OFFLINE = [c for c in CASES if not c.needs_instance]
+INSTANCE_ONLY = [c for c in CASES if c.needs_instance]
+
+
+@pytest.fixture
+def workspace(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The case's blueprints/ and functions/ in a fresh directory, which is also the cwd."""
+    root = make_workspace(case, tmp_path / "ws")
+    monkeypatch.chdir(root)
+    return root
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_corpus_is_complete() -> None:
+    names = {c.name for c in CASES}
+    assert len(CASES) >= 30
+    assert {p.name for p in CASES_DIR.iterdir() if p.is_dir()} == names, "every case directory needs an expect.yaml"
+    assert set(BUILDERS) <= names, "a builder without a case directory never runs"
+    assert all(c.errors for c in CASES)
+
+
+@pytest.mark.parametrize("case", [c.param() for c in OFFLINE])
+def test_validate_reports_exactly_the_expected_errors(case: Case, workspace: Path, capsys) -> None:
+    code, out, err = run(capsys, "validate", *ARGS)
+    assert (code, out) == (1, ""), err
+    check_stderr(case, err)
+    with pytest.raises(BlueprintError) as info:  # the same problems, field by field, all offline
+        load_bundle(Path("blueprints"), Path("functions"))
+    found = [(p.file, p.line, p.field) for p in info.value.problems]
+    assert found == [(e.file, e.line, e.field) for e in case.errors]
+    for problem, expected in zip(info.value.problems, case.errors):
+        assert expected.message in problem.message
+
+
+def _tree_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        digest.update(str(path.relative_to(root)).encode())
+        if path.is_file() and not path.is_symlink():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+BLUEPRINT_CASES = [c for c in OFFLINE if all(e.file.startswith("blueprints") for e in c.errors)]
+
+
+@pytest.mark.parametrize("case", [c.param() for c in BLUEPRINT_CASES])
+def test_generate_refuses_bad_blueprints_and_writes_nothing(case: Case, workspace: Path, capsys) -> None:
+    before = _tree_digest(workspace / "functions")
+    code, out, err = run(capsys, "generate", *ARGS)
+    assert (code, out) == (1, ""), err
+    check_stderr(case, err)
+    assert _tree_digest(workspace / "functions") == before
+
+
+@pytest.mark.parametrize("case", [c.param() for c in INSTANCE_ONLY])
+def test_what_only_the_instance_knows_passes_validate(case: Case, workspace: Path, capsys) -> None:
+    # Groups and the backends' key variables are resolved by diff and sync, not offline; the
+    # e2e test checks that sync stops on these before writing anything.
+    code, out, err = run(capsys, "validate", *ARGS)
+    assert code == 0 and out.startswith("Valid: 1 blueprints"), err
+
+
+def test_hardening_leaves_ordinary_yaml_alone(tmp_path: Path) -> None:
+    # Anchors with merge keys, a quoted 'yes' as a key and explicit !!str are plain YAML, not
+    # attacks: they load, and a merged agent gets its own model row.
+    root = tmp_path / "bp"
+    root.mkdir()
+    (root / "capabilities.yaml").write_text('capabilities:\n  summarise: {description: !!str 42}\n  "yes": {}\n')
+    (root / "desk.yaml").write_text(
+        "id: desk\nname: Desk\nbackend: {url: http://127.0.0.1:8700/desk}\n"
+        "steps:\n  - {id: main, calls: [summarise, 'yes']}\n"
+        "agents:\n  - &base\n    id: tier1\n    name: First line\n    access: public\n"
+        "  - <<: *base\n    id: tier2\n"
+    )
+    catalog = load_catalog(root)
+    [desk] = catalog.blueprints
+    assert [(a.id, a.name, a.access) for a in desk.blueprint.agents] == [
+        ("tier1", "First line", "public"),
+        ("tier2", "First line", "public"),
+    ]
+    assert catalog.capabilities["summarise"].description == "42"
