@@ -1,8 +1,9 @@
 """An in-memory stand-in for Open WebUI 0.12's admin API, mounted with respx for unit tests.
 
 It mimics the quirks that matter to the provisioner (functions created inactive, toggles that
-flip, 401 for a missing id, update replacing meta) so apply and the CLI can be tested without a
-server. The real behaviour is pinned by the e2e tests against a real Open WebUI.
+flip, 401 for a missing id, a create refused for an id that exists, update replacing meta) so
+apply and the CLI can be tested without a server. The real behaviour is pinned by the e2e tests
+against a real Open WebUI.
 """
 
 from __future__ import annotations
@@ -16,6 +17,15 @@ import httpx
 import respx
 
 MISSING = {"detail": "We could not find what you're looking for :/"}
+ID_TAKEN = "Uh-oh! This id is already registered. Please choose another id string."
+MODEL_ID_TAKEN = "Uh-oh! This model id is already registered. Please choose another model id string."
+
+
+class Taken(Exception):
+    """A create for an id that exists; Open WebUI answers 401 (models) or 400 (functions)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        self.status, self.detail = status, detail
 
 
 class FakeOpenWebUI:
@@ -29,6 +39,9 @@ class FakeOpenWebUI:
         self.registry_refreshes = 0
         # Each fault sees (method, path, body) and may return a Response to send instead.
         self.faults: list[Callable[[str, str, Any], httpx.Response | None]] = []
+        # Each sees (method, path, body) after the request was carried out; True loses the
+        # answer (a ReadTimeout), as when a server or proxy dies after committing a write.
+        self.lost_answers: list[Callable[[str, str, Any], bool]] = []
 
     @property
     def writes(self) -> list[tuple[str, str]]:
@@ -46,9 +59,14 @@ class FakeOpenWebUI:
             if response is not None:
                 return response
         try:
-            return httpx.Response(200, json=self._route(method, path, request, body))
+            answer = httpx.Response(200, json=self._route(method, path, request, body))
         except LookupError:
-            return httpx.Response(401, json=MISSING)
+            answer = httpx.Response(401, json=MISSING)
+        except Taken as taken:
+            answer = httpx.Response(taken.status, json={"detail": taken.detail})
+        if any(lose(method, path, body) for lose in self.lost_answers):
+            raise httpx.ReadTimeout("answer lost", request=request)
+        return answer
 
     def _route(self, method: str, path: str, request: httpx.Request, body: Any) -> Any:
         if path == "/api/version":
@@ -61,6 +79,8 @@ class FakeOpenWebUI:
         if path == "/api/v1/models/all":
             return list(copy.deepcopy(self.models).values())
         if path == "/api/v1/models/create":
+            if body["id"] in self.models:
+                raise Taken(401, MODEL_ID_TAKEN)
             row = {"base_model_id": None, "params": {}, "is_active": True, **body}
             row["access_grants"] = body.get("access_grants") or []
             self.models[body["id"]] = row
@@ -78,6 +98,8 @@ class FakeOpenWebUI:
         if path == "/api/v1/functions/export":
             return list(copy.deepcopy(self.functions).values())
         if path == "/api/v1/functions/create":
+            if body["id"] in self.functions:
+                raise Taken(400, ID_TAKEN)
             fn = {**body, "is_active": False, "is_global": False, "valves": {}}
             self.functions[body["id"]] = fn
             return {k: v for k, v in fn.items() if k != "content"}
