@@ -1,0 +1,479 @@
+"""The real agent pipe through a real Open WebUI 0.12.4 to a real AG-UI server (Agent Framework).
+
+`provision sync` uploads the real bundle (feature filter, generated toggle, agent pipe) and writes
+the pipe's AGENTS and API_KEYS valves from the blueprints' `backend`. Chats then go through Open
+WebUI exactly as the browser sends them, and the scripted AG-UI server (tests/agui_server) records
+every RunAgentInput, so a test sees what the pipe sent after Open WebUI and the filters ran.
+
+How the 0.12.4 browser talks (read from the shipped Chat.svelte source map): a first message
+carries no `chat_id` and `parent_id: null` (the server creates the chat); every message carries
+`user_message`, the assistant message `id`, `message_ids`, `session_id`, `features` and
+`filter_ids`, and no history: a saved chat's history is loaded from the database. The answer is
+produced in the background and stored as the assistant message's `content` plus `output` items;
+the browser renders `output` when present (StructuredOutputRenderer: each `message` item's text
+through Markdown, whose `details` extension turns `<details type="tool_calls">` into a tool block).
+"""
+
+from __future__ import annotations
+
+import html
+import http.client
+import importlib.util
+import json
+import re
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import ModuleType
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+import provisioner.cli as cli
+from tests.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
+
+try:  # as conftest.py: tests/e2e may become a package
+    from .owui_instance import OpenWebUIInstance, running_in_ci
+except ImportError:
+    from owui_instance import OpenWebUIInstance, running_in_ci
+
+PIPE_FILE = REPO / "owui_functions" / "aihub_agent_pipe.py"
+HARNESS_FILE = REPO / "tests" / "agui_server" / "harness.py"
+KEY_ENV = "AIHUB_E2E_AGENT_KEY"
+TOGGLE = "aihub_toggle_user_files"
+# The browser's features dict (Chat.svelte getFeatures) with Web Search on.
+UI_FEATURES = {"voice": False, "image_generation": False, "code_interpreter": False, "web_search": True}
+LEAD_IN = "Let me look up the weather."
+SUMMARY = "It is sunny in Paris."
+VERSIONS = ("1.7.0", "1.0.0rc8")
+BLUEPRINT_IDS = {"1.7.0": "weather", "1.0.0rc8": "weather-rc8"}
+
+
+def _harness() -> ModuleType:
+    """tests/agui_server/harness.py, loaded by path as the pipe tests do (it is stdlib only)."""
+    loaded = sys.modules.get("agui_harness")
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location("agui_harness", HARNESS_FILE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["agui_harness"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# --- a header tap: the harness records bodies, not headers ----------------------------------------
+
+
+class HeaderTap:
+    """A loopback forwarder in front of the AG-UI server that records each request's headers.
+
+    The scripted server records the RunAgentInput body only; this sits on the wire in front of
+    it, so a test can see the `Authorization` header the pipe sent while the run still reaches
+    the real server and streams back unchanged.
+    """
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = urlsplit(upstream)
+        self.headers: list[dict[str, str]] = []
+        tap = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                tap.headers.append({k.lower(): v for k, v in self.headers.items()})
+                forward = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                upstream = http.client.HTTPConnection(tap.upstream.hostname, tap.upstream.port, timeout=60)
+                try:
+                    upstream.request("POST", self.path, body=body, headers=forward)
+                    response = upstream.getresponse()
+                    self.send_response(response.status)
+                    for name, value in response.getheaders():
+                        if name.lower() not in ("transfer-encoding", "content-length", "connection"):
+                            self.send_header(name, value)
+                    self.send_header("Connection", "close")  # HTTP/1.0: the body ends when we close
+                    self.end_headers()
+                    while chunk := response.read1(65536):
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                finally:
+                    upstream.close()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# --- fixtures -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def agui_servers() -> Iterator[dict[str, Any]]:
+    """Both scripted AG-UI servers for this module; unavailable: fail under CI, skip elsewhere."""
+    harness = _harness()
+    servers: dict[str, Any] = {}
+    try:
+        for version in VERSIONS:
+            try:
+                servers[version] = harness.AguiServer(version).start()
+            except Exception as exc:  # HarnessError, or pip/venv trouble surfacing as OSError
+                reason = f"AG-UI server {version} unavailable: {exc}"
+                if running_in_ci():
+                    pytest.fail(reason, pytrace=False)
+                pytest.skip(reason)
+        yield servers
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
+@pytest.fixture(scope="module")
+def tap(agui_servers: dict[str, Any]) -> Iterator[HeaderTap]:
+    tap = HeaderTap(agui_servers["1.7.0"].url)
+    yield tap
+    tap.close()
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory, agui_servers: dict[str, Any], tap: HeaderTap) -> list[str]:
+    """Blueprints whose agents run on the AG-UI servers, with the real function bundle.
+
+    `weather` supports web_search and user_files (and not image_generation); its backend needs
+    the key in KEY_ENV. Agent `default` talks to the 1.7.0 server directly, agent `keyed` through
+    the header tap. `weather-rc8` is the same on the 1.0.0rc8 server.
+    """
+    tmp = tmp_path_factory.mktemp("agent-pipe-e2e")
+    calls = ["web_research", "read_user_files", "summarise"]
+    prints = [
+        blueprint(
+            BLUEPRINT_IDS["1.7.0"],
+            calls=calls,
+            backend={"transport": "agui", "url": agui_servers["1.7.0"].agent_url, "api_key_env": KEY_ENV},
+            agents=[
+                {"id": "default", "name": "Weather", "access": "public"},
+                {"id": "keyed", "name": "Weather (tapped)", "access": "public",
+                 "backend": {"url": f"{tap.url}/agent"}},
+            ],
+        ),
+        blueprint(
+            BLUEPRINT_IDS["1.0.0rc8"],
+            calls=calls,
+            backend={"transport": "agui", "url": agui_servers["1.0.0rc8"].agent_url},
+        ),
+    ]
+    root = write_blueprint_dir(tmp / "blueprints", prints)
+    functions = write_function_dir(tmp / "functions", root, PIPE_FILE)
+    return ["-p", str(root), "--functions", str(functions)]
+
+
+@pytest.fixture
+def agent_key(monkeypatch: pytest.MonkeyPatch) -> str:
+    key = f"e2e-agent-key-{uuid.uuid4().hex}"
+    monkeypatch.setenv(KEY_ENV, key)
+    return key
+
+
+@pytest.fixture
+def owui(clean_openwebui: OpenWebUIInstance, monkeypatch: pytest.MonkeyPatch) -> OpenWebUIInstance:
+    monkeypatch.setenv("OPENWEBUI_URL", clean_openwebui.url)
+    monkeypatch.setenv("OPENWEBUI_TOKEN", clean_openwebui.token)
+    monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
+    return clean_openwebui
+
+
+@pytest.fixture
+def synced(owui: OpenWebUIInstance, bundle: list[str], agent_key: str, agui_servers: dict[str, Any],
+           capsys: pytest.CaptureFixture[str]) -> OpenWebUIInstance:
+    code, out, err = provision(capsys, "sync", *bundle)
+    assert code == 0, out + err
+    assert agent_key not in out + err
+    for server in agui_servers.values():
+        server.clear()
+    return owui
+
+
+# --- helpers --------------------------------------------------------------------------------------
+
+
+def provision(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = cli.main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def model_id(version: str, agent: str = "default") -> str:
+    return f"aihub_agent_pipe.{BLUEPRINT_IDS[version]}.{agent}"
+
+
+def my_user_id(owui: OpenWebUIInstance) -> str:
+    """The admin's id (`/api/v1/auths/` wants a login session: an API key gets 403 there)."""
+    assert owui.admin_jwt, "the instance state has no admin login"
+    with owui.client(token=owui.admin_jwt) as http:
+        return http.get("/api/v1/auths/").raise_for_status().json()["id"]
+
+
+def api_chat(owui: OpenWebUIInstance, model: str, messages: list[dict[str, Any]], **extra: Any) -> str:
+    """A plain API client's chat completion (no chat id): the answer's content."""
+    body = {"model": model, "messages": messages, "stream": False, **extra}
+    with owui.client(timeout=120) as http:
+        response = http.post("/api/chat/completions", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()["choices"][0]["message"]["content"]
+
+
+def ui_turn(owui: OpenWebUIInstance, model: str, text: str, *, chat_id: str | None, parent_id: str | None,
+            first: bool) -> tuple[str, str, str]:
+    """Send one message as the 0.12.4 browser does and wait for the stored answer.
+
+    Returns (chat id, user message id, assistant message id).
+    """
+    user_id, assistant_id = str(uuid.uuid4()), str(uuid.uuid4())
+    user_message = {"id": user_id, "parentId": parent_id, "childrenIds": [], "role": "user", "content": text,
+                    "timestamp": int(time.time()), "models": [model]}
+    body: dict[str, Any] = {
+        "stream": True,
+        "model": model,
+        "params": {},
+        "filter_ids": [TOGGLE],
+        "tool_ids": [],
+        "features": dict(UI_FEATURES),
+        "variables": {},
+        "session_id": f"e2e-{uuid.uuid4().hex[:12]}",  # the browser's socket id
+        "id": assistant_id,
+        "message_ids": [{"model_id": model, "message_id": assistant_id, "modelIdx": 0}],
+        "parent_id": parent_id,
+        "user_message": user_message,
+        # housekeeping the browser asks for; the pipe answers these without calling the agent
+        "background_tasks": {"title_generation": True, "tags_generation": True, "follow_up_generation": True}
+        if first else {"follow_up_generation": True},
+    }
+    if chat_id:
+        body["chat_id"] = chat_id
+    with owui.client(timeout=60) as http:
+        response = http.post("/api/chat/completions", json=body)
+        assert response.status_code == 200, response.text
+        answer = response.json()
+        assert answer.get("status") is True and answer.get("task_ids"), answer  # runs in the background
+        chat_id = answer["chat_id"]
+        stored_message(owui, chat_id, assistant_id)  # waits until the answer is done
+    return chat_id, user_id, assistant_id
+
+
+def stored_message(owui: OpenWebUIInstance, chat_id: str, message_id: str, timeout: float = 60) -> dict[str, Any]:
+    """The stored message once Open WebUI marked it done (the background task finished)."""
+    deadline = time.monotonic() + timeout
+    message: dict[str, Any] = {}
+    with owui.client() as http:
+        while time.monotonic() < deadline:
+            chat = http.get(f"/api/v1/chats/{chat_id}").raise_for_status().json()
+            message = chat["chat"]["history"]["messages"].get(message_id) or {}
+            if message.get("done"):
+                return message
+            time.sleep(0.2)
+    pytest.fail(f"the answer was not stored as done within {timeout:g}s; last seen: {message}\n{owui.log_tail()}")
+
+
+_UI_DETAILS = re.compile(r"^<details(\s+[^>]*)?>\n", re.M)
+_UI_ATTR = re.compile(r'(\w+)="(.*?)"')
+
+
+def ui_blocks(text: str) -> list[Any]:
+    """Assistant text split the way the browser's Markdown `details` extension reads it.
+
+    A details block starts a line (`^<details( attrs)?>\\n`, utils/marked/extension.ts) and ends
+    at its matching `</details>`; attributes are `(\\w+)="(.*?)"`, HTML-entity decoded. Returns
+    text pieces (stripped) and {"attrs", "summary"} dicts in order.
+    """
+    out: list[Any] = []
+    position = 0
+    while (match := _UI_DETAILS.search(text, position)) is not None:
+        if text[position : match.start()].strip():
+            out.append(text[position : match.start()].strip())
+        depth, index = 1, match.start() + len("<details")
+        while depth and index < len(text):
+            if text.startswith("<details", index):
+                depth += 1
+            elif text.startswith("</details>", index):
+                depth -= 1
+            index += 1
+        assert depth == 0, f"unclosed <details> in {text!r}"
+        end = index - 1 + len("</details>")
+        block = text[match.end() : end - len("</details>")].strip()
+        summary = re.match(r"^<summary>(.*?)</summary>", block)
+        attrs = {key: html.unescape(value) for key, value in _UI_ATTR.findall(match.group(1) or "")}
+        out.append({"attrs": attrs, "summary": summary.group(1) if summary else ""})
+        position = end
+    if text[position:].strip():
+        out.append(text[position:].strip())
+    return out
+
+
+def output_text(message: dict[str, Any]) -> str:
+    """The text of the message's `output` items, as the browser joins them (getOutputText)."""
+    texts = []
+    for item in message.get("output") or []:
+        if item.get("type") == "message":
+            text = "".join(part.get("text", "") for part in item.get("content") or [])
+            if text.strip():
+                texts.append(text)
+    return "\n".join(texts)
+
+
+def transcript(messages: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """AG-UI input messages as (role, content or call ids or result's call id), ids left out."""
+    out: list[tuple[Any, ...]] = []
+    for m in messages:
+        if m.get("toolCalls"):
+            out.append((m["role"], "calls", tuple((c["id"], c["function"]["name"]) for c in m["toolCalls"])))
+        elif m["role"] == "tool":
+            out.append(("tool", m["toolCallId"], json.loads(m["content"])))
+        else:
+            out.append((m["role"], m.get("content")))
+    return out
+
+
+def chat_history(owui: OpenWebUIInstance, chat_id: str) -> list[dict[str, Any]]:
+    """The chat's current branch as role/content messages, oldest first (what a client resends)."""
+    with owui.client() as http:
+        history = http.get(f"/api/v1/chats/{chat_id}").raise_for_status().json()["chat"]["history"]
+    chain: list[dict[str, Any]] = []
+    current = history.get("currentId")
+    while current:
+        message = history["messages"][current]
+        chain.append({"role": message["role"], "content": message.get("content") or ""})
+        current = message.get("parentId")
+    return chain[::-1]
+
+
+# --- tests ----------------------------------------------------------------------------------------
+
+
+def test_requested_features_reach_the_agent_as_forwarded_props(synced, agui_servers) -> None:
+    server = agui_servers["1.7.0"]
+    user = my_user_id(synced)
+    hello = [{"role": "user", "content": "scenario:text_only"}]
+
+    answer = api_chat(synced, model_id("1.7.0"), hello, features={"web_search": True, "image_generation": True},
+                      filter_ids=[TOGGLE])
+    assert answer == "Hello from the scripted agent."
+    answer = api_chat(synced, model_id("1.7.0"), hello)
+    assert answer == "Hello from the scripted agent."
+
+    toggled, plain = server.recorded()
+    # native toggles first (the feature filter, sorted), then the toggle filters (priority 10);
+    # image_generation was asked for but the blueprint does not support it
+    assert toggled["forwardedProps"] == {"features": ["web_search", "user_files"], "user_id": user}
+    assert plain["forwardedProps"] == {"features": [], "user_id": user}
+    assert [m["role"] for m in toggled["messages"]] == ["user"]
+    assert toggled["threadId"].startswith("aihub-")  # no chat: a fresh thread per request
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_ui_chat_stores_the_turn_in_stream_order_and_sends_it_back_in_order(synced, agui_servers, version) -> None:
+    server = agui_servers[version]
+    model = model_id(version)
+    user = my_user_id(synced)
+
+    # turn 1: a new chat, Web Search and the user_files toggle on, lead-in -> tool -> summary
+    chat_id, first_user, first_answer = ui_turn(synced, model, "scenario:lead_tool_summary",
+                                                chat_id=None, parent_id=None, first=True)
+    (run,) = server.recorded()  # the title/tags/follow-up tasks never reached the agent
+    assert run["threadId"] == chat_id
+    assert run["forwardedProps"] == {"features": ["web_search", "user_files"], "user_id": user}
+    assert transcript(run["messages"]) == [("user", "scenario:lead_tool_summary")]
+    # the agent's own call id, as its model made it (second model call: the call and its result)
+    call_id = server.model_calls()[1][-1]["results"][0]
+
+    stored = stored_message(synced, chat_id, first_answer)
+    assert stored["parentId"] == first_user and stored["model"] == model
+    assert output_text(stored) == stored["content"]  # what the browser renders is what was stored
+    blocks = ui_blocks(output_text(stored))
+    assert [b if isinstance(b, str) else b["attrs"]["type"] for b in blocks] == [LEAD_IN, "tool_calls", SUMMARY]
+    tool = blocks[1]["attrs"]
+    assert (tool["id"], tool["name"], tool["done"]) == (call_id, "get_weather", "true")
+    assert json.loads(tool["arguments"]) == {"city": "Paris"}
+    assert json.loads(tool["result"]) == {"city": "Paris", "sky": "sunny", "temp_c": 21}  # the result is in the block
+    assert blocks[1]["summary"] == "Tool Executed"
+
+    # turn 2: the browser sends only the new message; Open WebUI loads the history from the chat
+    server.clear()
+    _, second_user, second_answer = ui_turn(synced, model, "scenario:text_only",
+                                            chat_id=chat_id, parent_id=first_answer, first=False)
+    (run,) = server.recorded()
+    expected = [
+        ("user", "scenario:lead_tool_summary"),
+        ("assistant", LEAD_IN),
+        ("assistant", "calls", ((call_id, "get_weather"),)),
+        ("tool", call_id, {"city": "Paris", "sky": "sunny", "temp_c": 21}),
+        ("assistant", SUMMARY),
+        ("user", "scenario:text_only"),
+    ]
+    assert transcript(run["messages"]) == expected
+    assert run["threadId"] == chat_id
+    assert run["forwardedProps"]["features"] == ["web_search", "user_files"]
+    # and the agent's model was given that transcript, the call answered by its own result
+    (model_call,) = server.model_calls()
+    assert [(m["role"], m["text"], m["calls"], m["results"]) for m in model_call] == [
+        ("user", "scenario:lead_tool_summary", [], []),
+        ("assistant", LEAD_IN, [], []),
+        ("assistant", "", [call_id], []),
+        ("tool", "", [], [call_id]),
+        ("assistant", SUMMARY, [], []),
+        ("user", "scenario:text_only", [], []),
+    ]
+    second = stored_message(synced, chat_id, second_answer)
+    assert second["parentId"] == second_user and second["content"] == "Hello from the scripted agent."
+
+    # a client that resends the stored chat itself (role/content list) gets the same transcript
+    server.clear()
+    history = chat_history(synced, chat_id)
+    assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
+    api_chat(synced, model, [*history, {"role": "user", "content": "scenario:text_only"}])
+    (run,) = server.recorded()
+    assert transcript(run["messages"]) == [
+        *expected, ("assistant", "Hello from the scripted agent."), ("user", "scenario:text_only")
+    ]
+
+
+def test_sync_is_stable_and_the_backend_key_reaches_the_agent_and_nowhere_else(
+    synced, bundle, agent_key, agui_servers, tap, capsys, monkeypatch
+) -> None:
+    code, out, err = provision(capsys, "diff", *bundle, "--detailed-exitcode")
+    assert code == 0, out + err  # the pipe's valves compare equal to what sync wrote
+
+    with synced.client() as http:
+        valves = http.get("/api/v1/functions/id/aihub_agent_pipe/valves").raise_for_status().json()
+    agents = {a["id"]: a for a in json.loads(valves["AGENTS"])}
+    assert set(agents) == {"weather.default", "weather.keyed", "weather-rc8.default"}
+    assert agents["weather.keyed"]["url"] == f"{tap.url}/agent"
+    assert agents["weather.default"]["api_key"] == KEY_ENV  # the env var's name, never the key
+    assert agents["weather-rc8.default"].get("api_key") is None
+    assert agents["weather.default"]["features"] == ["user_files", "web_search"]
+    assert agent_key not in valves["AGENTS"]
+    assert json.loads(valves["API_KEYS"]) == {KEY_ENV: agent_key}
+
+    tap.headers.clear()
+    answer = api_chat(synced, model_id("1.7.0", "keyed"), [{"role": "user", "content": "scenario:text_only"}])
+    assert answer == "Hello from the scripted agent."
+    (headers,) = tap.headers
+    assert headers["authorization"] == f"Bearer {agent_key}"
+    assert len(agui_servers["1.7.0"].recorded()) == 1  # the tapped request reached the server
+
+    # a rotated key is a change to a sensitive valve: shown, never printed
+    monkeypatch.setenv(KEY_ENV, "e2e-rotated-" + uuid.uuid4().hex)
+    for output in ("text", "json"):
+        code, out, err = provision(capsys, "diff", *bundle, "-o", output, "--detailed-exitcode")
+        assert code == 2, out + err
+        assert "API_KEYS" in out
+        assert agent_key not in out + err and "e2e-rotated-" not in out + err
