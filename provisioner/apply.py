@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from .client import OpenWebUIClient
 from .errors import ApplyError, ProvisionError
-from .plan import Action, Change, Plan
+from .plan import Action, Change, Plan, remerge_model_form
 
 Outcome = Literal["applied", "failed", "not attempted"]
 
@@ -53,6 +53,11 @@ class ApplyReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "applied_changes": [
+                {"kind": r.change.kind, "id": r.change.id, "action": r.change.action.value}
+                for r in self.results
+                if r.outcome == "applied"
+            ],
             "applied": {
                 "add": self.count("applied", Action.CREATE),
                 "change": self.count("applied", Action.UPDATE),
@@ -149,7 +154,10 @@ def _apply_one(change: Change, client: OpenWebUIClient) -> None:
             client.create_model(body)
         elif change.action is Action.UPDATE:
             if any(f.path != "access_grants" for f in change.fields):
-                client.update_model({k: v for k, v in body.items() if k != "access_grants"})
+                client.update_model(
+                    {k: v for k, v in body.items() if k != "access_grants"},
+                    rebuild=lambda: remerge_model_form(client.get_model(change.id), change),
+                )
             if change.changed("access_grants"):
                 client.update_model_access(change.id, list(body.get("access_grants", [])))
         else:

@@ -12,8 +12,9 @@ validate.py, which knows the whole catalog.
 from __future__ import annotations
 
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from .capabilities import OVERRIDABLE_DEFAULTS
 
@@ -91,11 +92,23 @@ class GroupAccess(_Strict):
 Access = Literal["public", "private"] | GroupAccess
 
 
+def _no_credentials(url: str | None) -> str | None:
+    """A URL is written into the pipe's valves and shown in every diff: no secrets in it."""
+    if url and "@" in urlsplit(url).netloc:
+        raise ValueError("put no user or password in the URL; use api_key_env for the backend's key")
+    return url
+
+
+BackendUrl = Annotated[
+    str, StringConstraints(pattern=r"^https?://\S+$", max_length=2000), AfterValidator(_no_credentials)
+]
+
+
 class Backend(_Strict):
     """Where an agent runs, for the agent pipe."""
 
     transport: Literal["agui", "openai"] = "agui"
-    url: Annotated[str, StringConstraints(pattern=r"^https?://\S+$", max_length=2000)]
+    url: BackendUrl
     model: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
     api_key_env: EnvVarName | None = None
 
@@ -104,7 +117,7 @@ class BackendOverride(_Strict):
     """Per-agent changes to the blueprint's backend."""
 
     transport: Literal["agui", "openai"] | None = None
-    url: Annotated[str, StringConstraints(pattern=r"^https?://\S+$", max_length=2000)] | None = None
+    url: BackendUrl | None = None
     model: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
     api_key_env: EnvVarName | None = None
 

@@ -145,10 +145,18 @@ class OpenWebUIClient:
     def create_model(self, body: Mapping[str, Any]) -> dict[str, Any]:
         return self._request("POST", "/api/v1/models/create", json=body, create=True)
 
-    def update_model(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def get_model(self, model_id: str) -> dict[str, Any]:
+        return self._request("GET", "/api/v1/models/model", params={"id": model_id})
+
+    def update_model(
+        self, body: Mapping[str, Any], *, rebuild: Callable[[], Mapping[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """Write a full ModelForm. On `409 version_conflict` someone wrote the row meanwhile:
+        `rebuild` (read again, merge again) makes the body the retry sends, so the other
+        writer's fields survive."""
         # The id travels in the body (0.12); the query is harmless there and needed by <=0.6.5.
         return self._request(
-            "POST", "/api/v1/models/model/update", json=body, params={"id": body["id"]}
+            "POST", "/api/v1/models/model/update", json=body, params={"id": body["id"]}, rebuild=rebuild
         )
 
     def update_model_access(self, model_id: str, grants: list[dict[str, str]]) -> dict[str, Any]:
@@ -223,6 +231,7 @@ class OpenWebUIClient:
         create: bool = False,
         missing_ok: bool = False,
         secrets: Collection[str] = (),
+        rebuild: Callable[[], Any] | None = None,
     ) -> Any:
         url = self.base_url + path
         hidden = (self._token, *secrets)
@@ -256,6 +265,8 @@ class OpenWebUIClient:
                 return None
             if status in RETRY_STATUSES and attempt < self._retries:
                 attempt = self._wait(attempt)
+                if status == 409 and rebuild is not None:
+                    json = rebuild()
                 continue
             raise ApiError(method, path, status, detail, _hint(status, detail, attempt))
 

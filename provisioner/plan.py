@@ -37,8 +37,8 @@ class Action(str, Enum):
 @dataclass(frozen=True)
 class FieldChange:
     path: str
-    before: Any
-    after: Any
+    before: Any = field(repr=False)  # may be a secret: never in a repr or a log line
+    after: Any = field(repr=False)
     sensitive: bool = False
 
 
@@ -50,7 +50,7 @@ class Change:
     id: str
     action: Action
     fields: tuple[FieldChange, ...] = ()
-    body: Mapping[str, Any] | None = None
+    body: Mapping[str, Any] | None = field(default=None, repr=False)
 
     def changed(self, *paths: str) -> bool:
         """True when any changed field is one of `paths` or lies under one (`valves` → `valves.X`)."""
@@ -182,6 +182,19 @@ def _update(target: ObjectState, live: ObjectState) -> Change | None:
     if not fields:
         return None
     return Change(target.kind, target.id, Action.UPDATE, fields, _write_body(target, base=live.raw))
+
+
+def remerge_model_form(live: Mapping[str, Any], change: Change) -> dict[str, Any]:
+    """A model update rebuilt on a freshly read row: its fields, with this change's owned
+    fields set again (used after a `409 version_conflict`, so the other writer's edits survive)."""
+    body: dict[str, Any] = {k: copy.deepcopy(live[k]) for k in _MODEL_FORM_KEYS if k in live}
+    body["id"] = change.id
+    if not isinstance(body.get("meta"), dict):
+        body["meta"] = {}
+    for field_change in change.fields:
+        if field_change.path != "access_grants":
+            set_path(body, field_change.path, copy.deepcopy(field_change.after))
+    return body
 
 
 def _write_body(target: ObjectState, base: Mapping[str, Any] | None) -> dict[str, Any]:

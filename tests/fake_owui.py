@@ -76,6 +76,8 @@ class FakeOpenWebUI:
             return {"data": []}
         if path == "/api/v1/groups/":
             return self.groups
+        if path == "/api/v1/models/model" and method == "GET":
+            return copy.deepcopy(self.models[request.url.params["id"]])
         if path == "/api/v1/models/all":
             return list(copy.deepcopy(self.models).values())
         if path == "/api/v1/models/create":

@@ -108,3 +108,25 @@ def test_the_next_sync_after_a_failure_repairs_without_duplicates(fake: FakeOpen
     fake.faults.clear()
     apply_plan(sample_plan(client), client)
     assert len(fake.models) == 6 and sample_plan(client).is_empty
+
+
+def test_a_409_on_update_rereads_the_row_so_a_concurrent_admin_edit_survives(fake: FakeOpenWebUI, client: OpenWebUIClient) -> None:
+    apply_plan(sample_plan(client), client)
+    model_id = "aihub_agent_pipe.policy-faq.default"
+    fake.models[model_id]["meta"]["capabilities"]["web_search"] = True  # drift: our field
+    plan = sample_plan(client)
+    conflicts = []
+
+    def admin_writes_first(method, path, body):
+        if path == "/api/v1/models/model/update" and not conflicts:
+            conflicts.append(body)
+            fake.models[model_id]["params"] = {"system": "written by an admin meanwhile"}
+            return httpx.Response(409, json={"detail": {"code": "version_conflict"}})
+        return None
+
+    fake.faults.append(admin_writes_first)
+    apply_plan(plan, client)
+    row = fake.models[model_id]
+    assert conflicts and row["meta"]["capabilities"]["web_search"] is False
+    assert row["params"] == {"system": "written by an admin meanwhile"}
+    assert ("GET", "/api/v1/models/model") in fake.calls

@@ -151,3 +151,12 @@ def test_svg_icon_is_rejected_for_models_but_fine_for_toggles(tmp_path: Path) ->
     root = write_blueprint_dir(tmp_path, [blueprint("demo", icon="i.svg")], features=features)
     [problem] = problems_of(root)
     assert "demo.yaml" in problem and "image/svg+xml" in problem
+
+
+def test_backend_url_with_credentials_is_refused(tmp_path: Path) -> None:
+    bp = blueprint("demo")
+    bp["backend"]["url"] = "https://agent:hunter2@agents.internal/demo"
+    root = write_blueprint_dir(tmp_path, [bp])
+    [problem] = problems_of(root)
+    assert "backend.url:" in problem and "no user or password" in problem
+    assert "hunter2" not in problem
