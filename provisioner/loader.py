@@ -39,9 +39,6 @@ class LoadedBlueprint:
     icon: str | None
     agent_icons: Mapping[str, str | None]
 
-    def agent_path(self, index: int, *rest: str | int) -> PathKey:
-        return ("agents", index, *rest)
-
 
 @dataclass(frozen=True)
 class Catalog:
@@ -282,15 +279,6 @@ def _clean_loc(loc: PathKey, data: Any, kind: str) -> PathKey:
         elif isinstance(current, dict) and isinstance(part, str) and part in ("[key]",):
             continue
     return tuple(out)
-
-
-def _value_at(data: Any, loc: PathKey) -> Any:
-    for part in loc:
-        try:
-            data = data[part]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return data
 
 
 def _suggest(name: str, options: set[str] | frozenset[str] | Mapping[str, Any]) -> str:
