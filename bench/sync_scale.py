@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Benchmark: `provision sync` of 500 agents against a real Open WebUI, with every HTTP call counted.
 
-Usage (from the repository root, about two minutes on 2 cores)::
+Usage (from the repository root, one to two minutes on 2 cores)::
 
     .venv/bin/python bench/sync_scale.py [--blueprints 50] [--agents 10] [--json out.json]
+    .venv/bin/python bench/sync_scale.py --latency-ms 20 --parallel 4   # a remote instance, N at a time
 
 It starts its own throwaway Open WebUI through `scripts/openwebui-local` (a unique instance name,
 purged at the end unless --keep), writes a blueprint set of blueprints × agents into a temp dir
@@ -53,7 +54,7 @@ from provisioner.client import OpenWebUIClient  # noqa: E402
 from provisioner.desired import build_desired  # noqa: E402
 from provisioner.observed import observe, observed_function, observed_model  # noqa: E402
 from provisioner.plan import Action, _write_body, make_plan  # noqa: E402
-from provisioner.state import InstanceState, ObjectState  # noqa: E402
+from provisioner.state import ObjectState  # noqa: E402
 from tests.e2e.owui_instance import OpenWebUIInstance, OpenWebUIUnavailable  # noqa: E402
 
 LISTING_KINDS = frozenset(
@@ -110,9 +111,12 @@ class Recorder:
     """httpx event hooks that record every request; `calls` is read and cleared per scenario."""
 
     calls: list[Call] = field(default_factory=list)
+    latency: float = 0.0  # seconds added before each request, to model a remote Open WebUI
 
     def on_request(self, request: httpx.Request) -> None:
         request.extensions["bench_start"] = time.perf_counter()
+        if self.latency:
+            time.sleep(self.latency)
 
     def on_response(self, response: httpx.Response) -> None:
         response.read()  # so the time covers the whole answer
@@ -424,17 +428,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agents", type=int, default=10, help="agents per blueprint")
     parser.add_argument("--parallel", type=int, nargs="*", default=[], metavar="N",
                         help="also probe the from-empty model creates sent N at a time (one run per N)")
+    parser.add_argument("--latency-ms", type=float, default=0.0,
+                        help="add this round-trip time to every request (models a remote instance)")
     parser.add_argument("--name", default=f"bench-sync-{os.getpid()}", help="openwebui-local instance name")
     parser.add_argument("--keep", action="store_true", help="leave the instance running")
     parser.add_argument("--json", type=Path, help="write the figures here as JSON")
     args = parser.parse_args(argv)
     n_models = args.blueprints * args.agents
-    recorder = Recorder()
+    recorder = Recorder(latency=args.latency_ms / 1000)
     cli.make_http_client = lambda timeout: recorder.client(timeout=timeout)  # type: ignore[assignment]
     checks = Checks()
     figures: dict[str, Any] = {
-        "workload": {"blueprints": args.blueprints, "agents_per_blueprint": args.agents, "models": n_models},
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "workload": {"blueprints": args.blueprints, "agents_per_blueprint": args.agents, "models": n_models,
+                     "added_latency_ms": args.latency_ms},
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "load_average_at_start": round(os.getloadavg()[0], 2)},
     }
     total_started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp, throwaway_instance(args.name, args.keep) as owui:
@@ -500,8 +508,9 @@ def main(argv: list[str] | None = None) -> int:
     scenarios = [("sync from empty", empty, naive_runs[0]), ("no-op re-sync", noop, naive_runs[1]),
                  ("re-sync, one blueprint changed", change, naive_runs[2])]
     writes = [c.seconds for c in empty.calls if c.kind == "/api/v1/models/create"]
+    latency = f", {args.latency_ms:g} ms added per request" if args.latency_ms else ""
     print(f"\nSync at scale: {n_models} model rows + {n_functions} functions "
-          f"({os.cpu_count()} CPUs, Open WebUI and the CLI on the same machine)")
+          f"({os.cpu_count()} CPUs, Open WebUI and the CLI on the same machine{latency})")
     label = f"diff (text), {n_models}-create plan"
     print(f"  {label:<34} {len(text_plan.calls):5d} calls {text_plan.seconds:38.2f} s; "
           f"{text_plan.output_lines} lines, {text_plan.output_bytes} bytes, longest {text_plan.longest_line} chars")
@@ -534,6 +543,9 @@ def main(argv: list[str] | None = None) -> int:
             str(workers): {**probe.to_json(), "speedup_vs_sequential": round(empty.seconds / probe.seconds, 2)}
             for workers, probe in probes
         }
+    figures["machine"]["load_average_at_end"] = round(os.getloadavg()[0], 2)
+    print(f"  load average (1 min): {figures['machine']['load_average_at_start']} at start, "
+          f"{figures['machine']['load_average_at_end']} at end")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
     return 1 if checks.failures else 0
