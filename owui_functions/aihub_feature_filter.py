@@ -50,7 +50,11 @@ def model_marker(model: Any) -> dict | None:
 
 def supported_features(model: Any) -> frozenset:
     """Feature names the selected model's marker lists; empty for odd or unowned models."""
-    marker = model_marker(model)
+    return marker_features(model_marker(model))
+
+
+def marker_features(marker: dict | None) -> frozenset:
+    """The `features` list of a marker, as names; empty when it is missing or odd."""
     features = marker.get("features") if marker is not None else None
     if not isinstance(features, list):
         return frozenset()
@@ -109,7 +113,8 @@ class Filter:
         __model__: dict | None = None,
     ) -> dict:
         """Strip Open WebUI's toggles for our models and record the supported requests."""
-        if model_marker(__model__) is None:
+        marker = model_marker(__model__)
+        if marker is None:
             return body  # not one of our agents: Open WebUI's built-ins stay as they are
 
         metadatas = metadata_dicts(body, __metadata__)
@@ -118,7 +123,7 @@ class Filter:
             requested |= requested_features(features)
             strip_native_toggles(features)
 
-        granted = sorted(requested & supported_features(__model__))
+        granted = sorted(requested & marker_features(marker))
         for metadata in metadatas:
             # A fresh list every time: whatever a client put under the key is discarded.
             metadata[METADATA_KEY] = list(granted)

@@ -126,8 +126,8 @@ def read_yaml(path: Path, display: str) -> tuple[SourceFile | None, list[Problem
         return None, [Problem(display, exc.line, exc.field, exc.message)]
     if walker.problems:  # the data would not be what the author meant
         return SourceFile(display, None, walker.lines), walker.problems
-    try:
-        data = yaml.load(text, Loader=yaml.SafeLoader)
+    try:  # build the data from the tree already composed: one parse, not two
+        data = yaml.SafeLoader("").construct_document(node)
     except yaml.MarkedYAMLError as exc:  # e.g. a merge key `<<:` with a value that is not a mapping
         return None, [_syntax_problem(display, exc)]
     except (yaml.YAMLError, ValueError, KeyError, OverflowError) as exc:  # e.g. `!!int abc`
