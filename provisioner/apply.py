@@ -1,14 +1,16 @@
 """Carry out a Plan against Open WebUI. Consumes only the plan: it never re-reads blueprints.
 
 Phases run in dependency order (models reference filters, so functions come first; deletes
-last), and the first failure stops the run: nothing after it is attempted, and the report
+last), and the first failure stops the run: nothing after it is started, and the report
 says what was applied and what was not, so the next `sync` can finish the job.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from itertools import islice
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -98,28 +100,32 @@ def apply_plan(
     plan: Plan,
     client: OpenWebUIClient,
     *,
+    parallelism: int = 1,
     on_progress: Callable[[ChangeResult], None] | None = None,
 ) -> ApplyReport:
-    """Apply every change in phase order; raise ApplyError (with the report) on the first failure."""
-    ordered = [c for kind, action in PHASES for c in plan.changes if c.kind == kind and c.action is action]
+    """Apply every change in phase order; raise ApplyError (with the report) on the first failure.
+
+    Model writes within a phase go `parallelism` at a time (the rows are independent; it pays
+    off against a remote instance). Functions stay sequential: there are few, and their
+    toggles must be read and flipped one writer at a time. After a failure nothing new starts;
+    writes already under way finish and are reported.
+    """
     report = ApplyReport()
     failed = False
-    for change in ordered:
+    for kind, action in PHASES:
+        changes = [c for c in plan.changes if c.kind == kind and c.action is action]
         if failed:
-            report.results.append(ChangeResult(change, "not attempted"))
+            report.results.extend(ChangeResult(c, "not attempted") for c in changes)
             continue
-        try:
-            _apply_one(change, client)
-            result = ChangeResult(change, "applied")
-        except ProvisionError as exc:
-            result = ChangeResult(change, "failed", str(exc))
-            failed = True
-        report.results.append(result)
-        if on_progress:
-            on_progress(result)
+        workers = parallelism if kind == "model" else 1
+        for result in _run_phase(changes, client, workers):
+            report.results.append(result)
+            failed = failed or result.outcome == "failed"
+            if on_progress and result.outcome != "not attempted":
+                on_progress(result)
     if failed:
         raise ApplyError(report)
-    if ordered:
+    if plan.changes:
         try:
             client.refresh_models()
         except ProvisionError as exc:  # every change landed: say so, not only what broke
@@ -127,6 +133,39 @@ def apply_plan(
             raise ApplyError(report) from None
         report.registry_refreshed = True
     return report
+
+
+def _attempt(change: Change, client: OpenWebUIClient) -> ChangeResult:
+    try:
+        _apply_one(change, client)
+    except ProvisionError as exc:
+        return ChangeResult(change, "failed", str(exc))
+    return ChangeResult(change, "applied")
+
+
+def _run_phase(changes: list[Change], client: OpenWebUIClient, workers: int) -> Iterator[ChangeResult]:
+    """Results of one phase as they complete; after a failure, the rest are not attempted."""
+    if workers <= 1:
+        for index, change in enumerate(changes):
+            result = _attempt(change, client)
+            yield result
+            if result.outcome == "failed":
+                yield from (ChangeResult(c, "not attempted") for c in changes[index + 1 :])
+                return
+        return
+    pending = iter(changes)
+    failed = False
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        running = {pool.submit(_attempt, c, client) for c in islice(pending, workers)}
+        while running:
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                result = future.result()
+                failed = failed or result.outcome == "failed"
+                yield result
+            if not failed:
+                running |= {pool.submit(_attempt, c, client) for c in islice(pending, len(done))}
+    yield from (ChangeResult(c, "not attempted") for c in pending)
 
 
 def secret_values(change: Change) -> list[str]:

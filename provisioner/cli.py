@@ -82,6 +82,15 @@ DetailedOpt = Annotated[
     bool, typer.Option("--detailed-exitcode", help="Exit 2 when there are changes, 0 when none.")
 ]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds per HTTP request.")]
+ParallelismOpt = Annotated[
+    int,
+    typer.Option(
+        "--parallelism",
+        min=1,
+        max=16,
+        help="Model rows written at a time (functions stay sequential). 4 helps against a remote instance.",
+    ),
+]
 NoColorOpt = Annotated[bool, typer.Option("--no-color", help="No colours (also NO_COLOR).")]
 
 
@@ -250,8 +259,10 @@ def diff(
     no_color: NoColorOpt = False,
 ) -> int:
     """Show what sync would change on the instance, field by field. Writes nothing."""
-    return _run(path, functions, output, detailed_exitcode, prune, adopt,
-                Connection(url, token_file, insecure, timeout), no_color, dry_run=True, yes=True)
+    return _run(
+        RunOptions(path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run=True, yes=True),
+        Connection(url, token_file, insecure, timeout),
+    )
 
 
 @app.command()
@@ -264,6 +275,7 @@ def sync(
     prune: PruneOpt = False,
     adopt: AdoptOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    parallelism: ParallelismOpt = 1,
     url: UrlOpt = None,
     token_file: TokenFileOpt = None,
     insecure: InsecureOpt = False,
@@ -271,39 +283,45 @@ def sync(
     no_color: NoColorOpt = False,
 ) -> int:
     """Make the instance match the blueprints: functions, then models, then deletes."""
-    return _run(path, functions, output, detailed_exitcode, prune, adopt,
-                Connection(url, token_file, insecure, timeout), no_color, dry_run=dry_run, yes=yes)
+    return _run(
+        RunOptions(path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run, yes, parallelism),
+        Connection(url, token_file, insecure, timeout),
+    )
 
 
-def _run(
-    path: Path,
-    functions: Path,
-    output: Output,
-    detailed_exitcode: bool,
-    prune: bool,
-    adopt: Optional[list[str]],
-    conn: Connection,
-    no_color: bool,
-    *,
-    dry_run: bool,
-    yes: bool,
-) -> int:
+@dataclass(frozen=True)
+class RunOptions:
+    """What `diff` and `sync` were asked to do (besides where to connect)."""
+
+    path: Path
+    functions: Path
+    output: Output
+    detailed_exitcode: bool
+    prune: bool
+    adopt: Optional[list[str]]
+    no_color: bool
+    dry_run: bool
+    yes: bool
+    parallelism: int = 1
+
+
+def _run(opts: RunOptions, conn: Connection) -> int:
     """diff and sync are one pipeline; only `dry_run` decides whether anything is written."""
-    out, err = _consoles(no_color)
-    plan, client = _build_plan(path, functions, conn, prune=prune, adopt=adopt, err=err)
+    out, err = _consoles(opts.no_color)
+    plan, client = _build_plan(opts.path, opts.functions, conn, prune=opts.prune, adopt=opts.adopt, err=err)
     with client:
-        if dry_run or plan.is_empty:
-            _print_plan(plan, output, out, err)
-            return EXIT_CHANGES if detailed_exitcode and not plan.is_empty else EXIT_OK
-        if output is Output.text:
+        if opts.dry_run or plan.is_empty:
+            _print_plan(plan, opts.output, out, err)
+            return EXIT_CHANGES if opts.detailed_exitcode and not plan.is_empty else EXIT_OK
+        if opts.output is Output.text:
             render_plan(plan.to_json(), out)
             render_orphans(plan.to_json(), err)
-        if not yes and sys.stdin.isatty() and not os.environ.get("CI"):
+        if not opts.yes and sys.stdin.isatty() and not os.environ.get("CI"):
             if not typer.confirm("Apply these changes?", default=False, err=True):
                 err.print("Nothing applied.")
                 return EXIT_ERROR
-        report = _apply(plan, client, output, err)
-        if output is Output.json:
+        report = _apply(plan, client, opts, err)
+        if opts.output is Output.json:
             sys.stdout.write(json.dumps({"plan": plan.to_json(), "result": report.to_json()}, indent=2) + "\n")
         else:
             applied = report.to_json()["applied"]
@@ -315,14 +333,14 @@ def _run(
         return EXIT_OK
 
 
-def _apply(plan: Plan, client: OpenWebUIClient, output: Output, err: Console) -> ApplyReport:
+def _apply(plan: Plan, client: OpenWebUIClient, opts: RunOptions, err: Console) -> ApplyReport:
     from .progress import progress_reporter  # rich progress only when it will be seen
 
-    with progress_reporter(err, total=len(plan.changes), enabled=output is Output.text) as tick:
+    with progress_reporter(err, total=len(plan.changes), enabled=opts.output is Output.text) as tick:
         try:
-            return apply_plan(plan, client, on_progress=tick)
+            return apply_plan(plan, client, parallelism=opts.parallelism, on_progress=tick)
         except ApplyError as exc:
-            if output is Output.json:
+            if opts.output is Output.json:
                 sys.stdout.write(json.dumps({"plan": plan.to_json(), "result": exc.report.to_json()}, indent=2) + "\n")
             raise
 

@@ -271,3 +271,12 @@ class TestChatThroughOpenWebUI:
         seen = chat(synced, "aihub_agent_pipe.support-desk.tier2", features={"web_search": True},
                     filter_ids=["aihub_toggle_deep_research", "aihub_toggle_user_files"])
         assert seen["requested"] == ["web_search", "deep_research"]
+
+
+def test_parallel_sync_converges_like_a_sequential_one(owui, bundle, recorder, capsys) -> None:
+    code, out, _ = provision(capsys, "sync", *bundle, "--parallelism", "4")
+    assert code == 0, out
+    assert {r["id"] for r in get(owui, "/api/v1/models/all")} == SAMPLE_MODELS
+    recorder.clear()
+    assert provision(capsys, "sync", *bundle, "--parallelism", "4")[0] == 0
+    assert recorder.writes == []

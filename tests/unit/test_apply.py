@@ -130,3 +130,33 @@ def test_a_409_on_update_rereads_the_row_so_a_concurrent_admin_edit_survives(fak
     assert conflicts and row["meta"]["capabilities"]["web_search"] is False
     assert row["params"] == {"system": "written by an admin meanwhile"}
     assert ("GET", "/api/v1/models/model") in fake.calls
+
+
+def test_parallel_model_writes_reach_the_same_end_state(fake: FakeOpenWebUI, client: OpenWebUIClient) -> None:
+    report = apply_plan(sample_plan(client), client, parallelism=4)
+    paths = [p for _, p in fake.calls]
+    assert {r.outcome for r in report.results} == {"applied"}
+    assert len(fake.models) == 6 and sample_plan(client).is_empty
+    last_function = max(i for i, p in enumerate(paths) if "/functions/" in p)
+    assert last_function < min(i for i, p in enumerate(paths) if "/models/create" in p)
+
+
+def test_parallel_apply_starts_nothing_after_a_failure(fake: FakeOpenWebUI, client: OpenWebUIClient) -> None:
+    plan = sample_plan(client)
+    models = [c.id for c in plan.changes if c.kind == "model"]
+    fake.faults.append(
+        lambda method, path, body: httpx.Response(500, json={"detail": "db locked"})
+        if path == "/api/v1/models/create" and body["id"] == models[0]
+        else None
+    )
+    with pytest.raises(ApplyError) as info:
+        apply_plan(plan, client, parallelism=2)
+    outcomes = {r.change.id: r.outcome for r in info.value.report.results}
+    assert outcomes[models[0]] == "failed"
+    # the other worker's write may have finished; nothing beyond the two in flight started
+    started = [m for m in models if outcomes[m] != "not attempted"]
+    assert len(started) <= 2 + 1 and all(outcomes[m] == "not attempted" for m in models[3:])
+    assert set(fake.models) == {m for m in models if outcomes[m] == "applied"}
+    fake.faults.clear()
+    apply_plan(sample_plan(client), client, parallelism=2)
+    assert sample_plan(client).is_empty
