@@ -18,6 +18,7 @@ from .function_files import content_hash
 from .state import InstanceState, Kind, ObjectState, set_path
 
 FORMAT_VERSION = "1"
+COMMIT_MESSAGE = "provision sync (aihub-provision)"
 
 # Response-only keys of a model record that a ModelForm must not carry.
 _MODEL_FORM_KEYS = ("id", "base_model_id", "name", "meta", "params", "is_active")
@@ -189,6 +190,7 @@ def remerge_model_form(live: Mapping[str, Any], change: Change) -> dict[str, Any
     fields set again (used after a `409 version_conflict`, so the other writer's edits survive)."""
     body: dict[str, Any] = {k: copy.deepcopy(live[k]) for k in _MODEL_FORM_KEYS if k in live}
     body["id"] = change.id
+    body["commit_message"] = COMMIT_MESSAGE
     if not isinstance(body.get("meta"), dict):
         body["meta"] = {}
     for field_change in change.fields:
@@ -210,6 +212,8 @@ def _write_body(target: ObjectState, base: Mapping[str, Any] | None) -> dict[str
         meta = body.get("meta") if isinstance(body.get("meta"), dict) else {}
         # Open WebUI recomputes these from the content; sending them back is noise.
         body["meta"] = {k: v for k, v in meta.items() if k not in ("manifest", "toggle")}
+    # Open WebUI keeps a version history per object; this says who wrote the version.
+    body["commit_message"] = COMMIT_MESSAGE
     valves: dict[str, Any] = {}
     for path, value in target.fields.items():
         if path == "access_grants":
