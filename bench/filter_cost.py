@@ -16,7 +16,7 @@ model that is not ours (early return), an odd body. Each is timed called directl
 per-call dispatch Open WebUI does (`inspect.signature` + keyword filtering, utils/filter.py).
 
 End to end (--e2e N): the same filter, an empty filter and no filter, each attached to its own
-agent row served by the recording test pipe; N non-streaming chat completions per row,
+agent row served by a stub pipe (bench/fixtures/stub_pipe.py, no agent backend); N non-streaming chat completions per row,
 interleaved; median latency and ratios.
 """
 
@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 FEATURE_FILTER = REPO / "owui_functions" / "aihub_feature_filter.py"
-RECORDING_PIPE = REPO / "tests" / "e2e" / "fixtures" / "recording_pipe.py"
+STUB_PIPE = REPO / "bench" / "fixtures" / "stub_pipe.py"
 MARKER = {"managed_by": "aihub-provision", "blueprint": "bench", "agent": "a", "features": ["code_interpreter", "web_search"]}
 
 EMPTY_FILTER_SOURCE = '''"""
@@ -218,7 +218,7 @@ def end_to_end(requests_per_model: int, name: str) -> dict[str, Any]:
     functions = {
         "aihub_feature_filter": FEATURE_FILTER.read_text(encoding="utf-8"),
         "bench_empty_filter": EMPTY_FILTER_SOURCE,
-        "aihub_agent_pipe": RECORDING_PIPE.read_text(encoding="utf-8"),
+        "aihub_agent_pipe": STUB_PIPE.read_text(encoding="utf-8"),
     }
     with throwaway_instance(name) as owui, owui.client(timeout=60) as http:
         for fid, content in functions.items():
@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"  = {r['ratio']:5.2f}x  (+{r['extra_us']:.2f} us)")
     if args.e2e:
         figures["end_to_end"] = e2e = end_to_end(args.e2e, args.name)
-        print(f"Chat completions through Open WebUI ({args.e2e} per model, non-streaming, recording pipe):")
+        print(f"Chat completions through Open WebUI ({args.e2e} per model, non-streaming, stub pipe):")
         for label, ms in e2e["median_ms"].items():
             print(f"  {label:<15} median {ms:7.2f} ms  p90 {e2e['p90_ms'][label]:7.2f} ms")
         print(f"  feature / empty filter = {e2e['ratio_feature_over_empty']:.3f}x; "

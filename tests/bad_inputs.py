@@ -35,7 +35,7 @@ from provisioner.loader import load_catalog
 from tests.builders import FEATURE_FILTER, REPO
 
 CASES_DIR = REPO / "tests" / "data" / "bad_blueprints"
-RECORDING_PIPE = REPO / "tests" / "e2e" / "fixtures" / "recording_pipe.py"
+AGENT_PIPE = REPO / "owui_functions" / "aihub_agent_pipe.py"
 ARGS = ["-p", "blueprints", "--functions", "functions"]
 
 
@@ -100,7 +100,7 @@ def make_workspace(case: Case, root: Path) -> Path:
     functions = root / "functions"
     functions.mkdir()
     shutil.copy(FEATURE_FILTER, functions / FEATURE_FILTER.name)
-    shutil.copy(RECORDING_PIPE, functions / "aihub_agent_pipe.py")
+    shutil.copy(AGENT_PIPE, functions / AGENT_PIPE.name)
     if case.toggles:
         try:
             write_toggle_files(load_catalog(root / "blueprints"), functions)

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 import provisioner.cli as cli
-from tests.bad_inputs import ARGS, RECORDING_PIPE, Case, check_stderr, load_cases, make_workspace
+from tests.bad_inputs import ARGS, Case, check_stderr, load_cases, make_workspace
 from tests.builders import REPO
 
 CASES = load_cases()
@@ -65,9 +65,7 @@ def baseline(openwebui: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         http.post("/api/v1/groups/create", json={"name": "Support", "description": ""}).raise_for_status()
     functions = tmp_path_factory.mktemp("baseline")
     for path in (REPO / "owui_functions").glob("aihub_*.py"):
-        if path.name != "aihub_agent_pipe.py":
-            shutil.copy(path, functions / path.name)
-    shutil.copy(RECORDING_PIPE, functions / "aihub_agent_pipe.py")
+        shutil.copy(path, functions / path.name)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OPENWEBUI_URL", openwebui.url)
         mp.setenv("OPENWEBUI_TOKEN", openwebui.token)

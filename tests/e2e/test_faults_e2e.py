@@ -29,7 +29,6 @@ from provisioner.observed import observe
 from provisioner.plan import make_plan
 from tests.builders import REPO
 
-RECORDING_PIPE = Path(__file__).parent / "fixtures" / "recording_pipe.py"
 PROVISION = Path(sys.executable).with_name("provision")
 FUNCTIONS = ["aihub_agent_pipe", "aihub_feature_filter", "aihub_toggle_deep_research", "aihub_toggle_user_files"]
 MODELS = [
@@ -86,13 +85,11 @@ def connect(instance, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def bundle(tmp_path: Path) -> list[str]:
-    """The sample blueprints, the real filters, and the recording pipe as `aihub_agent_pipe`."""
+    """The sample blueprints and the real function bundle (filters and agent pipe)."""
     functions = tmp_path / "functions"
     functions.mkdir()
     for path in (REPO / "owui_functions").glob("aihub_*.py"):
-        if path.name != "aihub_agent_pipe.py":
-            shutil.copy(path, functions / path.name)
-    shutil.copy(RECORDING_PIPE, functions / "aihub_agent_pipe.py")
+        shutil.copy(path, functions / path.name)
     return ["-p", str(REPO / "blueprints"), "--functions", str(functions)]
 
 

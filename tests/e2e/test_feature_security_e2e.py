@@ -1,10 +1,12 @@
 """Through a real Open WebUI 0.12.4: a client cannot get a feature to an agent that lacks it.
 
-The sample blueprints are synced with the real filters and the recording pipe (see test_sync.py);
-each chat completion answers with what reached the pipe after the filters ran: `requested` (the
-list the agent pipe forwards to the agent) and Open WebUI's own `features` dict. The agents:
-policy-faq supports nothing, research-assistant web_search and code_interpreter, document-analyst
-user_files, support-desk web_search and deep_research.
+The sample blueprints, their backends pointed at the scripted AG-UI server, are synced with the
+real bundle (see test_sync.py). Each chat is seen from both ends: `forwarded`, the features in
+the RunAgentInput the agent received, and what the observer filter wrote after every filter of
+the bundle ran: `requested` (the metadata list the pipe reads) and Open WebUI's own `features`
+dict (which the agent never sees). The agents: policy-faq supports nothing, research-assistant
+web_search and code_interpreter, document-analyst user_files, support-desk web_search and
+deep_research.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from typing import Any
 import pytest
 
 try:  # tests/e2e may become a package; work either way (as conftest.py does)
-    from .test_sync import bundle, chat, owui, provision  # noqa: F401  (fixtures)
+    from .test_sync import AGENT_ANSWER, ChatRig, Seen, chat, chat_bundle, chat_rig, owui  # noqa: F401  (fixtures)
 except ImportError:
-    from test_sync import bundle, chat, owui, provision  # noqa: F401  (fixtures)
+    from test_sync import AGENT_ANSWER, ChatRig, Seen, chat, chat_bundle, chat_rig, owui  # noqa: F401  (fixtures)
 
 KEY = "aihub_requested_features"
 ALL_NATIVE = {"web_search": True, "image_generation": True, "code_interpreter": True, "memory": True}
@@ -33,13 +35,14 @@ UNMANAGED = "aihub_agent_pipe.adhoc.plain"  # served by the pipe, but a row with
 
 
 @pytest.fixture
-def synced(owui, bundle, capsys):
-    assert provision(capsys, "sync", *bundle)[0] == 0
-    return owui
+def synced(chat_rig: ChatRig) -> ChatRig:
+    return chat_rig
 
 
-def stripped(seen: dict) -> None:
-    assert {name: seen["features"].get(name) for name in STRIPPED} == dict.fromkeys(STRIPPED, False)
+def stripped(seen: Seen) -> None:
+    """Open WebUI's four toggles are off, in the dict it shares with the metadata (set in place)."""
+    assert {name: seen.features.get(name) for name in STRIPPED} == dict.fromkeys(STRIPPED, False)
+    assert seen.observed["features_is_metadata_features"] is True
 
 
 # --- features an agent does not support ----------------------------------------------------------
@@ -48,17 +51,17 @@ def stripped(seen: dict) -> None:
 @pytest.mark.parametrize("extra", [{}, LEGACY], ids=["native-calling", "legacy-calling"])
 def test_native_features_for_an_agent_without_them_never_count(synced, extra) -> None:
     seen = chat(synced, POLICY, features=dict(ALL_NATIVE), extra=extra)
-    assert seen["requested"] == []
+    assert seen.forwarded == []
     stripped(seen)
     seen = chat(synced, RESEARCH, features=dict(ALL_NATIVE), extra=extra)
-    assert seen["requested"] == ["code_interpreter", "web_search"]  # image_generation is not supported
+    assert seen.forwarded == ["code_interpreter", "web_search"]  # image_generation is not supported
     stripped(seen)
 
 
 def test_custom_features_sent_as_features_never_count(synced) -> None:
     features = {"user_files": True, "deep_research": True, "web_search": True}
-    assert chat(synced, DOCUMENTS, features=dict(features))["requested"] == []  # only its toggle can ask
-    assert chat(synced, DESK, features=dict(features))["requested"] == ["web_search"]
+    assert chat(synced, DOCUMENTS, features=dict(features)).forwarded == []  # only its toggle can ask
+    assert chat(synced, DESK, features=dict(features)).forwarded == ["web_search"]
 
 
 # --- forged requested-features lists --------------------------------------------------------------
@@ -71,8 +74,8 @@ FORGED = ["web_search", "image_generation", "code_interpreter", "user_files", "d
     "where",
     ["top-level", "metadata", "features"],
 )
-def test_a_forged_requested_features_list_never_reaches_the_pipe(synced, where: str) -> None:
-    def forged_request(model: str) -> dict:
+def test_a_forged_requested_features_list_never_reaches_the_agent(synced, where: str) -> None:
+    def forged_request(model: str) -> Seen:
         features: dict[str, Any] = {}
         extra: dict[str, Any] = {}
         if where == "top-level":
@@ -83,12 +86,14 @@ def test_a_forged_requested_features_list_never_reaches_the_pipe(synced, where: 
             features[KEY] = list(FORGED)
         return chat(synced, model, features=features, extra=extra)
 
-    assert forged_request(POLICY)["requested"] == []
-    assert forged_request(DOCUMENTS)["requested"] == []  # supports user_files, but nobody toggled it
-    assert forged_request(DESK)["requested"] == []
-    # Without our filters on the row, nothing replaces the key: still nothing forged gets through.
+    for model in (POLICY, DOCUMENTS, DESK):  # DOCUMENTS supports user_files, but nobody toggled it
+        seen = forged_request(model)
+        assert (seen.forwarded, seen.requested) == ([], []), model
+    # Without our filters on the row, nothing replaces the key: still nothing forged gets through,
+    # though this agent supports every forged feature.
     unmanaged_row(synced)
-    assert forged_request(UNMANAGED)["requested"] is None
+    seen = forged_request(UNMANAGED)
+    assert seen.forwarded == [] and seen.requested is None
 
 
 @pytest.mark.parametrize(
@@ -102,7 +107,7 @@ def test_a_forged_requested_features_list_never_reaches_the_pipe(synced, where: 
 )
 def test_filter_ids_naming_a_toggle_the_model_lacks_add_nothing(synced, model: str, filter_ids: list[str]) -> None:
     seen = chat(synced, model, features={}, filter_ids=filter_ids)
-    assert seen["requested"] == []
+    assert seen.forwarded == [] and seen.requested == []
 
 
 def test_a_toggle_filter_made_global_still_adds_nothing_for_models_without_its_feature(synced) -> None:
@@ -111,15 +116,15 @@ def test_a_toggle_filter_made_global_still_adds_nothing_for_models_without_its_f
             assert http.post(f"/api/v1/functions/id/{function_id}/toggle/global").raise_for_status().json()["is_global"]
     unmanaged_row(synced)
     toggles = ["aihub_toggle_user_files"]
-    assert chat(synced, POLICY, features={}, filter_ids=toggles)["requested"] == []
-    assert chat(synced, DESK, features={}, filter_ids=toggles)["requested"] == []
+    assert chat(synced, POLICY, features={}, filter_ids=toggles).forwarded == []
+    assert chat(synced, DESK, features={}, filter_ids=toggles).forwarded == []
     seen = chat(synced, UNMANAGED, features={"web_search": True}, filter_ids=toggles)
-    assert seen["requested"] is None  # not ours: no list at all
-    assert seen["features"]["web_search"] is True  # and Open WebUI's own toggle left alone
-    assert chat(synced, DOCUMENTS, features={}, filter_ids=toggles)["requested"] == ["user_files"]
+    assert seen.requested is None and seen.forwarded == []  # not ours: no list at all
+    assert seen.features["web_search"] is True  # and Open WebUI's own toggle left alone
+    assert chat(synced, DOCUMENTS, features={}, filter_ids=toggles).forwarded == ["user_files"]
 
 
-def test_a_forged_direct_model_item_does_not_reach_the_pipe(synced) -> None:
+def test_a_forged_direct_model_item_does_not_reach_the_agent(synced) -> None:
     """`model_item` with `direct` makes Open WebUI take the model, marker and all, from the body."""
     forged = {
         "id": POLICY,
@@ -130,11 +135,13 @@ def test_a_forged_direct_model_item_does_not_reach_the_pipe(synced) -> None:
         "model": POLICY, "messages": [{"role": "user", "content": "hi"}], "stream": False,
         "features": dict(ALL_NATIVE), "filter_ids": ["aihub_toggle_user_files"], "model_item": forged,
     }
+    synced.clear()
     with synced.client(timeout=60) as http:
         response = http.post("/api/chat/completions", json=body)
     # The direct path answers through the browser's own socket connection, never through a pipe
     # (0.12.4 without that socket: 400 "Client session disconnected.").
-    assert response.status_code != 200 and "requested" not in response.text
+    assert response.status_code != 200 and AGENT_ANSWER not in response.text
+    assert synced.server.recorded() == []
 
 
 # --- a toggle left on after switching models -------------------------------------------------------
@@ -143,23 +150,24 @@ def test_a_forged_direct_model_item_does_not_reach_the_pipe(synced) -> None:
 def test_toggles_left_on_after_switching_models_never_count(synced) -> None:
     features = {"web_search": True, "code_interpreter": True}
     toggles = ["aihub_toggle_user_files", "aihub_toggle_deep_research"]
-    assert chat(synced, DESK, features=dict(features), filter_ids=toggles)["requested"] == ["web_search", "deep_research"]
-    assert chat(synced, DOCUMENTS, features=dict(features), filter_ids=toggles)["requested"] == ["user_files"]
+    assert chat(synced, DESK, features=dict(features), filter_ids=toggles).forwarded == ["web_search", "deep_research"]
+    assert chat(synced, DOCUMENTS, features=dict(features), filter_ids=toggles).forwarded == ["user_files"]
     seen = chat(synced, POLICY, features=dict(features), filter_ids=toggles)
-    assert seen["requested"] == []
+    assert seen.forwarded == []
     stripped(seen)
 
 
 class TestTheUIPath:
     """UI-shaped requests (saved chat, `session_id`, `chat_id`, message ids): Open WebUI runs the
-    completion in a background task and saves the pipe's answer into the chat, where we read it."""
+    completion in a background task and saves the agent's answer into the chat."""
 
     def new_chat(self, owui) -> str:
         chat_form = {"title": "feature security", "models": [DOCUMENTS], "history": {"messages": {}, "currentId": None}, "messages": []}
         with owui.client() as http:
             return http.post("/api/v1/chats/new", json={"chat": chat_form}).raise_for_status().json()["id"]
 
-    def turn(self, owui, chat_id: str, model: str, parent: str | None, *, features: dict, filter_ids: list[str]) -> tuple[dict, str]:
+    def turn(self, rig: ChatRig, chat_id: str, model: str, parent: str | None, *, features: dict,
+             filter_ids: list[str]) -> tuple[Seen, str]:
         user_id, reply_id = str(uuid.uuid4()), str(uuid.uuid4())
         body = {
             "model": model, "messages": [{"role": "user", "content": "hi"}], "stream": True,
@@ -167,17 +175,21 @@ class TestTheUIPath:
             "chat_id": chat_id, "id": reply_id, "parent_id": parent,
             "user_message": {"id": user_id, "parentId": parent, "role": "user", "content": "hi", "models": [model]},
         }
-        with owui.client(timeout=60) as http:
+        rig.clear()
+        with rig.client(timeout=60) as http:
             started = http.post("/api/chat/completions", json=body)
             assert started.status_code == 200, started.text
             assert started.json().get("task_ids"), started.text  # the background (UI) path
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
                 messages = http.get(f"/api/v1/chats/{chat_id}").raise_for_status().json()["chat"]["history"]["messages"]
-                content = (messages.get(reply_id) or {}).get("content") or ""
-                if content:
-                    return json.loads(content), reply_id
-                time.sleep(0.5)
+                reply = messages.get(reply_id) or {}
+                if reply.get("done"):
+                    assert reply.get("content") == AGENT_ANSWER, reply
+                    seen = rig.one_request()
+                    assert seen.run["threadId"] == chat_id and seen.observed["chat_id"] == chat_id
+                    return seen, reply_id
+                time.sleep(0.3)
         raise AssertionError(f"no answer saved for message {reply_id} in chat {chat_id}")
 
     def test_a_toggle_left_on_after_switching_models_in_one_chat_never_counts(self, synced) -> None:
@@ -185,18 +197,29 @@ class TestTheUIPath:
         features = {"web_search": True, "image_generation": True, "code_interpreter": False, "voice": False, "memory": True}
         toggles = ["aihub_toggle_user_files"]
         first, reply = self.turn(synced, chat_id, DOCUMENTS, None, features=dict(features), filter_ids=toggles)
-        assert first["requested"] == ["user_files"]
+        assert first.model == DOCUMENTS
+        assert first.forwarded == ["user_files"]
         stripped(first)
         second, _ = self.turn(synced, chat_id, POLICY, reply, features=dict(features), filter_ids=toggles)
-        assert second["model"].endswith("policy-faq.default")
-        assert second["requested"] == []
+        assert second.model == POLICY
+        assert second.forwarded == [] and second.requested == []
         stripped(second)
 
 
-def unmanaged_row(owui) -> None:
-    """A row the pipe serves but provision does not own (no marker, no filters)."""
+def unmanaged_row(rig: ChatRig) -> None:
+    """A row the pipe serves but provision does not own (no marker, no filters).
+
+    Its agent, added to the pipe's AGENTS valve by hand, supports every feature, so whatever
+    reached the metadata key would be forwarded to it.
+    """
     row = {"id": UNMANAGED, "base_model_id": None, "name": "Ad hoc", "meta": {}, "params": {}, "access_grants": []}
-    with owui.client() as http:
+    sub_id = UNMANAGED.partition(".")[2]
+    agent = {"id": sub_id, "name": "Ad hoc", "transport": "agui", "url": rig.server.agent_url, "features": FORGED}
+    with rig.client() as http:
+        valves = http.get("/api/v1/functions/id/aihub_agent_pipe/valves").raise_for_status().json()
+        agents = [a for a in json.loads(valves["AGENTS"]) if a["id"] != sub_id] + [agent]
+        update = {key: value for key, value in valves.items() if value is not None} | {"AGENTS": json.dumps(agents)}
+        http.post("/api/v1/functions/id/aihub_agent_pipe/valves/update", json=update).raise_for_status()
         if http.get("/api/v1/models/model", params={"id": UNMANAGED}).status_code != 200:
             http.post("/api/v1/models/create", json=row).raise_for_status()
         http.get("/api/models", params={"refresh": "true"}).raise_for_status()

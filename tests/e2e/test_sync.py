@@ -1,25 +1,34 @@
 """`provision` against a real Open WebUI 0.12.4: sync, idempotence, drift, ownership, prune, chat.
 
 The CLI runs in-process through `main()`, with its HTTP client wrapped so each test can count
-the requests it sends. The agent pipe is the recording pipe from tests/e2e/fixtures (uploaded
-as `aihub_agent_pipe`), so a chat completion shows what reached the pipe after the filters ran.
+the requests it sends. The bundle is the real one (feature filter, toggle filters, agent pipe).
+For the chat tests the agents run on the scripted AG-UI server (tests/agui_server), which
+records every RunAgentInput: what reaches an agent is its `forwardedProps.features`. What Open
+WebUI itself keeps after the filters (its `features` dict, which the agent never sees) is
+written down by a test-only observer filter (tests/e2e/fixtures/observer_filter.py) that runs
+after every filter of the bundle.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 import provisioner.cli as cli
 from provisioner.function_files import extract_frontmatter
 from tests.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
 
-RECORDING_PIPE = Path(__file__).parent / "fixtures" / "recording_pipe.py"
+AGENT_PIPE = REPO / "owui_functions" / "aihub_agent_pipe.py"
+OBSERVER = Path(__file__).parent / "fixtures" / "observer_filter.py"
+OBSERVER_ID = "zz_test_observer"
+AGENT_ANSWER = "Hello from the scripted agent."  # the scripted agent's reply to a plain message
 SAMPLE_MODELS = {
     "aihub_agent_pipe.policy-faq.default",
     "aihub_agent_pipe.research-assistant.default",
@@ -66,14 +75,33 @@ def owui(clean_openwebui, monkeypatch: pytest.MonkeyPatch):
 
 @pytest.fixture
 def bundle(tmp_path: Path) -> list[str]:
-    """The sample blueprints with the real filters and the recording pipe as `aihub_agent_pipe`."""
+    """The sample blueprints and a copy of the real function bundle (tests may edit the copy)."""
     functions = tmp_path / "functions"
-    functions.mkdir()
-    for path in (REPO / "owui_functions").glob("*.py"):
-        if path.name != "aihub_agent_pipe.py":
-            shutil.copy(path, functions / path.name)
-    shutil.copy(RECORDING_PIPE, functions / "aihub_agent_pipe.py")
+    shutil.copytree(REPO / "owui_functions", functions, ignore=shutil.ignore_patterns("__pycache__"))
     return ["-p", str(REPO / "blueprints"), "--functions", str(functions)]
+
+
+@pytest.fixture(scope="module")
+def chat_bundle(tmp_path_factory: pytest.TempPathFactory, agui_server: Any) -> list[str]:
+    """The sample blueprints with every backend on the scripted AG-UI server, and the real bundle:
+    the feature filter, the toggle filters generated for these blueprints, the agent pipe.
+
+    The agents keep the samples' features: policy-faq none, research-assistant web_search and
+    code_interpreter, document-analyst user_files, support-desk web_search and deep_research.
+    """
+    tmp = tmp_path_factory.mktemp("chat-bundle")
+    root = tmp / "blueprints"
+    shutil.copytree(REPO / "blueprints", root)
+    for path in root.glob("*.yaml"):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if "agents" not in data:
+            continue  # capabilities.yaml, features.yaml
+        data["backend"] = {"transport": "agui", "url": agui_server.agent_url}
+        for agent in data["agents"]:
+            agent.pop("backend", None)
+        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    functions = write_function_dir(tmp / "functions", root, AGENT_PIPE)
+    return ["-p", str(root), "--functions", str(functions)]
 
 
 def provision(capsys, *args: str) -> tuple[int, str, str]:
@@ -87,17 +115,99 @@ def get(owui, path: str, **params: Any) -> Any:
         return http.get(path, params=params).raise_for_status().json()
 
 
-def chat(owui, model: str, *, features: dict | None = None, filter_ids: list[str] | None = None, extra: dict | None = None) -> dict:
+@dataclass
+class Seen:
+    """One chat request from both ends: what reached the agent and what Open WebUI kept."""
+
+    run: dict[str, Any]  # the RunAgentInput the AG-UI server received
+    observed: dict[str, Any]  # the observer's record, taken after every filter of the bundle ran
+
+    @property
+    def forwarded(self) -> list[str]:
+        """The features the agent was asked for (`forwardedProps.features`)."""
+        return self.run["forwardedProps"]["features"]
+
+    @property
+    def requested(self) -> Any:
+        """`__metadata__["aihub_requested_features"]` after the filters: what the pipe reads."""
+        return self.observed["requested"]
+
+    @property
+    def features(self) -> dict[str, Any]:
+        """Open WebUI's own `features` dict after the filters: what it acts on afterwards."""
+        return self.observed["features"]
+
+    @property
+    def model(self) -> str:
+        return self.observed["model"]
+
+
+@dataclass
+class ChatRig:
+    """A synced Open WebUI whose agents run on the scripted AG-UI server, the observer on."""
+
+    owui: Any
+    server: Any  # tests/agui_server/harness.py AguiServer
+    log: Path  # the observer's JSON lines
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        return self.owui.client(**kwargs)
+
+    def clear(self) -> None:
+        self.server.clear()
+        self.log.write_text("", encoding="utf-8")
+
+    def observed(self) -> list[dict[str, Any]]:
+        """The observer's records since `clear()`, Open WebUI's housekeeping tasks left out."""
+        lines = self.log.read_text(encoding="utf-8").splitlines() if self.log.exists() else []
+        return [record for record in map(json.loads, filter(None, lines)) if not record.get("task")]
+
+    def one_request(self) -> Seen:
+        """The single agent run and the single observed request since `clear()`."""
+        runs, observed = self.server.recorded(), self.observed()
+        assert len(runs) == 1 and len(observed) == 1, (runs, observed)
+        return Seen(runs[0], observed[0])
+
+
+def install_observer(owui, log: Path) -> None:
+    """Upload the observer filter: active, global (it runs for every model), writing to `log`."""
+    form = {"id": OBSERVER_ID, "name": "Test observer", "content": OBSERVER.read_text(encoding="utf-8"),
+            "meta": {"description": "e2e only"}}
+    with owui.client() as http:
+        http.post("/api/v1/functions/create", json=form).raise_for_status()
+        assert http.post(f"/api/v1/functions/id/{OBSERVER_ID}/toggle").raise_for_status().json()["is_active"]
+        assert http.post(f"/api/v1/functions/id/{OBSERVER_ID}/toggle/global").raise_for_status().json()["is_global"]
+        http.post(f"/api/v1/functions/id/{OBSERVER_ID}/valves/update", json={"path": str(log)}).raise_for_status()
+
+
+@pytest.fixture
+def chat_rig(owui, chat_bundle: list[str], agui_server: Any, tmp_path: Path, capsys) -> ChatRig:
+    """The chat bundle synced, the observer installed, both records empty."""
+    code, out, err = provision(capsys, "sync", *chat_bundle)
+    assert code == 0, out + err
+    rig = ChatRig(owui, agui_server, tmp_path / "observed.jsonl")
+    install_observer(owui, rig.log)
+    rig.clear()
+    return rig
+
+
+def chat(rig: ChatRig, model: str, *, features: dict | None = None, filter_ids: list[str] | None = None,
+         extra: dict | None = None) -> Seen:
+    """One API chat completion through the real pipe to the agent, seen from both ends."""
     body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": "hi"}], "stream": False}
     if features is not None:
         body["features"] = features
     if filter_ids is not None:
         body["filter_ids"] = filter_ids
     body.update(extra or {})
-    with owui.client(timeout=60) as http:
+    rig.clear()
+    with rig.client(timeout=60) as http:
         response = http.post("/api/chat/completions", json=body)
     assert response.status_code == 200, response.text
-    return json.loads(response.json()["choices"][0]["message"]["content"])
+    assert response.json()["choices"][0]["message"]["content"] == AGENT_ANSWER, response.text
+    seen = rig.one_request()
+    assert seen.model == model
+    return seen
 
 
 def test_sync_from_empty_creates_every_row_and_function(owui, bundle, recorder, capsys) -> None:
@@ -237,40 +347,41 @@ def test_group_access_is_resolved_by_name_and_a_missing_group_changes_nothing(ow
 
 
 class TestChatThroughOpenWebUI:
-    """Real chat completions: what reaches the pipe after the feature filter and toggle filters."""
+    """Real chat completions: what reaches the agent after the feature filter and toggle filters."""
 
     @pytest.fixture
-    def synced(self, owui, bundle, recorder, capsys):
-        assert provision(capsys, "sync", *bundle)[0] == 0
-        return owui
+    def synced(self, chat_rig: ChatRig) -> ChatRig:
+        return chat_rig
 
     def test_native_toggles_are_stripped_and_only_supported_requests_count(self, synced) -> None:
         seen = chat(synced, "aihub_agent_pipe.research-assistant.default",
                     features={"web_search": True, "image_generation": True, "code_interpreter": True, "memory": True})
-        assert seen["requested"] == ["code_interpreter", "web_search"]  # image_generation is not supported
-        assert {k: v for k, v in seen["features"].items() if k in ("web_search", "image_generation", "code_interpreter", "memory")} == {
+        assert seen.forwarded == ["code_interpreter", "web_search"]  # image_generation is not supported
+        assert {k: v for k, v in seen.features.items() if k in ("web_search", "image_generation", "code_interpreter", "memory")} == {
             "web_search": False, "image_generation": False, "code_interpreter": False, "memory": False}
+        # stripped in place: the dict Open WebUI reads from the metadata later is this one
+        assert seen.observed["features_is_metadata_features"] is True
 
     def test_web_search_sent_to_an_agent_without_it_never_counts(self, synced) -> None:
         seen = chat(synced, "aihub_agent_pipe.policy-faq.default", features={"web_search": True},
                     extra={"params": {"function_calling": "legacy"}})
-        assert seen["requested"] == []
-        assert seen["features"]["web_search"] is False
+        assert seen.forwarded == [] and seen.requested == []
+        assert seen.features["web_search"] is False
 
     def test_toggle_filter_adds_its_feature_only_when_in_filter_ids(self, synced) -> None:
         model = "aihub_agent_pipe.document-analyst.default"
-        assert chat(synced, model, features={})["requested"] == []
-        assert chat(synced, model, features={}, filter_ids=["aihub_toggle_user_files"])["requested"] == ["user_files"]
+        assert chat(synced, model, features={}).forwarded == []
+        assert chat(synced, model, features={}, filter_ids=["aihub_toggle_user_files"]).forwarded == ["user_files"]
 
     def test_a_toggle_for_a_feature_the_model_lacks_does_nothing(self, synced) -> None:
         seen = chat(synced, "aihub_agent_pipe.policy-faq.default", features={},
                     filter_ids=["aihub_toggle_user_files", "aihub_toggle_deep_research"])
-        assert seen["requested"] == []
+        assert seen.forwarded == [] and seen.requested == []
 
     def test_several_features_together(self, synced) -> None:
         seen = chat(synced, "aihub_agent_pipe.support-desk.tier2", features={"web_search": True},
                     filter_ids=["aihub_toggle_deep_research", "aihub_toggle_user_files"])
-        assert seen["requested"] == ["web_search", "deep_research"]
+        assert seen.forwarded == ["web_search", "deep_research"]
 
 
 def test_parallel_sync_converges_like_a_sequential_one(owui, bundle, recorder, capsys) -> None:

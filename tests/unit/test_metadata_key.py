@@ -21,8 +21,10 @@ CONTRACT_KEY = "aihub_requested_features"
 KEY_LIKE = re.compile(r"aihub[_\-\s]*requested\w*", re.IGNORECASE)
 
 FUNCTION_FILES = sorted((ROOT / "owui_functions").glob("*.py"))
-# Test stand-ins for bundle functions read the same key.
-FIXTURE_FILES = [ROOT / "tests" / "e2e" / "fixtures" / "recording_pipe.py"]
+# Test and benchmark functions uploaded next to the bundle read the same key.
+FIXTURE_FILES = sorted((ROOT / "tests" / "e2e" / "fixtures").glob("*.py")) + sorted(
+    (ROOT / "bench" / "fixtures").glob("*.py")
+)
 
 
 def sources() -> list[tuple[str, str]]:
@@ -74,6 +76,10 @@ def docstring_nodes(tree: ast.Module) -> set[int]:
 
 def test_the_bundle_has_function_files():
     assert any(p.name == "aihub_feature_filter.py" for p in FUNCTION_FILES)
+
+
+def test_the_test_and_benchmark_functions_are_checked_too():
+    assert {"observer_filter.py", "stub_pipe.py"} <= {p.name for p in FIXTURE_FILES}
 
 
 @pytest.mark.parametrize(("name", "source"), SOURCES, ids=[name for name, _ in SOURCES])
