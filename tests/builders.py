@@ -11,6 +11,16 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 FEATURE_FILTER = REPO / "owui_functions" / "aihub_feature_filter.py"
 
+# The model rows the sample blueprints in blueprints/ produce, sorted.
+SAMPLE_MODEL_IDS: tuple[str, ...] = (
+    "aihub_agent_pipe.document-analyst.default",
+    "aihub_agent_pipe.policy-faq.default",
+    "aihub_agent_pipe.research-assistant.default",
+    "aihub_agent_pipe.support-desk.billing",
+    "aihub_agent_pipe.support-desk.tier1",
+    "aihub_agent_pipe.support-desk.tier2",
+)
+
 CAPABILITIES: dict[str, Any] = {
     "capabilities": {
         "web_research": {"description": "search", "serves": "web_search"},

@@ -15,29 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-import httpx
 import pytest
 
 import provisioner.cli as cli
 from tests.bad_inputs import ARGS, Case, check_stderr, load_cases, make_workspace
 from tests.builders import REPO
+from tests.recording import record_cli_requests
 
 CASES = load_cases()
 UNSET_KEY_VARIABLE = "AIHUB_BAD_INPUTS_UNSET_KEY"  # named by the api_key_env_unset case
-
-
-class Recorder:
-    """Every request the CLI sends, as (method, path)."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[str, str]] = []
-
-    def __call__(self, request: httpx.Request) -> None:
-        self.requests.append((request.method, request.url.path))
-
-    @property
-    def writes(self) -> list[tuple[str, str]]:
-        return [r for r in self.requests if r[0] != "GET"]
 
 
 def snapshot(owui: Any) -> dict[str, Any]:
@@ -87,10 +73,7 @@ def test_sync_of_a_bad_blueprint_set_writes_nothing(
     monkeypatch.setenv("OPENWEBUI_TOKEN", baseline.owui.token)
     monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
     monkeypatch.delenv(UNSET_KEY_VARIABLE, raising=False)
-    recorder = Recorder()
-    monkeypatch.setattr(
-        cli, "make_http_client", lambda timeout: httpx.Client(timeout=timeout, event_hooks={"request": [recorder]})
-    )
+    recorder = record_cli_requests(monkeypatch)
 
     code = cli.main(["sync", *ARGS, "--yes"])
     out, err = capsys.readouterr()

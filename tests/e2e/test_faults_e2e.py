@@ -27,18 +27,11 @@ from provisioner.function_files import load_function_files
 from provisioner.loader import load_catalog
 from provisioner.observed import observe
 from provisioner.plan import make_plan
-from tests.builders import REPO
+from tests.builders import REPO, SAMPLE_MODEL_IDS
 
 PROVISION = Path(sys.executable).with_name("provision")
 FUNCTIONS = ["aihub_agent_pipe", "aihub_feature_filter", "aihub_toggle_deep_research", "aihub_toggle_user_files"]
-MODELS = [
-    "aihub_agent_pipe.document-analyst.default",
-    "aihub_agent_pipe.policy-faq.default",
-    "aihub_agent_pipe.research-assistant.default",
-    "aihub_agent_pipe.support-desk.billing",
-    "aihub_agent_pipe.support-desk.tier1",
-    "aihub_agent_pipe.support-desk.tier2",
-]
+MODELS = list(SAMPLE_MODEL_IDS)
 ANOTHER_SYNC = "another sync running at the same time"
 
 

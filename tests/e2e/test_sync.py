@@ -23,46 +23,19 @@ import yaml
 
 import provisioner.cli as cli
 from provisioner.function_files import extract_frontmatter
-from tests.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
+from tests.builders import REPO, SAMPLE_MODEL_IDS, blueprint, write_blueprint_dir, write_function_dir
+from tests.recording import Recorder, record_cli_requests
 
 AGENT_PIPE = REPO / "owui_functions" / "aihub_agent_pipe.py"
 OBSERVER = Path(__file__).parent / "fixtures" / "observer_filter.py"
 OBSERVER_ID = "zz_test_observer"
 AGENT_ANSWER = "Hello from the scripted agent."  # the scripted agent's reply to a plain message
-SAMPLE_MODELS = {
-    "aihub_agent_pipe.policy-faq.default",
-    "aihub_agent_pipe.research-assistant.default",
-    "aihub_agent_pipe.document-analyst.default",
-    "aihub_agent_pipe.support-desk.tier1",
-    "aihub_agent_pipe.support-desk.tier2",
-    "aihub_agent_pipe.support-desk.billing",
-}
-
-
-class Recorder:
-    """Every request the CLI sends, as (method, path)."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[str, str]] = []
-
-    def __call__(self, request: httpx.Request) -> None:
-        self.requests.append((request.method, request.url.path))
-
-    @property
-    def writes(self) -> list[tuple[str, str]]:
-        return [r for r in self.requests if r[0] != "GET"]
-
-    def clear(self) -> None:
-        self.requests.clear()
+SAMPLE_MODELS = set(SAMPLE_MODEL_IDS)
 
 
 @pytest.fixture
 def recorder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
-    rec = Recorder()
-    monkeypatch.setattr(
-        cli, "make_http_client", lambda timeout: httpx.Client(timeout=timeout, event_hooks={"request": [rec]})
-    )
-    return rec
+    return record_cli_requests(monkeypatch)
 
 
 @pytest.fixture

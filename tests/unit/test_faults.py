@@ -18,19 +18,12 @@ import respx
 
 import provisioner.cli as cli
 from provisioner.client import OpenWebUIClient
-from tests.builders import REPO
+from tests.builders import REPO, SAMPLE_MODEL_IDS
 from tests.fake_owui import FakeOpenWebUI
 
 TOKEN = "sk-faults-test-token-0123456789"
 SAMPLES = ["-p", str(REPO / "blueprints"), "--functions", str(REPO / "owui_functions")]
-SAMPLE_MODELS = [
-    "aihub_agent_pipe.document-analyst.default",
-    "aihub_agent_pipe.policy-faq.default",
-    "aihub_agent_pipe.research-assistant.default",
-    "aihub_agent_pipe.support-desk.billing",
-    "aihub_agent_pipe.support-desk.tier1",
-    "aihub_agent_pipe.support-desk.tier2",
-]
+SAMPLE_MODELS = list(SAMPLE_MODEL_IDS)
 ORPHAN = "aihub_agent_pipe.retired.agent"
 ANOTHER_SYNC = "another sync running at the same time"
 
