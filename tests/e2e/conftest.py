@@ -9,22 +9,25 @@ for the session, under the same rule.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
+import shutil
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Iterator, NoReturn
 
 import pytest
+import yaml
 
 try:  # tests/e2e may become a package; work either way
-    from .owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, running_in_ci
+    from .chat_support import AGENT_PIPE, ChatRig, install_observer, provision
+    from .owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, agui_harness, running_in_ci
 except ImportError:
-    from owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, running_in_ci
+    from chat_support import AGENT_PIPE, ChatRig, install_observer, provision
+    from owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, agui_harness, running_in_ci
+
+from tests.builders import REPO, write_function_dir
+from tests.recording import Recorder, record_cli_requests
 
 E2E_DIR = Path(__file__).resolve().parent
-HARNESS_FILE = E2E_DIR.parent / "agui_server" / "harness.py"
 AGUI_VERSION = "1.7.0"
 
 
@@ -78,19 +81,6 @@ def clean_openwebui(openwebui: OpenWebUIInstance) -> OpenWebUIInstance:
     return openwebui
 
 
-def agui_harness() -> ModuleType:
-    """tests/agui_server/harness.py, loaded by path (stdlib only) under the name the pipe tests use."""
-    loaded = sys.modules.get("agui_harness")
-    if loaded is not None:
-        return loaded
-    spec = importlib.util.spec_from_file_location("agui_harness", HARNESS_FILE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["agui_harness"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="session")
 def agui_server() -> Iterator[Any]:
     """The scripted AG-UI server every chat test's agents run on: `.agent_url`, `.recorded()`, `.clear()`."""
@@ -106,3 +96,61 @@ def agui_server() -> Iterator[Any]:
         yield server
     finally:
         server.stop()
+
+
+# --- the CLI against the session instance, and the chat rig -------------------------------------
+
+
+@pytest.fixture
+def recorder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
+    return record_cli_requests(monkeypatch)
+
+
+@pytest.fixture
+def owui(clean_openwebui, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("OPENWEBUI_URL", clean_openwebui.url)
+    monkeypatch.setenv("OPENWEBUI_TOKEN", clean_openwebui.token)
+    monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
+    return clean_openwebui
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> list[str]:
+    """The sample blueprints and a copy of the real function bundle (tests may edit the copy)."""
+    functions = tmp_path / "functions"
+    shutil.copytree(REPO / "owui_functions", functions, ignore=shutil.ignore_patterns("__pycache__"))
+    return ["-p", str(REPO / "blueprints"), "--functions", str(functions)]
+
+
+@pytest.fixture(scope="module")
+def chat_bundle(tmp_path_factory: pytest.TempPathFactory, agui_server: Any) -> list[str]:
+    """The sample blueprints with every backend on the scripted AG-UI server, and the real bundle:
+    the feature filter, the toggle filters generated for these blueprints, the agent pipe.
+
+    The agents keep the samples' features: policy-faq none, research-assistant web_search and
+    code_interpreter, document-analyst user_files, support-desk web_search and deep_research.
+    """
+    tmp = tmp_path_factory.mktemp("chat-bundle")
+    root = tmp / "blueprints"
+    shutil.copytree(REPO / "blueprints", root)
+    for path in root.glob("*.yaml"):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if "agents" not in data:
+            continue  # capabilities.yaml, features.yaml
+        data["backend"] = {"transport": "agui", "url": agui_server.agent_url}
+        for agent in data["agents"]:
+            agent.pop("backend", None)
+        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    functions = write_function_dir(tmp / "functions", root, AGENT_PIPE)
+    return ["-p", str(root), "--functions", str(functions)]
+
+
+@pytest.fixture
+def chat_rig(owui, chat_bundle: list[str], agui_server: Any, tmp_path: Path, capsys) -> ChatRig:
+    """The chat bundle synced, the observer installed, both records empty."""
+    code, out, err = provision(capsys, "sync", *chat_bundle)
+    assert code == 0, out + err
+    rig = ChatRig(owui, agui_server, tmp_path / "observed.jsonl")
+    install_observer(owui, rig.log)
+    rig.clear()
+    return rig

@@ -6,12 +6,14 @@ share one tested way of running Open WebUI.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shlex
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import httpx
@@ -163,3 +165,20 @@ class OpenWebUIInstance:
             }
         if any(leftovers.values()):
             raise RuntimeError(f"reset left objects behind on {self.url}: {leftovers}")
+
+
+# The scripted AG-UI server's harness lives with the pipe tests; the e2e tests share one copy.
+AGUI_HARNESS_FILE = Path(__file__).resolve().parents[1] / "agui_server" / "harness.py"
+
+
+def agui_harness() -> ModuleType:
+    """tests/agui_server/harness.py, loaded by path (stdlib only) under the name the pipe tests use."""
+    loaded = sys.modules.get("agui_harness")
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location("agui_harness", AGUI_HARNESS_FILE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["agui_harness"] = module
+    spec.loader.exec_module(module)
+    return module

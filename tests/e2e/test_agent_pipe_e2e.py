@@ -18,16 +18,13 @@ from __future__ import annotations
 
 import html
 import http.client
-import importlib.util
 import json
 import re
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -37,12 +34,11 @@ import provisioner.cli as cli
 from tests.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
 
 try:  # as conftest.py: tests/e2e may become a package
-    from .owui_instance import OpenWebUIInstance, running_in_ci
+    from .owui_instance import OpenWebUIInstance, agui_harness, running_in_ci
 except ImportError:
-    from owui_instance import OpenWebUIInstance, running_in_ci
+    from owui_instance import OpenWebUIInstance, agui_harness, running_in_ci
 
 PIPE_FILE = REPO / "owui_functions" / "aihub_agent_pipe.py"
-HARNESS_FILE = REPO / "tests" / "agui_server" / "harness.py"
 KEY_ENV = "AIHUB_E2E_AGENT_KEY"
 TOGGLE = "aihub_toggle_user_files"
 # The browser's features dict (Chat.svelte getFeatures) with Web Search on.
@@ -51,19 +47,6 @@ LEAD_IN = "Let me look up the weather."
 SUMMARY = "It is sunny in Paris."
 VERSIONS = ("1.7.0", "1.0.0rc8")
 BLUEPRINT_IDS = {"1.7.0": "weather", "1.0.0rc8": "weather-rc8"}
-
-
-def _harness() -> ModuleType:
-    """tests/agui_server/harness.py, loaded by path as the pipe tests do (it is stdlib only)."""
-    loaded = sys.modules.get("agui_harness")
-    if loaded is not None:
-        return loaded
-    spec = importlib.util.spec_from_file_location("agui_harness", HARNESS_FILE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["agui_harness"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 # --- a header tap: the harness records bodies, not headers ----------------------------------------
@@ -121,7 +104,7 @@ class HeaderTap:
 @pytest.fixture(scope="module")
 def agui_servers() -> Iterator[dict[str, Any]]:
     """Both scripted AG-UI servers for this module; unavailable: fail under CI, skip elsewhere."""
-    harness = _harness()
+    harness = agui_harness()
     servers: dict[str, Any] = {}
     try:
         for version in VERSIONS:

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 try:  # tests/e2e may become a package; work either way (as conftest.py does)
-    from .test_sync import AGENT_ANSWER, ChatRig, Seen, chat, chat_bundle, chat_rig, owui  # noqa: F401  (fixtures)
+    from .chat_support import AGENT_ANSWER, ChatRig, Seen, chat
 except ImportError:
-    from test_sync import AGENT_ANSWER, ChatRig, Seen, chat, chat_bundle, chat_rig, owui  # noqa: F401  (fixtures)
+    from chat_support import AGENT_ANSWER, ChatRig, Seen, chat
 
 KEY = "aihub_requested_features"
 ALL_NATIVE = {"web_search": True, "image_generation": True, "code_interpreter": True, "memory": True}

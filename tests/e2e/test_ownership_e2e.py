@@ -18,9 +18,9 @@ import pytest
 import provisioner.cli as cli
 
 try:  # tests/e2e may become a package; work either way (as conftest.py does)
-    from .test_sync import SAMPLE_MODELS, bundle, get, owui, provision  # noqa: F401  (fixtures)
+    from .chat_support import SAMPLE_MODELS, get, provision
 except ImportError:
-    from test_sync import SAMPLE_MODELS, bundle, get, owui, provision  # noqa: F401  (fixtures)
+    from chat_support import SAMPLE_MODELS, get, provision
 
 WANTED_MODEL = "aihub_agent_pipe.policy-faq.default"
 WANTED_FUNCTION = "aihub_feature_filter"

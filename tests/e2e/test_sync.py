@@ -13,174 +13,17 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
-import yaml
 
-import provisioner.cli as cli
 from provisioner.function_files import extract_frontmatter
-from tests.builders import REPO, SAMPLE_MODEL_IDS, blueprint, write_blueprint_dir, write_function_dir
-from tests.recording import Recorder, record_cli_requests
+from tests.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
 
-AGENT_PIPE = REPO / "owui_functions" / "aihub_agent_pipe.py"
-OBSERVER = Path(__file__).parent / "fixtures" / "observer_filter.py"
-OBSERVER_ID = "zz_test_observer"
-AGENT_ANSWER = "Hello from the scripted agent."  # the scripted agent's reply to a plain message
-SAMPLE_MODELS = set(SAMPLE_MODEL_IDS)
-
-
-@pytest.fixture
-def recorder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
-    return record_cli_requests(monkeypatch)
-
-
-@pytest.fixture
-def owui(clean_openwebui, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("OPENWEBUI_URL", clean_openwebui.url)
-    monkeypatch.setenv("OPENWEBUI_TOKEN", clean_openwebui.token)
-    monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
-    return clean_openwebui
-
-
-@pytest.fixture
-def bundle(tmp_path: Path) -> list[str]:
-    """The sample blueprints and a copy of the real function bundle (tests may edit the copy)."""
-    functions = tmp_path / "functions"
-    shutil.copytree(REPO / "owui_functions", functions, ignore=shutil.ignore_patterns("__pycache__"))
-    return ["-p", str(REPO / "blueprints"), "--functions", str(functions)]
-
-
-@pytest.fixture(scope="module")
-def chat_bundle(tmp_path_factory: pytest.TempPathFactory, agui_server: Any) -> list[str]:
-    """The sample blueprints with every backend on the scripted AG-UI server, and the real bundle:
-    the feature filter, the toggle filters generated for these blueprints, the agent pipe.
-
-    The agents keep the samples' features: policy-faq none, research-assistant web_search and
-    code_interpreter, document-analyst user_files, support-desk web_search and deep_research.
-    """
-    tmp = tmp_path_factory.mktemp("chat-bundle")
-    root = tmp / "blueprints"
-    shutil.copytree(REPO / "blueprints", root)
-    for path in root.glob("*.yaml"):
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        if "agents" not in data:
-            continue  # capabilities.yaml, features.yaml
-        data["backend"] = {"transport": "agui", "url": agui_server.agent_url}
-        for agent in data["agents"]:
-            agent.pop("backend", None)
-        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    functions = write_function_dir(tmp / "functions", root, AGENT_PIPE)
-    return ["-p", str(root), "--functions", str(functions)]
-
-
-def provision(capsys, *args: str) -> tuple[int, str, str]:
-    code = cli.main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def get(owui, path: str, **params: Any) -> Any:
-    with owui.client() as http:
-        return http.get(path, params=params).raise_for_status().json()
-
-
-@dataclass
-class Seen:
-    """One chat request from both ends: what reached the agent and what Open WebUI kept."""
-
-    run: dict[str, Any]  # the RunAgentInput the AG-UI server received
-    observed: dict[str, Any]  # the observer's record, taken after every filter of the bundle ran
-
-    @property
-    def forwarded(self) -> list[str]:
-        """The features the agent was asked for (`forwardedProps.features`)."""
-        return self.run["forwardedProps"]["features"]
-
-    @property
-    def requested(self) -> Any:
-        """`__metadata__["aihub_requested_features"]` after the filters: what the pipe reads."""
-        return self.observed["requested"]
-
-    @property
-    def features(self) -> dict[str, Any]:
-        """Open WebUI's own `features` dict after the filters: what it acts on afterwards."""
-        return self.observed["features"]
-
-    @property
-    def model(self) -> str:
-        return self.observed["model"]
-
-
-@dataclass
-class ChatRig:
-    """A synced Open WebUI whose agents run on the scripted AG-UI server, the observer on."""
-
-    owui: Any
-    server: Any  # tests/agui_server/harness.py AguiServer
-    log: Path  # the observer's JSON lines
-
-    def client(self, **kwargs: Any) -> httpx.Client:
-        return self.owui.client(**kwargs)
-
-    def clear(self) -> None:
-        self.server.clear()
-        self.log.write_text("", encoding="utf-8")
-
-    def observed(self) -> list[dict[str, Any]]:
-        """The observer's records since `clear()`, Open WebUI's housekeeping tasks left out."""
-        lines = self.log.read_text(encoding="utf-8").splitlines() if self.log.exists() else []
-        return [record for record in map(json.loads, filter(None, lines)) if not record.get("task")]
-
-    def one_request(self) -> Seen:
-        """The single agent run and the single observed request since `clear()`."""
-        runs, observed = self.server.recorded(), self.observed()
-        assert len(runs) == 1 and len(observed) == 1, (runs, observed)
-        return Seen(runs[0], observed[0])
-
-
-def install_observer(owui, log: Path) -> None:
-    """Upload the observer filter: active, global (it runs for every model), writing to `log`."""
-    form = {"id": OBSERVER_ID, "name": "Test observer", "content": OBSERVER.read_text(encoding="utf-8"),
-            "meta": {"description": "e2e only"}}
-    with owui.client() as http:
-        http.post("/api/v1/functions/create", json=form).raise_for_status()
-        assert http.post(f"/api/v1/functions/id/{OBSERVER_ID}/toggle").raise_for_status().json()["is_active"]
-        assert http.post(f"/api/v1/functions/id/{OBSERVER_ID}/toggle/global").raise_for_status().json()["is_global"]
-        http.post(f"/api/v1/functions/id/{OBSERVER_ID}/valves/update", json={"path": str(log)}).raise_for_status()
-
-
-@pytest.fixture
-def chat_rig(owui, chat_bundle: list[str], agui_server: Any, tmp_path: Path, capsys) -> ChatRig:
-    """The chat bundle synced, the observer installed, both records empty."""
-    code, out, err = provision(capsys, "sync", *chat_bundle)
-    assert code == 0, out + err
-    rig = ChatRig(owui, agui_server, tmp_path / "observed.jsonl")
-    install_observer(owui, rig.log)
-    rig.clear()
-    return rig
-
-
-def chat(rig: ChatRig, model: str, *, features: dict | None = None, filter_ids: list[str] | None = None,
-         extra: dict | None = None) -> Seen:
-    """One API chat completion through the real pipe to the agent, seen from both ends."""
-    body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": "hi"}], "stream": False}
-    if features is not None:
-        body["features"] = features
-    if filter_ids is not None:
-        body["filter_ids"] = filter_ids
-    body.update(extra or {})
-    rig.clear()
-    with rig.client(timeout=60) as http:
-        response = http.post("/api/chat/completions", json=body)
-    assert response.status_code == 200, response.text
-    assert response.json()["choices"][0]["message"]["content"] == AGENT_ANSWER, response.text
-    seen = rig.one_request()
-    assert seen.model == model
-    return seen
+try:  # tests/e2e may become a package; work either way (as conftest.py does)
+    from .chat_support import SAMPLE_MODELS, ChatRig, chat, get, provision
+except ImportError:
+    from chat_support import SAMPLE_MODELS, ChatRig, chat, get, provision
 
 
 def test_sync_from_empty_creates_every_row_and_function(owui, bundle, recorder, capsys) -> None:
