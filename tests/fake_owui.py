@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
+import pytest
 import respx
 
 MISSING = {"detail": "We could not find what you're looking for :/"}
@@ -127,3 +129,16 @@ class FakeOpenWebUI:
                 del self.functions[parts[5]]
                 return True
         raise AssertionError(f"fake Open WebUI has no route {method} {path}")
+
+
+@contextmanager
+def fake_instance_for_cli(monkeypatch: pytest.MonkeyPatch, token: str) -> Iterator[FakeOpenWebUI]:
+    """A fake instance the CLI reaches through OPENWEBUI_URL/OPENWEBUI_TOKEN (outside CI)."""
+    server = FakeOpenWebUI(base_url="http://127.0.0.1:9")
+    monkeypatch.setenv("OPENWEBUI_URL", server.base_url)
+    monkeypatch.setenv("OPENWEBUI_TOKEN", token)
+    monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    with respx.mock(assert_all_called=False) as router:
+        server.mount(router)
+        yield server

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-import respx
 
 from provisioner.cli import main
 from tests.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
-from tests.fake_owui import FakeOpenWebUI
+from tests.fake_owui import FakeOpenWebUI, fake_instance_for_cli
 
 TOKEN = "sk-cli-test-token-0123456789"
 SAMPLES = ["-p", str(REPO / "blueprints"), "--functions", str(REPO / "owui_functions")]
@@ -19,13 +18,7 @@ SAMPLES = ["-p", str(REPO / "blueprints"), "--functions", str(REPO / "owui_funct
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeOpenWebUI:
-    server = FakeOpenWebUI(base_url="http://127.0.0.1:9")
-    monkeypatch.setenv("OPENWEBUI_URL", server.base_url)
-    monkeypatch.setenv("OPENWEBUI_TOKEN", TOKEN)
-    monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
-    monkeypatch.delenv("CI", raising=False)
-    with respx.mock(assert_all_called=False) as router:
-        server.mount(router)
+    with fake_instance_for_cli(monkeypatch, TOKEN) as server:
         yield server
 
 

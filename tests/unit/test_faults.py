@@ -14,12 +14,11 @@ from typing import Any
 
 import httpx
 import pytest
-import respx
 
 import provisioner.cli as cli
 from provisioner.client import OpenWebUIClient
 from tests.builders import REPO, SAMPLE_MODEL_IDS
-from tests.fake_owui import FakeOpenWebUI
+from tests.fake_owui import FakeOpenWebUI, fake_instance_for_cli
 
 TOKEN = "sk-faults-test-token-0123456789"
 SAMPLES = ["-p", str(REPO / "blueprints"), "--functions", str(REPO / "owui_functions")]
@@ -40,13 +39,7 @@ def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch, sleeps: list[float]) -> FakeOpenWebUI:
-    server = FakeOpenWebUI(base_url="http://127.0.0.1:9")
-    monkeypatch.setenv("OPENWEBUI_URL", server.base_url)
-    monkeypatch.setenv("OPENWEBUI_TOKEN", TOKEN)
-    monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
-    monkeypatch.delenv("CI", raising=False)
-    with respx.mock(assert_all_called=False) as router:
-        server.mount(router)
+    with fake_instance_for_cli(monkeypatch, TOKEN) as server:
         yield server
 
 
