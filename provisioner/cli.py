@@ -20,7 +20,7 @@ import typer
 from rich.console import Console
 
 from . import __version__
-from .apply import ApplyReport, ChangeResult, apply_plan
+from .apply import ApplyReport, apply_plan
 from .client import TESTED_VERSIONS, OpenWebUIClient, check_url
 from .desired import FEATURE_FILTER_ID, build_desired
 from .errors import ApplyError, BlueprintError, ConfigError, Problem, ProvisionError
