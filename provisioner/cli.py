@@ -7,6 +7,7 @@ stderr. The token is read from the environment or a file, never from argv, and n
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -115,8 +116,11 @@ def make_http_client(timeout: float) -> httpx.Client:
 
 def _consoles(no_color: bool) -> tuple[Console, Console]:
     color = not (no_color or os.environ.get("NO_COLOR"))
+    out = Console(no_color=not color, highlight=False, emoji=False)
+    if not out.is_terminal and "COLUMNS" not in os.environ:
+        out.width = max(out.width, 120)  # CI logs and pipes: tables need not fold at 80 columns
     return (
-        Console(no_color=not color, highlight=False, emoji=False),
+        out,
         Console(stderr=True, no_color=not color, highlight=False, emoji=False),
     )
 
@@ -226,8 +230,14 @@ def validate(
 ) -> int:
     """Check blueprints and function files offline: schema, references, toggle filters."""
     out, _ = _consoles(no_color)
-    catalog, files = load_bundle(path, functions)
-    desired = build_desired(catalog, files, groups=None)
+    try:
+        catalog, files = load_bundle(path, functions)
+        desired = build_desired(catalog, files, groups=None)
+    except BlueprintError as exc:
+        if output is Output.json:  # the machine form of the problems; the text still goes to stderr
+            problems = [dataclasses.asdict(p) for p in exc.problems]
+            sys.stdout.write(json.dumps({"valid": False, "problems": problems}) + "\n")
+        raise
     counts = {
         "blueprints": len(catalog.blueprints),
         "agents": len(desired.models),

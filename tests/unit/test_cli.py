@@ -158,3 +158,14 @@ def test_old_server_version_warns_but_continues(capsys, fake: FakeOpenWebUI) -> 
     fake.version = "0.6.5"
     code, _, err = run(capsys, "diff", *SAMPLES)
     assert code == 0 and "outside the tested range" in err
+
+
+def test_validate_json_lists_the_problems_on_stdout(capsys, tmp_path: Path) -> None:
+    root = write_blueprint_dir(tmp_path / "bp", [blueprint("demo", calls=["nope"])])
+    code, out, err = run(capsys, "validate", "-p", str(root), "--functions", str(REPO / "owui_functions"), "-o", "json")
+    data = json.loads(out)
+    assert code == 1 and data["valid"] is False
+    [problem] = data["problems"]
+    assert problem["file"].endswith("demo.yaml") and problem["field"] == "steps[0].calls[0]"
+    assert isinstance(problem["line"], int) and "unknown capability 'nope'" in problem["message"]
+    assert "unknown capability" in err
