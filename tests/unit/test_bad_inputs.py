@@ -9,6 +9,10 @@ each naming file, line and field. tests/e2e/test_bad_inputs_e2e.py runs the same
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,7 @@ from provisioner.cli import load_bundle, main
 from provisioner.errors import BlueprintError
 from provisioner.loader import load_catalog
 from tests.bad_inputs import ARGS, BUILDERS, CASES_DIR, Case, check_stderr, load_cases, make_workspace
+from tests.builders import write_function_dir
 
 CASES = load_cases()
 OFFLINE = [c for c in CASES if not c.needs_instance]
@@ -106,3 +111,26 @@ def test_hardening_leaves_ordinary_yaml_alone(tmp_path: Path) -> None:
         ("tier2", "First line", "public"),
     ]
     assert catalog.capabilities["summarise"].description == "42"
+
+
+def test_an_unreadable_file_is_a_located_error_for_root_too(tmp_path: Path) -> None:
+    """Root reads every file, so the table skips `yaml_file_unreadable` there; this runs the same
+    case as root in a child process without the capabilities that bypass file permissions."""
+    if os.geteuid() != 0:
+        pytest.skip("not root: test_validate_reports_exactly_the_expected_errors covers this case")
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("setpriv (util-linux) is not installed: cannot drop root's file-permission bypass")
+    [case] = [c for c in CASES if c.name == "yaml_file_unreadable"]
+    root = tmp_path / "ws"
+    root.mkdir()
+    shutil.copytree(case.dir / "blueprints", root / "blueprints")
+    write_function_dir(root / "functions", root / "blueprints")
+    (root / "blueprints" / "demo.yaml").chmod(0)
+    result = subprocess.run(
+        [setpriv, "--bounding-set=-dac_override,-dac_read_search", "--",
+         sys.executable, "-m", "provisioner", "validate", *ARGS],
+        cwd=root, capture_output=True, text=True, timeout=60,
+    )
+    assert (result.returncode, result.stdout) == (1, ""), result.stderr
+    check_stderr(case, result.stderr)
