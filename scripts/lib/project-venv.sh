@@ -6,7 +6,7 @@ project_venv() {
   if [ ! -x "$root/.venv/bin/python" ]; then
     for py in "${PYTHON:-}" python3.12 python3.11 python3; do
       [ -n "$py" ] && command -v "$py" >/dev/null 2>&1 || continue
-      if "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+      if "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
         echo "Creating .venv with $py" >&2
         "$py" -m venv "$root/.venv"
         break
