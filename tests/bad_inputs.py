@@ -32,6 +32,7 @@ import yaml
 from provisioner.errors import BlueprintError
 from provisioner.function_files import write_toggle_files
 from provisioner.loader import load_catalog
+from provisioner.toggle_filters import render_toggle_filter, toggle_filter_filename
 from tests.builders import FEATURE_FILTER, REPO
 
 CASES_DIR = REPO / "tests" / "data" / "bad_blueprints"
@@ -207,6 +208,16 @@ def _icon_loop(root: Path) -> None:
     (icons / "loop.png").symlink_to("loop.png")
 
 
+def _generated_toggle(feature: str, title: str, description: str) -> Callable[[Path], None]:
+    """A toggle filter as `provision generate` renders it for these (old) feature values."""
+
+    def build(root: Path) -> None:
+        source = render_toggle_filter(feature=feature, title=title, description=description, icon=None)
+        (root / "functions" / toggle_filter_filename(feature)).write_text(source, encoding="utf-8")
+
+    return build
+
+
 BUILDERS: dict[str, Callable[[Path], None]] = {
     "yaml_control_character": _control_character,
     "yaml_not_utf8": _not_utf8,
@@ -222,4 +233,8 @@ BUILDERS: dict[str, Callable[[Path], None]] = {
     "icon_oversized": _oversized_icon,
     "icon_symlink_loop": _icon_loop,
     "function_file_is_a_fifo": _fifo(Path("functions/extra_filter.py")),
+    # generated for an older title of the feature, or for a feature that is gone
+    "toggle_stale": _generated_toggle("user_files", "Files (old title)", "Let the agent read your files."),
+    "toggle_stale_and_missing": _generated_toggle("user_files", "Files (old title)", "Let the agent read your files."),
+    "toggle_orphan": _generated_toggle("old_feature", "Old feature", "A feature that was removed."),
 }
