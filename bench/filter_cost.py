@@ -23,7 +23,6 @@ interleaved; median latency and ratios.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.util
 import inspect
 import json
@@ -32,7 +31,7 @@ import statistics
 import sys
 import time
 import timeit
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -198,22 +197,9 @@ def in_process(batch: int, repeat: int) -> dict[str, Any]:
 # ------------------------------------------------------------------------------- end to end
 
 
-@contextlib.contextmanager
-def throwaway_instance(name: str) -> Iterator[Any]:
-    from tests.e2e.owui_instance import OpenWebUIInstance, OpenWebUIUnavailable
-
-    instance = OpenWebUIInstance(name)
-    try:
-        instance.start(reuse_data=False)
-    except OpenWebUIUnavailable as exc:
-        raise SystemExit(f"cannot start Open WebUI: {exc}") from None
-    try:
-        yield instance
-    finally:
-        instance.purge()
-
-
 def end_to_end(requests_per_model: int, name: str) -> dict[str, Any]:
+    from tests.e2e.owui_instance import throwaway_instance  # only the --e2e mode needs a server
+
     rows = {"feature filter": ["aihub_feature_filter"], "empty filter": ["bench_empty_filter"], "no filter": []}
     functions = {
         "aihub_feature_filter": FEATURE_FILTER.read_text(encoding="utf-8"),

@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +55,7 @@ from provisioner.desired import build_desired  # noqa: E402
 from provisioner.observed import observe, observed_function, observed_model  # noqa: E402
 from provisioner.plan import Action, _write_body, make_plan  # noqa: E402
 from provisioner.state import ObjectState  # noqa: E402
-from tests.e2e.owui_instance import OpenWebUIInstance, OpenWebUIUnavailable  # noqa: E402
+from tests.e2e.owui_instance import OpenWebUIInstance, throwaway_instance  # noqa: E402
 
 LISTING_KINDS = frozenset(
     {
@@ -351,22 +351,6 @@ def empty_instance(instance: OpenWebUIInstance) -> None:
         http.get("/api/models", params={"refresh": "true"}).raise_for_status()
 
 
-@contextlib.contextmanager
-def throwaway_instance(name: str, keep: bool) -> Iterator[OpenWebUIInstance]:
-    instance = OpenWebUIInstance(name)
-    try:
-        instance.start(reuse_data=False)
-    except OpenWebUIUnavailable as exc:
-        raise SystemExit(f"cannot start Open WebUI: {exc}") from None
-    try:
-        yield instance
-    finally:
-        if keep:
-            print(f"kept instance {name} at {instance.url}", file=sys.stderr)
-        else:
-            instance.purge()
-
-
 # ------------------------------------------------------------------------------- checks
 
 
@@ -445,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
                     "load_average_at_start": round(os.getloadavg()[0], 2)},
     }
     total_started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp, throwaway_instance(args.name, args.keep) as owui:
+    with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp, throwaway_instance(args.name, keep=args.keep) as owui:
         bp_dir, fn_dir = write_workload(Path(tmp), args.blueprints, args.agents)
         os.environ.update({"OPENWEBUI_URL": owui.url, "OPENWEBUI_TOKEN": owui.token, "CI": "true"})
         os.environ.pop("OPENWEBUI_TOKEN_FILE", None)

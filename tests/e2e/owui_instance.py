@@ -6,12 +6,14 @@ share one tested way of running Open WebUI.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -165,6 +167,23 @@ class OpenWebUIInstance:
             }
         if any(leftovers.values()):
             raise RuntimeError(f"reset left objects behind on {self.url}: {leftovers}")
+
+
+@contextlib.contextmanager
+def throwaway_instance(name: str, *, keep: bool = False) -> Iterator[OpenWebUIInstance]:
+    """A fresh instance for a script (the benchmarks): started, then purged unless `keep`."""
+    instance = OpenWebUIInstance(name)
+    try:
+        instance.start(reuse_data=False)
+    except OpenWebUIUnavailable as exc:
+        raise SystemExit(f"cannot start Open WebUI: {exc}") from None
+    try:
+        yield instance
+    finally:
+        if keep:
+            print(f"kept instance {name} at {instance.url}", file=sys.stderr)
+        else:
+            instance.purge()
 
 
 # The scripted AG-UI server's harness lives with the pipe tests; the e2e tests share one copy.
