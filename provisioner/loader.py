@@ -50,10 +50,6 @@ class Catalog:
     feature_icons: Mapping[str, str | None]
     blueprints: tuple[LoadedBlueprint, ...]
 
-    @property
-    def agent_count(self) -> int:
-        return sum(len(lb.blueprint.agents) for lb in self.blueprints)
-
 
 def load_catalog(root: Path) -> Catalog:
     """Read and check `root`; raise BlueprintError listing every problem found."""

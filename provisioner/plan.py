@@ -30,10 +30,6 @@ class Action(str, Enum):
     UPDATE = "update"
     DELETE = "delete"
 
-    @property
-    def symbol(self) -> str:
-        return {"create": "+", "update": "~", "delete": "-"}[self.value]
-
 
 @dataclass(frozen=True)
 class FieldChange:

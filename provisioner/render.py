@@ -119,11 +119,6 @@ def _keyed(value: Any) -> dict[str, Any] | None:
     return None
 
 
-def short(value: Any) -> str:
-    """A value as compact JSON, shortened in the middle when long (data URIs, content)."""
-    return _cut_middle(_text(value))
-
-
 def short_pair(before: Any, after: Any) -> tuple[str, str]:
     """Both sides of a change; when long, each cut to the span that differs plus some context."""
     b, a = _text(before), _text(after)

@@ -26,7 +26,7 @@ def test_sample_blueprints_load_and_derive_features() -> None:
         "document-analyst": {"user_files"},
         "support-desk": {"web_search", "deep_research"},
     }
-    assert catalog.agent_count == 6
+    assert sum(len(lb.blueprint.agents) for lb in catalog.blueprints) == 6
 
 
 def test_support_is_exactly_what_the_steps_call(tmp_path: Path) -> None:
