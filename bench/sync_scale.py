@@ -280,7 +280,7 @@ class Naive:
         self.http = http
 
     def sync(self, bp_dir: Path, fn_dir: Path) -> None:
-        catalog, functions = cli.load_bundle(bp_dir, fn_dir)
+        catalog, functions = cli.load_bundle(bp_dir, None, fn_dir)
         groups = {g["name"]: g["id"] for g in self.json("GET", "/api/v1/groups/")}
         desired = build_desired(catalog, functions, groups, env=os.environ)
         for target in desired.functions.values():
@@ -324,7 +324,7 @@ class Naive:
 
 def parallel_create(instance: OpenWebUIInstance, recorder: Recorder, bp_dir: Path, fn_dir: Path, workers: int) -> Result:
     """Apply the from-empty plan with model creates sent `workers` at a time (functions first)."""
-    catalog, functions = cli.load_bundle(bp_dir, fn_dir)
+    catalog, functions = cli.load_bundle(bp_dir, None, fn_dir)
     recorder.take()
     started = time.perf_counter()
     client = OpenWebUIClient(base_url=instance.url, token=instance.token, http=recorder.client(timeout=60))
@@ -436,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
         with owui.client() as http:
             for group in GROUPS:
                 http.post("/api/v1/groups/create", json={"name": group, "description": ""}).raise_for_status()
-        bundle = ["-p", str(bp_dir), "--functions", str(fn_dir)]
+        bundle = ["-p", str(bp_dir), "--bundle", str(fn_dir)]
         n_functions = len(list(fn_dir.glob("*.py")))
         edited = min(CHANGED_BLUEPRINT, args.blueprints - 1)
         changed = {f"aihub_agent_pipe.{blueprint_id(edited)}.agent-{j:02d}" for j in range(args.agents)}

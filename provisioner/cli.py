@@ -25,7 +25,13 @@ from .apply import ApplyReport, apply_plan
 from .client import TESTED_VERSIONS, OpenWebUIClient, check_url
 from .desired import FEATURE_FILTER_ID, build_desired
 from .errors import ApplyError, BlueprintError, ConfigError, Problem, ProvisionError
-from .function_files import check_toggle_files, load_function_files, write_toggle_files
+from .function_files import (
+    FunctionFile,
+    bundle_dir,
+    load_function_files,
+    rendered_toggle_functions,
+    write_toggle_files,
+)
 from .loader import Catalog, load_catalog
 from .observed import observe
 from .plan import Plan, make_plan
@@ -51,7 +57,15 @@ class Output(str, Enum):
 
 PathOpt = Annotated[Path, typer.Option("-p", "--path", help="Blueprint directory.")]
 FunctionsOpt = Annotated[
-    Path, typer.Option("--functions", help="Function bundle directory (owui_functions).")
+    Path, typer.Option("--functions", help="Your own Open WebUI functions (used only if the folder exists).")
+]
+BundleOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--bundle",
+        hidden=True,  # for developing the bundle itself; users get the one inside the package
+        help="Use this directory's function bundle instead of the installed one.",
+    ),
 ]
 OutputOpt = Annotated[Output, typer.Option("-o", "--output", help="text or json (JSON on stdout).")]
 UrlOpt = Annotated[
@@ -163,34 +177,60 @@ def _parse_adopt(values: Optional[list[str]]) -> set[tuple[Kind, str]]:
     return adopted
 
 
-def load_bundle(path: Path, functions_dir: Path) -> tuple[Catalog, tuple]:
-    """Offline checks shared by every command: blueprints, function files, toggle filters."""
+def load_bundle(
+    path: Path, functions_dir: Optional[Path] = None, bundle: Optional[Path] = None
+) -> tuple[Catalog, tuple[FunctionFile, ...]]:
+    """Offline checks shared by every command: blueprints, the bundle, the user's functions.
+
+    The functions uploaded are the bundle's files (installed with provision, or `bundle`), one
+    toggle filter rendered per custom feature, and the files in `functions_dir` when it exists.
+    """
     problems: list[Problem] = []
-    catalog = functions = None
+    catalog = None
+    files: list[FunctionFile] = []
     try:
         catalog = load_catalog(path)
     except BlueprintError as exc:
         problems.extend(exc.problems)
+    source = bundle or bundle_dir()
     try:
-        functions = load_function_files(functions_dir)
+        files.extend(load_function_files(source))
     except BlueprintError as exc:
         problems.extend(exc.problems)
-    if functions is not None and not any(f.id == FEATURE_FILTER_ID for f in functions):
-        problems.append(
-            Problem(str(functions_dir / f"{FEATURE_FILTER_ID}.py"), None, "", "missing: every agent row uses the feature filter")
-        )
-    if catalog is not None and functions_dir.is_dir():
-        problems.extend(check_toggle_files(catalog, functions_dir))
-    if problems or catalog is None or functions is None:
+    else:
+        if not any(f.id == FEATURE_FILTER_ID for f in files):
+            problems.append(
+                Problem(str(source / f"{FEATURE_FILTER_ID}.py"), None, "", "missing: every agent row uses the feature filter")
+            )
+    bundle_ids = {f.id for f in files}
+    if catalog is not None:
+        files.extend(rendered_toggle_functions(catalog))
+    if functions_dir is not None and functions_dir.exists():
+        try:
+            own = load_function_files(functions_dir)
+        except BlueprintError as exc:
+            problems.extend(exc.problems)
+        else:
+            problems.extend(_reserved_ids(own, bundle_ids))
+            files.extend(own)
+    if problems or catalog is None:
         raise BlueprintError(problems)
-    return catalog, functions
+    return catalog, tuple(files)
 
 
-def _build_plan(
-    path: Path, functions_dir: Path, conn: Connection, *, prune: bool, adopt: Optional[list[str]], err: Console
-) -> tuple[Plan, OpenWebUIClient]:
-    adopted = _parse_adopt(adopt)
-    catalog, functions = load_bundle(path, functions_dir)
+def _reserved_ids(own: tuple[FunctionFile, ...], bundle_ids: set[str]) -> list[Problem]:
+    """A user's function may not take a bundle id or the prefix the bundle's ids use."""
+    return [
+        Problem(f.path, None, "id", f"{f.id!r} is reserved for the bundle (ids starting with 'aihub_'); rename the file")
+        for f in own
+        if f.id in bundle_ids or f.id.startswith("aihub_")
+    ]
+
+
+def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Plan, OpenWebUIClient]:
+    adopted = _parse_adopt(opts.adopt)
+    prune = opts.prune
+    catalog, functions = load_bundle(opts.path, opts.functions, opts.bundle)
     client = _connect(conn)
     try:
         version = client.version()
@@ -224,14 +264,15 @@ def _print_plan(plan: Plan, output: Output, out: Console, err: Console) -> None:
 @app.command()
 def validate(
     path: PathOpt = Path("blueprints"),
-    functions: FunctionsOpt = Path("owui_functions"),
+    functions: FunctionsOpt = Path("functions"),
     output: OutputOpt = Output.text,
     no_color: NoColorOpt = False,
+    bundle: BundleOpt = None,
 ) -> int:
-    """Check blueprints and function files offline: schema, references, toggle filters."""
+    """Check blueprints and function files offline: schema, references, function files."""
     out, _ = _consoles(no_color)
     try:
-        catalog, files = load_bundle(path, functions)
+        catalog, files = load_bundle(path, functions, bundle)
         desired = build_desired(catalog, files, groups=None)
     except BlueprintError as exc:
         if output is Output.json:  # the machine form of the problems; the text still goes to stderr
@@ -257,7 +298,7 @@ def validate(
 @app.command()
 def diff(
     path: PathOpt = Path("blueprints"),
-    functions: FunctionsOpt = Path("owui_functions"),
+    functions: FunctionsOpt = Path("functions"),
     output: OutputOpt = Output.text,
     detailed_exitcode: DetailedOpt = False,
     prune: PruneOpt = False,
@@ -267,10 +308,11 @@ def diff(
     insecure: InsecureOpt = False,
     timeout: TimeoutOpt = 30.0,
     no_color: NoColorOpt = False,
+    bundle: BundleOpt = None,
 ) -> int:
     """Show what sync would change on the instance, field by field. Writes nothing."""
     return _run(
-        RunOptions(path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run=True, yes=True),
+        RunOptions(path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run=True, yes=True, bundle=bundle),
         Connection(url, token_file, insecure, timeout),
     )
 
@@ -278,7 +320,7 @@ def diff(
 @app.command()
 def sync(
     path: PathOpt = Path("blueprints"),
-    functions: FunctionsOpt = Path("owui_functions"),
+    functions: FunctionsOpt = Path("functions"),
     output: OutputOpt = Output.text,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show the plan (same as diff).")] = False,
     detailed_exitcode: DetailedOpt = False,
@@ -291,10 +333,11 @@ def sync(
     insecure: InsecureOpt = False,
     timeout: TimeoutOpt = 30.0,
     no_color: NoColorOpt = False,
+    bundle: BundleOpt = None,
 ) -> int:
     """Make the instance match the blueprints: functions, then models, then deletes."""
     return _run(
-        RunOptions(path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run, yes, parallelism),
+        RunOptions(path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run, yes, parallelism, bundle),
         Connection(url, token_file, insecure, timeout),
     )
 
@@ -313,12 +356,13 @@ class RunOptions:
     dry_run: bool
     yes: bool
     parallelism: int = 1
+    bundle: Optional[Path] = None  # None: the bundle installed with provision
 
 
 def _run(opts: RunOptions, conn: Connection) -> int:
     """diff and sync are one pipeline; only `dry_run` decides whether anything is written."""
     out, err = _consoles(opts.no_color)
-    plan, client = _build_plan(opts.path, opts.functions, conn, prune=opts.prune, adopt=opts.adopt, err=err)
+    plan, client = _build_plan(opts, conn, err)
     with client:
         if opts.dry_run or plan.is_empty:
             _print_plan(plan, opts.output, out, err)
@@ -395,14 +439,14 @@ def list_managed(
 
 @app.command()
 def generate(
+    out_dir: Annotated[Path, typer.Option("--out", help="Directory to write the toggle filters into.")],
     path: PathOpt = Path("blueprints"),
-    functions: FunctionsOpt = Path("owui_functions"),
     no_color: NoColorOpt = False,
 ) -> int:
-    """Write one toggle filter per custom feature into the function bundle (and drop stale ones)."""
+    """Write the toggle filters sync renders (one per custom feature) into a directory, to read them."""
     out, _ = _consoles(no_color)
     catalog = load_catalog(path)
-    done = write_toggle_files(catalog, functions)
+    done = write_toggle_files(catalog, out_dir)
     for action, file in done:
         out.print(f"{action:8} {file}", soft_wrap=True)
     if not done:

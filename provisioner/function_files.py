@@ -1,7 +1,12 @@
-"""The function bundle on disk: read `owui_functions/*.py`, check it, write toggle filters.
+"""Open WebUI function files: the bundle, the rendered toggle filters, the user's own functions.
 
 Each file is one Open WebUI function; its stem is the function id. Open WebUI ignores the
 frontmatter key `global`, so we read it here and converge `is_global` ourselves.
+
+The bundle travels inside the installed package (`provisioner/bundle/`, copied from this repo's
+`owui_functions/` at build time), so a team's own repo holds only blueprints and, optionally, a
+folder of its own functions. Toggle filters are rendered from the feature definitions whenever a
+plan is made; nothing generated has to live in anyone's repo.
 """
 
 from __future__ import annotations
@@ -58,6 +63,29 @@ def extract_frontmatter(content: str) -> dict[str, str]:
     return found
 
 
+def bundle_dir() -> Path:
+    """Where the bundle's function files are: inside the installed wheel, or this repo's source."""
+    package = Path(__file__).resolve().parent
+    for candidate in (package / "bundle", package.parent / "owui_functions"):
+        if (candidate / "aihub_feature_filter.py").is_file():
+            return candidate
+    raise BlueprintError(
+        [Problem(str(package / "bundle"), None, "", "the function bundle is missing from this installation; reinstall aihub-provision")]
+    )
+
+
+def rendered_toggle_functions(catalog: Catalog) -> tuple[FunctionFile, ...]:
+    """One toggle filter per custom feature, rendered from its definition (never read from disk)."""
+    files: list[FunctionFile] = []
+    for name, source in expected_toggle_files(catalog).items():
+        problems: list[Problem] = []
+        parsed = parse_function(source, f"(toggle filter rendered for feature {name!r})", Path(name).stem, problems)
+        if parsed is None:  # the template itself is broken: a bug, not bad input
+            raise AssertionError(f"rendered toggle filter does not parse: {problems}")
+        files.append(parsed)
+    return tuple(files)
+
+
 def load_function_files(directory: Path) -> tuple[FunctionFile, ...]:
     """Every function file in `directory`, checked; raise BlueprintError with all problems."""
     problems: list[Problem] = []
@@ -99,6 +127,11 @@ def _load_one(path: Path, problems: list[Problem]) -> FunctionFile | None:
         line = raw.count(b"\n", 0, exc.start) + 1
         problems.append(Problem(display, line, "", f"not UTF-8 text (byte {raw[exc.start]:#04x}); save the file as UTF-8"))
         return None
+    return parse_function(content, display, function_id, problems)
+
+
+def parse_function(content: str, display: str, function_id: str, problems: list[Problem]) -> FunctionFile | None:
+    """A function's source -> FunctionFile, or None with the problems appended."""
     try:
         tree = ast.parse(content, filename=display)
     except SyntaxError as exc:
@@ -152,27 +185,11 @@ def expected_toggle_files(catalog: Catalog) -> dict[str, str]:
     }
 
 
-def check_toggle_files(catalog: Catalog, directory: Path) -> list[Problem]:
-    """Missing, stale or orphaned toggle filters, each as a problem that says how to fix it."""
-    problems: list[Problem] = []
-    expected = expected_toggle_files(catalog)
-    fix = "run `provision generate` to rewrite it"
-    for name, source in expected.items():
-        path = directory / name
-        if not path.is_file():
-            problems.append(Problem(str(path), None, "", f"missing toggle filter for a custom feature; {fix}"))
-        elif path.read_text(encoding="utf-8", errors="replace") != source:
-            problems.append(Problem(str(path), None, "", f"stale: it does not match the feature definition; {fix}"))
-    for path in sorted(directory.glob(f"{TOGGLE_FILTER_PREFIX}*.py")):
-        if path.name not in expected:
-            problems.append(
-                Problem(str(path), None, "", "no custom feature defines this toggle filter; delete it or run `provision generate`")
-            )
-    return problems
-
-
 def write_toggle_files(catalog: Catalog, directory: Path) -> list[tuple[str, str]]:
-    """Make the toggle filters match the feature definitions; return (action, path) pairs."""
+    """Write the toggle filters as `provision generate --out DIR` shows them; return (action, path) pairs.
+
+    Only for reading: sync renders its own. Files this writer made whose feature is gone are deleted.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     done: list[tuple[str, str]] = []
     expected = expected_toggle_files(catalog)

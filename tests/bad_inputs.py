@@ -4,8 +4,8 @@ Each case is a directory under tests/data/bad_blueprints/<case>/ with
 - `blueprints/`: the blueprint directory (absent when the case is "no directory at all");
 - `functions/` (optional): files laid over the standard function bundle;
 - `expect.yaml`: `about` (what is wrong), `errors` (each `file`, `line`, `field`, `message`, in
-  the order provision prints them; `message` is a substring), and optionally `toggles: false`
-  (do not generate toggle filters), `remove_functions: [file, ...]`, `needs_instance: true`
+  the order provision prints them; `message` is a substring), and optionally
+  `remove_functions: [file, ...]`, `needs_instance: true`
   (only `sync` can tell: groups and environment variables live outside the files), `xfail:
   <reason>` (a known bug outside the loader; the case passes once it is fixed).
 
@@ -13,7 +13,7 @@ What git cannot hold (symlink loops, FIFOs, empty directories, 2 MB files, bytes
 text) is added at test time by the builder of the same name in BUILDERS.
 
 A case runs in a workspace directory: `blueprints/` and `functions/` side by side, so the CLI,
-run from there with `-p blueprints --functions functions`, prints the paths `expect.yaml` names.
+run from there with `-p blueprints --bundle functions`, prints the paths `expect.yaml` names.
 """
 
 from __future__ import annotations
@@ -29,15 +29,11 @@ from typing import Any
 import pytest
 import yaml
 
-from provisioner.errors import BlueprintError
-from provisioner.function_files import write_toggle_files
-from provisioner.loader import load_catalog
-from provisioner.toggle_filters import render_toggle_filter, toggle_filter_filename
 from tests.builders import FEATURE_FILTER, REPO
 
 CASES_DIR = REPO / "tests" / "data" / "bad_blueprints"
 AGENT_PIPE = REPO / "owui_functions" / "aihub_agent_pipe.py"
-ARGS = ["-p", "blueprints", "--functions", "functions"]
+ARGS = ["-p", "blueprints", "--bundle", "functions", "--functions", "own_functions"]
 
 
 @dataclass(frozen=True)
@@ -60,7 +56,6 @@ class Case:
     name: str
     about: str
     errors: tuple[Expected, ...]
-    toggles: bool = True
     remove_functions: tuple[str, ...] = ()
     needs_instance: bool = False
     xfail: str | None = None
@@ -84,7 +79,6 @@ def load_cases() -> list[Case]:
                 name=expect.parent.name,
                 about=data["about"],
                 errors=tuple(Expected(e["file"], e.get("line"), e.get("field", ""), e["message"]) for e in data["errors"]),
-                toggles=data.get("toggles", True),
                 remove_functions=tuple(data.get("remove_functions", ())),
                 needs_instance=data.get("needs_instance", False),
                 xfail=data.get("xfail"),
@@ -102,11 +96,6 @@ def make_workspace(case: Case, root: Path) -> Path:
     functions.mkdir()
     shutil.copy(FEATURE_FILTER, functions / FEATURE_FILTER.name)
     shutil.copy(AGENT_PIPE, functions / AGENT_PIPE.name)
-    if case.toggles:
-        try:
-            write_toggle_files(load_catalog(root / "blueprints"), functions)
-        except BlueprintError:
-            pass  # the case is about the blueprints; their toggle filters do not matter
     if (case.dir / "functions").is_dir():
         shutil.copytree(case.dir / "functions", functions, dirs_exist_ok=True)
     for name in case.remove_functions:
@@ -208,16 +197,6 @@ def _icon_loop(root: Path) -> None:
     (icons / "loop.png").symlink_to("loop.png")
 
 
-def _generated_toggle(feature: str, title: str, description: str) -> Callable[[Path], None]:
-    """A toggle filter as `provision generate` renders it for these (old) feature values."""
-
-    def build(root: Path) -> None:
-        source = render_toggle_filter(feature=feature, title=title, description=description, icon=None)
-        (root / "functions" / toggle_filter_filename(feature)).write_text(source, encoding="utf-8")
-
-    return build
-
-
 BUILDERS: dict[str, Callable[[Path], None]] = {
     "yaml_control_character": _control_character,
     "yaml_not_utf8": _not_utf8,
@@ -234,7 +213,4 @@ BUILDERS: dict[str, Callable[[Path], None]] = {
     "icon_symlink_loop": _icon_loop,
     "function_file_is_a_fifo": _fifo(Path("functions/extra_filter.py")),
     # generated for an older title of the feature, or for a feature that is gone
-    "toggle_stale": _generated_toggle("user_files", "Files (old title)", "Let the agent read your files."),
-    "toggle_stale_and_missing": _generated_toggle("user_files", "Files (old title)", "Let the agent read your files."),
-    "toggle_orphan": _generated_toggle("old_feature", "Old feature", "A feature that was removed."),
 }

@@ -67,13 +67,13 @@ def write_blueprint_dir(
 
 
 def write_function_dir(root: Path, blueprint_dir: Path, *extra: Path) -> Path:
-    """The real feature filter, the toggle filters generated for `blueprint_dir`, plus extras."""
-    from provisioner.function_files import write_toggle_files
-    from provisioner.loader import load_catalog
+    """A bundle directory (for `--bundle`): the real feature filter plus extras.
 
+    `blueprint_dir` is unused since toggle filters are rendered at plan time; kept so callers
+    read the same.
+    """
     root.mkdir(parents=True, exist_ok=True)
     shutil.copy(FEATURE_FILTER, root / FEATURE_FILTER.name)
-    write_toggle_files(load_catalog(blueprint_dir), root)
     for path in extra:
         shutil.copy(path, root / path.name)
     return root

@@ -119,7 +119,7 @@ def bundle(tmp_path: Path) -> list[str]:
     """The sample blueprints and a copy of the real function bundle (tests may edit the copy)."""
     functions = tmp_path / "functions"
     shutil.copytree(REPO / "owui_functions", functions, ignore=shutil.ignore_patterns("__pycache__"))
-    return ["-p", str(REPO / "blueprints"), "--functions", str(functions)]
+    return ["-p", str(REPO / "blueprints"), "--bundle", str(functions)]
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +142,7 @@ def chat_bundle(tmp_path_factory: pytest.TempPathFactory, agui_server: Any) -> l
             agent.pop("backend", None)
         path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     functions = write_function_dir(tmp / "functions", root, AGENT_PIPE)
-    return ["-p", str(root), "--functions", str(functions)]
+    return ["-p", str(root), "--bundle", str(functions)]
 
 
 @pytest.fixture

@@ -157,7 +157,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory, agui_servers: dict[str, Any
     ]
     root = write_blueprint_dir(tmp / "blueprints", prints)
     functions = write_function_dir(tmp / "functions", root, PIPE_FILE)
-    return ["-p", str(root), "--functions", str(functions)]
+    return ["-p", str(root), "--bundle", str(functions)]
 
 
 @pytest.fixture

@@ -56,7 +56,7 @@ def baseline(openwebui: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         mp.setenv("OPENWEBUI_URL", openwebui.url)
         mp.setenv("OPENWEBUI_TOKEN", openwebui.token)
         mp.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
-        code = cli.main(["sync", "-p", str(REPO / "blueprints"), "--functions", str(functions), "--yes"])
+        code = cli.main(["sync", "-p", str(REPO / "blueprints"), "--bundle", str(functions), "--yes"])
     assert code == 0, "the baseline sync failed"
     state = snapshot(openwebui)
     assert len(state["/api/v1/models/all"]) == 6 and len(state["/api/v1/functions/export"]) == 4

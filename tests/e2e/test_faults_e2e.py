@@ -23,8 +23,6 @@ import provisioner.cli as cli
 from provisioner.apply import apply_plan
 from provisioner.client import OpenWebUIClient
 from provisioner.desired import build_desired
-from provisioner.function_files import load_function_files
-from provisioner.loader import load_catalog
 from provisioner.observed import observe
 from provisioner.plan import make_plan
 from tests.builders import REPO, SAMPLE_MODEL_IDS
@@ -83,7 +81,7 @@ def bundle(tmp_path: Path) -> list[str]:
     functions.mkdir()
     for path in (REPO / "owui_functions").glob("aihub_*.py"):
         shutil.copy(path, functions / path.name)
-    return ["-p", str(REPO / "blueprints"), "--functions", str(functions)]
+    return ["-p", str(REPO / "blueprints"), "--bundle", str(functions)]
 
 
 def provision(capsys, *args: str) -> tuple[int, str, str]:
@@ -228,7 +226,8 @@ def test_two_writers_flipping_the_same_functions_at_once_leave_them_active(owui,
         for function_id in FUNCTIONS:
             http.post(f"/api/v1/functions/id/{function_id}/toggle").raise_for_status()
     functions_dir = Path(bundle[3])
-    desired = build_desired(load_catalog(REPO / "blueprints"), load_function_files(functions_dir), groups={})
+    catalog, functions = cli.load_bundle(REPO / "blueprints", None, functions_dir)
+    desired = build_desired(catalog, functions, groups={})
     both_read = threading.Barrier(2, timeout=60)
     flips: list[str] = []
 

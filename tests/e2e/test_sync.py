@@ -129,7 +129,7 @@ def test_prune_removes_a_dropped_blueprint_and_nothing_else(owui, bundle, record
     smaller = tmp_path / "blueprints"
     shutil.copytree(REPO / "blueprints", smaller)
     (smaller / "support_desk.yaml").unlink()
-    args = ["-p", str(smaller), "--functions", bundle[3]]
+    args = ["-p", str(smaller), "--bundle", bundle[3]]
     code, out, err = provision(capsys, "sync", *args)
     # the pipe stops serving the dropped agents (its AGENTS valve), but without --prune
     # their rows are only reported, not deleted
@@ -148,7 +148,7 @@ def test_group_access_is_resolved_by_name_and_a_missing_group_changes_nothing(ow
     agents = [{"id": "counsel", "name": "Counsel", "access": {"groups": ["Legal"]}}]
     root = write_blueprint_dir(tmp_path / "bp", [blueprint("legal", agents=agents)])
     functions = write_function_dir(tmp_path / "fn", root)
-    args = ["-p", str(root), "--functions", str(functions)]
+    args = ["-p", str(root), "--bundle", str(functions)]
     assert provision(capsys, "sync", *args)[0] == 0
     row = get(owui, "/api/v1/models/model", id="aihub_agent_pipe.legal.counsel")
     assert [(g["principal_type"], g["principal_id"]) for g in row["access_grants"]] == [("group", group["id"])]

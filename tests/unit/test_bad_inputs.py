@@ -56,7 +56,7 @@ def test_validate_reports_exactly_the_expected_errors(case: Case, workspace: Pat
     assert (code, out) == (1, ""), err
     check_stderr(case, err)
     with pytest.raises(BlueprintError) as info:  # the same problems, field by field, all offline
-        load_bundle(Path("blueprints"), Path("functions"))
+        load_bundle(Path("blueprints"), Path("own_functions"), Path("functions"))
     found = [(p.file, p.line, p.field) for p in info.value.problems]
     assert found == [(e.file, e.line, e.field) for e in case.errors]
     for problem, expected in zip(info.value.problems, case.errors):
@@ -77,11 +77,13 @@ BLUEPRINT_CASES = [c for c in OFFLINE if all(e.file.startswith("blueprints") for
 
 @pytest.mark.parametrize("case", [c.param() for c in BLUEPRINT_CASES])
 def test_generate_refuses_bad_blueprints_and_writes_nothing(case: Case, workspace: Path, capsys) -> None:
-    before = _tree_digest(workspace / "functions")
-    code, out, err = run(capsys, "generate", *ARGS)
+    out_dir = workspace / "generated"
+    out_dir.mkdir()
+    before = _tree_digest(out_dir)
+    code, out, err = run(capsys, "generate", "-p", "blueprints", "--out", str(out_dir))
     assert (code, out) == (1, ""), err
     check_stderr(case, err)
-    assert _tree_digest(workspace / "functions") == before
+    assert _tree_digest(out_dir) == before
 
 
 @pytest.mark.parametrize("case", [c.param() for c in INSTANCE_ONLY])

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 
 from provisioner.cli import main
 from tests.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
 from tests.fake_owui import FakeOpenWebUI, fake_instance_for_cli
 
 TOKEN = "sk-cli-test-token-0123456789"
-SAMPLES = ["-p", str(REPO / "blueprints"), "--functions", str(REPO / "owui_functions")]
+SAMPLES = ["-p", str(REPO / "blueprints"), "--bundle", str(REPO / "owui_functions")]
 
 
 @pytest.fixture
@@ -36,20 +37,31 @@ def test_validate_samples_offline(capsys) -> None:
 
 def test_validate_reports_every_problem_with_file_and_line(capsys, tmp_path: Path) -> None:
     root = write_blueprint_dir(tmp_path / "bp", [blueprint("demo", calls=["nope"])])
-    code, out, err = run(capsys, "validate", "-p", str(root), "--functions", str(REPO / "owui_functions"))
+    code, out, err = run(capsys, "validate", "-p", str(root), "--bundle", str(REPO / "owui_functions"))
     assert code == 1 and out == ""
     assert f"{root / 'demo.yaml'}:" in err and "steps[0].calls[0]: unknown capability 'nope'" in err
 
 
-def test_validate_flags_a_stale_toggle_filter(capsys, tmp_path: Path) -> None:
+def test_toggle_filters_are_rendered_not_read_from_disk(capsys, tmp_path: Path) -> None:
+    """No generated file is needed: validate passes with a bundle of only the feature filter."""
     root = write_blueprint_dir(tmp_path / "bp")
-    functions = write_function_dir(tmp_path / "fn", root)
-    toggle = functions / "aihub_toggle_user_files.py"
-    toggle.write_text(toggle.read_text().replace("My files", "Old title"))
-    code, _, err = run(capsys, "validate", "-p", str(root), "--functions", str(functions))
-    assert code == 1 and "aihub_toggle_user_files.py: stale" in err
-    assert run(capsys, "generate", "-p", str(root), "--functions", str(functions))[0] == 0
-    assert run(capsys, "validate", "-p", str(root), "--functions", str(functions))[0] == 0
+    bundle = write_function_dir(tmp_path / "fn", root)
+    assert not list(bundle.glob("aihub_toggle_*.py"))
+    code, out, _ = run(capsys, "validate", "-p", str(root), "--bundle", str(bundle), "-o", "json")
+    assert code == 0 and json.loads(out)["functions"] == 2  # the feature filter + the user_files toggle
+
+
+def test_generate_writes_what_sync_renders(capsys, tmp_path: Path) -> None:
+    from provisioner.function_files import rendered_toggle_functions
+    from provisioner.loader import load_catalog
+
+    root = write_blueprint_dir(tmp_path / "bp")
+    out_dir = tmp_path / "out"
+    code, out, _ = run(capsys, "generate", "-p", str(root), "--out", str(out_dir))
+    assert code == 0 and "created" in out
+    rendered = {f.id: f.content for f in rendered_toggle_functions(load_catalog(root))}
+    assert {p.stem: p.read_text() for p in out_dir.glob("*.py")} == rendered
+    assert run(capsys, "generate", "-p", str(root), "--out", str(out_dir))[1].startswith("Toggle filters are up to date")
 
 
 def test_usage_errors_exit_1_not_2(capsys) -> None:
@@ -67,7 +79,8 @@ def test_diff_exit_codes(capsys, fake: FakeOpenWebUI) -> None:
 def test_diff_json_plan(capsys, fake: FakeOpenWebUI) -> None:
     code, out, _ = run(capsys, "diff", *SAMPLES, "-o", "json")
     plan = json.loads(out)
-    functions = len(list((REPO / "owui_functions").glob("*.py")))
+    features = yaml.safe_load((REPO / "blueprints" / "features.yaml").read_text())["features"]
+    functions = len(list((REPO / "owui_functions").glob("*.py"))) + len(features)
     assert code == 0 and plan["summary"] == {"add": 6 + functions, "change": 0, "destroy": 0}
     assert {c["action"] for c in plan["changes"]} == {"create"}
 
@@ -107,7 +120,7 @@ def test_sync_dry_run_is_diff(capsys, fake: FakeOpenWebUI) -> None:
 def test_prune_against_an_empty_blueprint_dir_deletes_nothing(capsys, fake: FakeOpenWebUI, tmp_path: Path) -> None:
     run(capsys, "sync", *SAMPLES)
     empty = write_blueprint_dir(tmp_path / "bp", [])
-    code, _, err = run(capsys, "sync", "-p", str(empty), "--functions", str(REPO / "owui_functions"), "--prune")
+    code, _, err = run(capsys, "sync", "-p", str(empty), "--bundle", str(REPO / "owui_functions"), "--prune")
     assert code == 1 and "no blueprint files" in err
     assert len(fake.models) == 6
 
@@ -163,7 +176,7 @@ def test_old_server_version_warns_but_continues(capsys, fake: FakeOpenWebUI) -> 
 
 def test_validate_json_lists_the_problems_on_stdout(capsys, tmp_path: Path) -> None:
     root = write_blueprint_dir(tmp_path / "bp", [blueprint("demo", calls=["nope"])])
-    code, out, err = run(capsys, "validate", "-p", str(root), "--functions", str(REPO / "owui_functions"), "-o", "json")
+    code, out, err = run(capsys, "validate", "-p", str(root), "--bundle", str(REPO / "owui_functions"), "-o", "json")
     data = json.loads(out)
     assert code == 1 and data["valid"] is False
     [problem] = data["problems"]

@@ -21,7 +21,7 @@ from tests.builders import REPO, SAMPLE_MODEL_IDS
 from tests.fake_owui import FakeOpenWebUI, fake_instance_for_cli
 
 TOKEN = "sk-faults-test-token-0123456789"
-SAMPLES = ["-p", str(REPO / "blueprints"), "--functions", str(REPO / "owui_functions")]
+SAMPLES = ["-p", str(REPO / "blueprints"), "--bundle", str(REPO / "owui_functions")]
 SAMPLE_MODELS = list(SAMPLE_MODEL_IDS)
 ORPHAN = "aihub_agent_pipe.retired.agent"
 ANOTHER_SYNC = "another sync running at the same time"

@@ -77,7 +77,7 @@ def test_secret_never_appears_in_diff_or_sync_output(keyed: Path, capsys, monkey
     monkeypatch.setenv("OPENWEBUI_URL", server.base_url)
     monkeypatch.setenv("OPENWEBUI_TOKEN", "sk-admin")
     monkeypatch.setenv("DESK_KEY", SECRET)
-    args = ["-p", str(keyed), "--functions", str(keyed.parent / "fn")]
+    args = ["-p", str(keyed), "--bundle", str(keyed.parent / "fn")]
     with respx.mock(assert_all_called=False) as router:
         server.mount(router)
         outputs = []
@@ -109,7 +109,7 @@ def test_secret_echoed_by_a_server_error_is_redacted(keyed: Path, capsys, monkey
     monkeypatch.setenv("DESK_KEY", SECRET)
     with respx.mock(assert_all_called=False) as router:
         server.mount(router)
-        code = main(["sync", "-p", str(keyed), "--functions", str(keyed.parent / "fn")])
+        code = main(["sync", "-p", str(keyed), "--bundle", str(keyed.parent / "fn")])
     captured = capsys.readouterr()
     assert code == 1 and "bad valves" in captured.err
     assert SECRET not in captured.out + captured.err

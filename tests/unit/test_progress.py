@@ -48,7 +48,7 @@ def bundle(tmp_path: Path, agents: int) -> list[str]:
     """One blueprint with `agents` public agents, and its function bundle."""
     roster = [{"id": f"a{i:03d}", "name": f"Agent {i}", "access": "public"} for i in range(agents)]
     root = write_blueprint_dir(tmp_path / "bp", [blueprint("fleet", agents=roster)])
-    return ["-p", str(root), "--functions", str(write_function_dir(tmp_path / "fn", root))]
+    return ["-p", str(root), "--bundle", str(write_function_dir(tmp_path / "fn", root))]
 
 
 def sync(capsys: pytest.CaptureFixture[str], stderr: io.StringIO, *args: str) -> tuple[int, str, str]:
@@ -102,11 +102,11 @@ def test_diff_of_500_new_agents_is_summary_first_and_one_line_per_object(capsys,
     roster = [{"id": f"agent-{j:02d}", "name": f"Agent {j}", "access": "public"} for j in range(10)]
     blueprints = [blueprint(f"team-with-a-long-name-{i:02d}", agents=roster) for i in range(50)]
     root = write_blueprint_dir(tmp_path / "bp", blueprints)
-    args = ["-p", str(root), "--functions", str(write_function_dir(tmp_path / "fn", root))]
+    args = ["-p", str(root), "--bundle", str(write_function_dir(tmp_path / "fn", root))]
     code = main(["diff", *args])
     out, err = capsys.readouterr()
     lines = out.splitlines()
-    n_functions = len(list((tmp_path / "fn").glob("*.py")))
+    n_functions = len(list((tmp_path / "fn").glob("*.py"))) + 1  # + the rendered user_files toggle
     assert code == 0 and err == ""
     assert lines[0] == lines[-1] == f"Plan: {500 + n_functions} to add, 0 to change, 0 to destroy."
     objects = lines[2:-2]

@@ -148,7 +148,7 @@ def bundle(tmp_path: Path) -> list[str]:
     bp["backend"]["api_key_env"] = "DESK_KEY"
     root = write_blueprint_dir(tmp_path / "bp", [bp])
     functions = write_function_dir(tmp_path / "fn", root, PIPE)
-    return ["-p", str(root), "--functions", str(functions)]
+    return ["-p", str(root), "--bundle", str(functions)]
 
 
 class Witness:
@@ -219,7 +219,7 @@ def provision(capsys, caplog, monkeypatch: pytest.MonkeyPatch) -> Witness:
 def test_no_command_prints_or_logs_a_secret(owui, bundle, provision, tmp_path: Path) -> None:
     assert provision("validate", *bundle)[0] == 0
     assert provision("validate", *bundle, "-o", "json")[0] == 0
-    assert provision("generate", *bundle)[0] == 0
+    assert provision("generate", "-p", bundle[1], "--out", str(tmp_path / "generated"))[0] == 0
     for command in (["diff"], ["diff", "-o", "json"], ["sync", "--dry-run"], ["sync", "--dry-run", "-o", "json"]):
         assert provision(*command, *bundle)[0] == 0
     code, out, _ = provision("sync", *bundle, "-o", "json")
