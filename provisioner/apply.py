@@ -191,6 +191,11 @@ def _apply_one(change: Change, client: OpenWebUIClient) -> None:
     if change.kind == "model":
         if change.action is Action.CREATE:
             client.create_model(body)
+        elif change.action is Action.UPDATE and client.compat.access_in_update:
+            # Releases without the access endpoint take access in the update (and need it there).
+            client.update_model(
+                body, rebuild=lambda: remerge_model_form(client.get_model(change.id), change, with_access=True)
+            )
         elif change.action is Action.UPDATE:
             if any(f.path != "access_grants" for f in change.fields):
                 client.update_model(

@@ -22,7 +22,8 @@ from rich.console import Console
 
 from . import __version__
 from .apply import ApplyReport, apply_plan
-from .client import TESTED_VERSIONS, OpenWebUIClient, check_url
+from .client import OpenWebUIClient, check_url
+from .compat import TESTED
 from .desired import FEATURE_FILTER_ID, build_desired
 from .errors import ApplyError, BlueprintError, ConfigError, Problem, ProvisionError
 from .function_files import (
@@ -233,19 +234,19 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
     catalog, functions = load_bundle(opts.path, opts.functions, opts.bundle)
     client = _connect(conn)
     try:
-        version = client.version()
-        if not version.startswith(TESTED_VERSIONS):
+        compat = client.compat
+        if not compat.tested:
             err.print(
-                f"Warning: Open WebUI {version or '(unknown version)'} is outside the tested range "
-                f"({', '.join(v + 'x' for v in TESTED_VERSIONS)}); continuing.",
+                f"Warning: Open WebUI {compat.version} is outside the tested range "
+                f"({', '.join(TESTED)}); continuing.",
                 soft_wrap=True,
             )
         uses_groups = any(
             not isinstance(agent.access, str) for lb in catalog.blueprints for agent in lb.blueprint.agents
         )
         groups = {str(g.get("name")): str(g.get("id")) for g in client.list_groups()} if uses_groups else {}
-        observed = observe(client.list_models(), client.list_functions())
-        desired = build_desired(catalog, functions, groups, env=os.environ)
+        observed = observe(client.list_models(), client.list_functions(), compat)
+        desired = build_desired(catalog, functions, groups, env=os.environ, compat=compat)
         return make_plan(desired, observed, prune=prune, adopt=adopted), client
     except BaseException:
         client.close()

@@ -16,9 +16,10 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from . import compat
+from .compat import Compat
 from .errors import ApiError, ConfigError, UnreachableError
 
-TESTED_VERSIONS = ("0.12.",)  # minor series the suite runs against (pinned: 0.12.4)
 RETRY_STATUSES = frozenset({409, 500, 502, 503, 504})
 _MISSING_DETAIL = "We could not find what you're looking for"
 _TAKEN_DETAILS = ("already registered", "ID_TAKEN", "id is already", "already taken")
@@ -109,6 +110,7 @@ class OpenWebUIClient:
         self._retries = retries
         self._backoff = backoff
         self._sleep = sleep
+        self._compat: Compat | None = None
 
     def __enter__(self) -> OpenWebUIClient:
         return self
@@ -126,9 +128,20 @@ class OpenWebUIClient:
         data = self._request("GET", "/api/version")
         return str(data.get("version", "")) if isinstance(data, dict) else ""
 
+    @property
+    def compat(self) -> Compat:
+        """What this instance's release needs; `/api/version` is read once, on first use."""
+        if self._compat is None:
+            self._compat = compat.select(self.version())
+        return self._compat
+
     def list_models(self) -> list[dict[str, Any]]:
-        """Every model row (presets and overrides) in one call."""
-        return self._list("/api/v1/models/all")
+        """Every model row (presets and overrides): one call from 0.11.4, two before."""
+        rows: dict[str, dict[str, Any]] = {}
+        for path in self.compat.model_listing:
+            for row in self._list(path):
+                rows.setdefault(str(row.get("id")), row)
+        return list(rows.values())
 
     def list_functions(self) -> list[dict[str, Any]]:
         """Every function with its content and valves in one call."""
@@ -143,7 +156,8 @@ class OpenWebUIClient:
     # -- model writes --------------------------------------------------------------------
 
     def create_model(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        return self._request("POST", "/api/v1/models/create", json=body, create=True)
+        form = self.compat.model_form(body)
+        return self._request("POST", "/api/v1/models/create", json=form, create=True)
 
     def get_model(self, model_id: str) -> dict[str, Any]:
         return self._request("GET", "/api/v1/models/model", params={"id": model_id})
@@ -155,11 +169,17 @@ class OpenWebUIClient:
         `rebuild` (read again, merge again) makes the body the retry sends, so the other
         writer's fields survive."""
         # The id travels in the body (0.12); the query is harmless there and needed by <=0.6.5.
+        form = self.compat.model_form
         return self._request(
-            "POST", "/api/v1/models/model/update", json=body, params={"id": body["id"]}, rebuild=rebuild
+            "POST",
+            "/api/v1/models/model/update",
+            json=form(body),
+            params={"id": body["id"]},
+            rebuild=(lambda: form(rebuild())) if rebuild is not None else None,
         )
 
     def update_model_access(self, model_id: str, grants: list[dict[str, str]]) -> dict[str, Any]:
+        """From 0.12; before, access travels in update_model (`compat.access_in_update`)."""
         return self._request(
             "POST",
             "/api/v1/models/model/access/update",
@@ -256,7 +276,7 @@ class OpenWebUIClient:
                 ) from None
             status = response.status_code
             if status < 300:
-                return _json(response, method, path)
+                return _json(response, method, path, self._missing_hint(method, path))
             detail = _detail(response, hidden)
             if create and attempt > 0 and _is_taken(detail):
                 # An earlier attempt of this create succeeded but its answer was lost.
@@ -268,20 +288,28 @@ class OpenWebUIClient:
                 if status == 409 and rebuild is not None:
                     json = rebuild()
                 continue
-            raise ApiError(method, path, status, detail, _hint(status, detail, attempt))
+            hint = self._missing_hint(method, path) if status in (404, 405) and self._compat else ""
+            raise ApiError(method, path, status, detail, hint or _hint(status, detail, attempt))
+
+    def _missing_hint(self, method: str, path: str) -> str:
+        """Once the version is known, an unknown endpoint is named with it: older releases
+        answer an unknown GET with their web page (200, HTML), others with 404 or 405."""
+        if self._compat is None:
+            return "is this an Open WebUI URL?"
+        return f"Open WebUI {self._compat.version} has no endpoint {method} {path}"
 
     def _wait(self, attempt: int) -> int:
         self._sleep(self._backoff * (2**attempt))
         return attempt + 1
 
 
-def _json(response: httpx.Response, method: str, path: str) -> Any:
+def _json(response: httpx.Response, method: str, path: str, hint: str) -> Any:
     if not response.content:
         return None
     try:
         return response.json()
     except ValueError:
-        raise ApiError(method, path, response.status_code, "answer is not JSON", "is this an Open WebUI URL?") from None
+        raise ApiError(method, path, response.status_code, "answer is not JSON", hint) from None
 
 
 def _detail(response: httpx.Response, secrets: Iterable[str]) -> str:
@@ -313,7 +341,7 @@ def _hint(status: int, detail: str, attempt: int) -> str:
             return "API keys are disabled on this instance: set ENABLE_API_KEYS=true or use a JWT"
         return "the token's user is not an admin"
     if status == 404:
-        return "endpoint not found: is this Open WebUI 0.12?"
+        return "endpoint not found: is this an Open WebUI URL?"
     if status == 409:
         return f"a concurrent write changed the object {retried}".strip()
     if status >= 500:

@@ -8,6 +8,7 @@ from typing import Any
 
 from .blueprints import GroupAccess
 from .capabilities import model_capabilities
+from .compat import Compat
 from .errors import BlueprintError, Problem
 from .features import is_native
 from .function_files import FunctionFile
@@ -31,12 +32,14 @@ def build_desired(
     functions: Sequence[FunctionFile],
     groups: Mapping[str, str] | None,
     env: Mapping[str, str] | None = None,
+    compat: Compat | None = None,
 ) -> InstanceState:
     """The desired instance.
 
     `groups` maps group name -> id and `env` holds the backends' API keys; None for either means
-    offline (`validate`): groups and secrets are not resolved. Raises BlueprintError naming the
-    file, line and field of every group or API-key variable that does not exist.
+    offline (`validate`): groups and secrets are not resolved. `compat` is what the instance's
+    release needs (None: the pinned release). Raises BlueprintError naming the file, line and
+    field of every group or API-key variable that does not exist.
     """
     problems: list[Problem] = []
     models: dict[str, ObjectState] = {}
@@ -47,7 +50,8 @@ def build_desired(
     pipe_valves = _pipe_valves(catalog, env, problems)
     if problems:
         raise BlueprintError(problems)
-    states = {f.id: function_state(f) for f in functions}
+    priority_in_valves = compat is not None and compat.filter_priority_in_valves
+    states = {f.id: function_state(f, priority_in_valves) for f in functions}
     pipe = states.get(PIPE_FUNCTION_ID)
     if pipe is not None:
         states[PIPE_FUNCTION_ID] = ObjectState(
@@ -59,19 +63,19 @@ def build_desired(
     return InstanceState(functions=states, models=dict(sorted(models.items())))
 
 
-def function_state(f: FunctionFile) -> ObjectState:
-    return ObjectState(
-        kind="function",
-        id=f.id,
-        fields={
-            "name": f.name,
-            "meta.description": f.description,
-            "content": f.content,
-            "is_active": True,
-            "is_global": f.is_global,
-            f"meta.{MARKER_KEY}": {"managed_by": MANAGED_BY},
-        },
-    )
+def function_state(f: FunctionFile, priority_in_valves: bool = False) -> ObjectState:
+    """`priority_in_valves`: the release reads a filter's priority only from stored valves."""
+    fields: dict[str, Any] = {
+        "name": f.name,
+        "meta.description": f.description,
+        "content": f.content,
+        "is_active": True,
+        "is_global": f.is_global,
+        f"meta.{MARKER_KEY}": {"managed_by": MANAGED_BY},
+    }
+    if priority_in_valves and f.priority is not None:
+        fields["valves.priority"] = f.priority
+    return ObjectState(kind="function", id=f.id, fields=fields)
 
 
 # The agent pipe's valves that sync writes (the pipe's Valves class declares the same names).

@@ -38,6 +38,7 @@ class FunctionFile:
     description: str
     is_global: bool
     kind: str  # pipe | filter | action | event
+    priority: int | None = None  # a filter's Valves.priority default, when the file declares one
 
     @property
     def sha256(self) -> str:
@@ -160,7 +161,34 @@ def parse_function(content: str, display: str, function_id: str, problems: list[
         description=manifest.get("description", ""),
         is_global=global_value == "true",
         kind=kind,
+        priority=valves_priority(tree) if kind == "filter" else None,
     )
+
+
+def valves_priority(tree: ast.Module) -> int | None:
+    """The default of `Filter.Valves.priority` (`priority: int = 10` or `= Field(default=10)`).
+
+    Open WebUI up to 0.8 reads a filter's priority only from its stored valves, so sync stores
+    this default there (see compat.Compat.filter_priority_in_valves)."""
+    for node in tree.body:
+        if not (isinstance(node, ast.ClassDef) and node.name == "Filter"):
+            continue
+        for inner in node.body:
+            if not (isinstance(inner, ast.ClassDef) and inner.name == "Valves"):
+                continue
+            for item in inner.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id == "priority":
+                    return _int_default(item.value)
+    return None
+
+
+def _int_default(value: ast.expr | None) -> int | None:
+    if isinstance(value, ast.Call):
+        given = [k.value for k in value.keywords if k.arg == "default"] or value.args[:1]
+        value = given[0] if given else None
+    if isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
+        return value.value
+    return None
 
 
 def _frontmatter_line(content: str, key: str) -> int | None:

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .capabilities import CAPABILITY_KEYS
+from .compat import Compat
 from .desired import normalize_grants
 from .state import MARKER_KEY, InstanceState, ObjectState, get_path, is_managed
 
@@ -31,17 +32,21 @@ FUNCTION_PATHS: tuple[str, ...] = (
 )
 
 
-def observe(models: Iterable[Mapping[str, Any]], functions: Iterable[Mapping[str, Any]]) -> InstanceState:
-    """Index the listings by id, keeping each raw record for read-merge-write."""
+def observe(
+    models: Iterable[Mapping[str, Any]], functions: Iterable[Mapping[str, Any]], compat: Compat | None = None
+) -> InstanceState:
+    """Index the listings by id, keeping each raw record for read-merge-write. `compat` says
+    how the release stores access (default: the pinned release's `access_grants`)."""
     return InstanceState(
         functions={str(f["id"]): observed_function(f) for f in functions if "id" in f},
-        models={str(m["id"]): observed_model(m) for m in models if "id" in m},
+        models={str(m["id"]): observed_model(m, compat) for m in models if "id" in m},
     )
 
 
-def observed_model(raw: Mapping[str, Any]) -> ObjectState:
+def observed_model(raw: Mapping[str, Any], compat: Compat | None = None) -> ObjectState:
     fields = {path: get_path(raw, path) for path in MODEL_PATHS}
-    fields["access_grants"] = normalize_grants(raw.get("access_grants"))
+    grants = compat.observed_grants(raw) if compat else raw.get("access_grants")
+    fields["access_grants"] = normalize_grants(grants)
     return ObjectState("model", str(raw["id"]), fields, is_managed(raw.get("meta")), raw)
 
 

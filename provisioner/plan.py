@@ -181,9 +181,10 @@ def _update(target: ObjectState, live: ObjectState) -> Change | None:
     return Change(target.kind, target.id, Action.UPDATE, fields, _write_body(target, base=live.raw))
 
 
-def remerge_model_form(live: Mapping[str, Any], change: Change) -> dict[str, Any]:
+def remerge_model_form(live: Mapping[str, Any], change: Change, *, with_access: bool = False) -> dict[str, Any]:
     """A model update rebuilt on a freshly read row: its fields, with this change's owned
-    fields set again (used after a `409 version_conflict`, so the other writer's edits survive)."""
+    fields set again (used after a `409 version_conflict`, so the other writer's edits survive).
+    `with_access`: the release takes access in the update itself, so the retry carries it."""
     body: dict[str, Any] = {k: copy.deepcopy(live[k]) for k in _MODEL_FORM_KEYS if k in live}
     body["id"] = change.id
     body["commit_message"] = COMMIT_MESSAGE
@@ -192,6 +193,8 @@ def remerge_model_form(live: Mapping[str, Any], change: Change) -> dict[str, Any
     for field_change in change.fields:
         if field_change.path != "access_grants":
             set_path(body, field_change.path, copy.deepcopy(field_change.after))
+    if with_access and change.body and "access_grants" in change.body:
+        body["access_grants"] = copy.deepcopy(change.body["access_grants"])
     return body
 
 

@@ -30,6 +30,20 @@ class Taken(Exception):
         self.status, self.detail = status, detail
 
 
+class Answer(Exception):
+    """A ready answer other than 200 JSON (an HTML page, a 405, a 500)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+
+
+SPA_PAGE = "<!doctype html><html><head><title>Open WebUI</title></head><body></body></html>"
+
+
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".")[:3])
+
+
 class FakeOpenWebUI:
     def __init__(self, base_url: str = "http://127.0.0.1:9", version: str = "0.12.4") -> None:
         self.base_url = base_url
@@ -66,6 +80,8 @@ class FakeOpenWebUI:
             answer = httpx.Response(401, json=MISSING)
         except Taken as taken:
             answer = httpx.Response(taken.status, json={"detail": taken.detail})
+        except Answer as ready:
+            answer = ready.response
         if any(lose(method, path, body) for lose in self.lost_answers):
             raise httpx.ReadTimeout("answer lost", request=request)
         return answer
@@ -80,20 +96,42 @@ class FakeOpenWebUI:
             return self.groups
         if path == "/api/v1/models/model" and method == "GET":
             return copy.deepcopy(self.models[request.url.params["id"]])
+        release = _release(self.version)
+        # What older releases do differently, as observed on real servers (issue 10).
         if path == "/api/v1/models/all":
+            if release < (0, 11, 4):  # unknown GETs fall through to the web app's page
+                raise Answer(httpx.Response(200, text=SPA_PAGE, headers={"content-type": "text/html"}))
             return list(copy.deepcopy(self.models).values())
+        if path == "/api/v1/models/base":
+            return [copy.deepcopy(m) for m in self.models.values() if m.get("base_model_id") is None]
+        if path == "/api/v1/models/export":
+            return [copy.deepcopy(m) for m in self.models.values() if m.get("base_model_id") is not None]
         if path == "/api/v1/models/create":
             if body["id"] in self.models:
                 raise Taken(401, MODEL_ID_TAKEN)
             row = {"base_model_id": None, "params": {}, "is_active": True, **body}
-            row["access_grants"] = body.get("access_grants") or []
+            if release < (0, 8, 0):
+                row["access_control"] = body.get("access_control")  # missing: null, public
+                row.pop("access_grants", None)
+            else:
+                row["access_grants"] = body.get("access_grants") or []
             self.models[body["id"]] = row
             return row
         if path == "/api/v1/models/model/update":
             row = self.models[body["id"]]
-            row.update({k: v for k, v in body.items() if k != "access_grants"})
+            if release < (0, 8, 0):
+                row.update({k: v for k, v in body.items() if k != "access_grants"})
+                row["access_control"] = body.get("access_control")  # missing: public
+            elif release < (0, 12, 0):
+                if "access_grants" not in body and (0, 9, 0) <= release < (0, 11, 0):
+                    raise Answer(httpx.Response(500, text="Internal Server Error"))
+                row.update(body)
+            else:
+                row.update({k: v for k, v in body.items() if k != "access_grants"})
             return row
         if path == "/api/v1/models/model/access/update":
+            if release < (0, 8, 0):
+                raise Answer(httpx.Response(405, json={"detail": "Method Not Allowed"}))
             self.models[body["id"]]["access_grants"] = body["access_grants"]
             return self.models[body["id"]]
         if path == "/api/v1/models/model/delete":
