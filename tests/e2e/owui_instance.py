@@ -53,9 +53,13 @@ class OpenWebUIInstance:
         extra_env: extra server environment (`--env KEY=VALUE`), re-sent on every start.
     """
 
-    def __init__(self, name: str, *, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(self, name: str, *, extra_env: dict[str, str] | None = None,
+                 version: str | None = None, topology: str | None = None) -> None:
         self.name = name
         self.extra_env = dict(extra_env or {})
+        self.version = version  # None: the script's pinned release
+        self.topology = topology  # None: a single server; "ha": PostgreSQL + Redis + replicas
+        self.replica_urls: list[str] = []
         self.url = ""
         self.token = ""
         self.admin_jwt: str | None = None
@@ -86,10 +90,15 @@ class OpenWebUIInstance:
         args = ["start", "--timeout", str(timeout)]
         if reuse_data:
             args.append("--reuse-data")
+        if self.version:
+            args += ["--version", self.version]
+        if self.topology:
+            args += ["--topology", self.topology]
         for key, value in self.extra_env.items():
             args += ["--env", f"{key}={value}"]
         env = parse_env_lines(self.run_script(*args).stdout)
         self.url, self.token = env["OPENWEBUI_URL"], env["OPENWEBUI_TOKEN"]
+        self.replica_urls = [u for u in env.get("OPENWEBUI_REPLICA_URLS", "").split(",") if u] or [self.url]
         self.admin_jwt = self._state().get("admin_jwt")
 
     def stop(self, *, keep_data: bool = True) -> None:
@@ -130,11 +139,12 @@ class OpenWebUIInstance:
 
     # ----------------------------------------------------------------- HTTP
 
-    def client(self, *, token: str | None = None, timeout: float = 30.0) -> httpx.Client:
-        """An httpx client on the instance, authorised with the API key unless told otherwise."""
+    def client(self, *, token: str | None = None, timeout: float = 30.0, url: str | None = None) -> httpx.Client:
+        """An httpx client on the instance (or on one replica's `url`), authorised with the API
+        key unless told otherwise."""
         auth = token if token is not None else self.token
         headers = {"Authorization": f"Bearer {auth}"} if auth else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=timeout, trust_env=False)
+        return httpx.Client(base_url=url or self.url, headers=headers, timeout=timeout, trust_env=False)
 
     def healthy(self) -> bool:
         """Whether `/health` answers now (cheaper than `status()`, which runs the script)."""
