@@ -176,3 +176,43 @@ def test_prune_reaches_both_replicas(ha, agui_server, tmp_path, capsys, monkeypa
     for url in ha.replica_urls:
         ids = served(ha, url)
         assert TIER1 not in ids and DOCUMENTS in ids
+
+
+# --- one server, two workers, no Redis ------------------------------------------------------------
+
+ROUNDS = 20  # fresh connections: the kernel spreads them over both workers
+
+
+@pytest.fixture(scope="module")
+def two_workers() -> Iterator[OpenWebUIInstance]:
+    instance = start_or_skip(OpenWebUIInstance(f"workers-{os.getpid()}", extra_env={"UVICORN_WORKERS": "2"}))
+    yield instance
+    instance.purge()
+
+
+def listings(instance: OpenWebUIInstance) -> list[dict[str, str]]:
+    """`/api/models` ROUNDS times, each on a new connection: {id: name} per answer."""
+    seen = []
+    for _ in range(ROUNDS):
+        with instance.client() as http:
+            seen.append({m["id"]: m["name"] for m in http.get("/api/models").raise_for_status().json()["data"]})
+    return seen
+
+
+def test_two_workers_without_redis_serve_every_sync_change_on_every_request(two_workers, agui_server, tmp_path, capsys, monkeypatch) -> None:
+    """What the README promises users of UVICORN_WORKERS>1 without Redis (Open WebUI 0.12.4):
+    new rows, renames and prunes show on every request whichever worker answers, and chats work.
+    """
+    args, root = blueprints(tmp_path, agui_server.agent_url)
+    sync(capsys, monkeypatch, two_workers, two_workers.url, *args)
+    assert all(TIER1 in seen and POLICY in seen for seen in listings(two_workers))
+    for _ in range(6):
+        assert chat(two_workers, two_workers.url, POLICY) == AGENT_ANSWER
+    path = root / "policy_faq.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["agents"][0]["name"] = "Policy FAQ (renamed)"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    (root / "support_desk.yaml").unlink()
+    sync(capsys, monkeypatch, two_workers, two_workers.url, "--prune", *args)
+    for seen in listings(two_workers):
+        assert TIER1 not in seen and seen[POLICY] == "Policy FAQ (renamed)"
