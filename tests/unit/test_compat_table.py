@@ -1,0 +1,40 @@
+"""scripts/compat-table: the README's table is rendered from the matrix's recorded results."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+from tests.builders import REPO
+
+
+def load_script():
+    loader = importlib.machinery.SourceFileLoader("compat_table", str(REPO / "scripts" / "compat-table"))
+    spec = importlib.util.spec_from_loader("compat_table", loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["compat_table"] = module
+    loader.exec_module(module)
+    return module
+
+
+def test_the_table_is_written_between_the_markers_from_the_results(tmp_path: Path) -> None:
+    script = load_script()
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "0.10.2.json").write_text(json.dumps({"version": "0.10.2", "recorded_at": 0, "steps": {"sync": "pass", "prune": "FAIL: 500"}}))
+    (results / "0.6.43.json").write_text(json.dumps({"version": "0.6.43", "recorded_at": 0, "steps": {"sync": "pass", "prune": "pass"}}))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{script.START}\nold\n{script.END}\n\nafter\n")
+    assert script.main(["--results", str(results), "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| 0.")]
+    assert rows[0].startswith("| 0.6.43 | sync, prune | works |")  # sorted by version, not by name
+    assert rows[1].startswith("| 0.10.2 | sync, prune | **fails**: prune: FAIL: 500 |")
+    assert "old" not in text and text.endswith("\n\nafter\n")
+
+
+def test_no_results_is_an_error_not_an_empty_table(tmp_path: Path) -> None:
+    assert load_script().main(["--results", str(tmp_path / "none"), "--print"]) == 1
