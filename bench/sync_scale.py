@@ -5,6 +5,7 @@ Usage (from the repository root, one to two minutes on 2 cores)::
 
     .venv/bin/python bench/sync_scale.py [--blueprints 50] [--agents 10] [--json out.json]
     .venv/bin/python bench/sync_scale.py --latency-ms 20 --parallel 4   # a remote instance, N at a time
+    .venv/bin/python bench/sync_scale.py --topology ha   # PostgreSQL + Redis + two replicas
 
 It starts its own throwaway Open WebUI through `scripts/openwebui-local` (a unique instance name,
 purged at the end unless --keep), writes a blueprint set of blueprints × agents into a temp dir
@@ -416,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="add this round-trip time to every request (models a remote instance)")
     parser.add_argument("--name", default=f"bench-sync-{os.getpid()}", help="openwebui-local instance name")
     parser.add_argument("--keep", action="store_true", help="leave the instance running")
+    parser.add_argument("--topology", choices=("single", "ha"), default="single",
+                        help="ha: PostgreSQL + Redis + two replicas (the CLI talks to replica 1)")
     parser.add_argument("--json", type=Path, help="write the figures here as JSON")
     args = parser.parse_args(argv)
     n_models = args.blueprints * args.agents
@@ -424,12 +427,14 @@ def main(argv: list[str] | None = None) -> int:
     checks = Checks()
     figures: dict[str, Any] = {
         "workload": {"blueprints": args.blueprints, "agents_per_blueprint": args.agents, "models": n_models,
-                     "added_latency_ms": args.latency_ms},
+                     "added_latency_ms": args.latency_ms, "topology": args.topology},
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "load_average_at_start": round(os.getloadavg()[0], 2)},
     }
     total_started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp, throwaway_instance(args.name, keep=args.keep) as owui:
+    with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp, throwaway_instance(
+        args.name, keep=args.keep, topology=None if args.topology == "single" else args.topology
+    ) as owui:
         bp_dir, fn_dir = write_workload(Path(tmp), args.blueprints, args.agents)
         os.environ.update({"OPENWEBUI_URL": owui.url, "OPENWEBUI_TOKEN": owui.token, "CI": "true"})
         os.environ.pop("OPENWEBUI_TOKEN_FILE", None)

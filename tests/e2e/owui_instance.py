@@ -180,11 +180,11 @@ class OpenWebUIInstance:
 
 
 @contextlib.contextmanager
-def throwaway_instance(name: str, *, keep: bool = False) -> Iterator[OpenWebUIInstance]:
+def throwaway_instance(name: str, *, keep: bool = False, topology: str | None = None) -> Iterator[OpenWebUIInstance]:
     """A fresh instance for a script (the benchmarks): started, then purged unless `keep`."""
-    instance = OpenWebUIInstance(name)
+    instance = OpenWebUIInstance(name, topology=topology)
     try:
-        instance.start(reuse_data=False)
+        instance.start(reuse_data=False, timeout=300.0)
     except OpenWebUIUnavailable as exc:
         raise SystemExit(f"cannot start Open WebUI: {exc}") from None
     try:
