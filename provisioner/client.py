@@ -83,7 +83,8 @@ class OpenWebUIClient:
 
     Parameters: `http` lets tests pass an httpx.Client (respx, MockTransport, event hooks);
     `retries` bounds the extra attempts for 5xx, 409 and timeouts; `backoff` is the first
-    delay in seconds, doubled per attempt; `sleep` is injectable so tests do not wait.
+    delay in seconds, doubled per attempt; `sleep` is injectable so tests do not wait;
+    `release` is the instance's Compat when already known (else read from `/api/version`).
     """
 
     def __init__(
@@ -96,6 +97,7 @@ class OpenWebUIClient:
         retries: int = 3,
         backoff: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
+        release: Compat | None = None,
     ) -> None:
         if not _HEADER_VALUE.fullmatch(token):
             raise ConfigError(
@@ -110,7 +112,7 @@ class OpenWebUIClient:
         self._retries = retries
         self._backoff = backoff
         self._sleep = sleep
-        self._compat: Compat | None = None
+        self._compat: Compat | None = release
 
     def __enter__(self) -> OpenWebUIClient:
         return self

@@ -6,6 +6,7 @@ import httpx
 import pytest
 import respx
 
+from provisioner import compat
 from provisioner.client import OpenWebUIClient, check_url
 from provisioner.errors import ApiError, ConfigError, UnreachableError
 
@@ -20,7 +21,8 @@ def sleeps() -> list[float]:
 
 @pytest.fixture
 def client(sleeps: list[float]) -> OpenWebUIClient:
-    return OpenWebUIClient(base_url=BASE, token=TOKEN, retries=3, backoff=0.5, sleep=sleeps.append)
+    return OpenWebUIClient(base_url=BASE, token=TOKEN, retries=3, backoff=0.5, sleep=sleeps.append,
+                           release=compat.select("0.12.4"))
 
 
 @respx.mock
@@ -84,7 +86,7 @@ def test_connection_refused_is_a_clear_error(client: OpenWebUIClient) -> None:
         (401, "Not authenticated", "token was rejected"),
         (403, "Use of API key is not enabled in the environment.", "ENABLE_API_KEYS"),
         (403, "Access prohibited", "not an admin"),
-        (404, "Not Found", "is this Open WebUI 0.12"),
+        (404, "Not Found", "Open WebUI 0.12.4 has no endpoint GET /api/v1/models/all"),
     ],
 )
 def test_auth_and_missing_endpoint_errors_say_what_to_do(client: OpenWebUIClient, status: int, detail: str, hint: str) -> None:
