@@ -57,6 +57,14 @@ class Output(str, Enum):
     json = "json"
 
 
+class PlanOutput(str, Enum):
+    """diff and sync also speak Markdown: for a pull-request comment or a CI job summary."""
+
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
 PathOpt = Annotated[Path, typer.Option("-p", "--path", help="Blueprint directory.")]
 FunctionsOpt = Annotated[
     Path, typer.Option("--functions", help="Your own Open WebUI functions (used only if the folder exists).")
@@ -70,6 +78,9 @@ BundleOpt = Annotated[
     ),
 ]
 OutputOpt = Annotated[Output, typer.Option("-o", "--output", help="text or json (JSON on stdout).")]
+PlanOutputOpt = Annotated[
+    PlanOutput, typer.Option("-o", "--output", help="text, json, or markdown (for a pull request or $GITHUB_STEP_SUMMARY).")
+]
 UrlOpt = Annotated[
     Optional[str],
     typer.Option("--url", envvar="OPENWEBUI_URL", help="Open WebUI base URL [env OPENWEBUI_URL]."),
@@ -307,13 +318,19 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
         raise
 
 
-def _print_plan(plan: Plan, output: Output, out: Console, err: Console) -> None:
+def _print_plan(plan: Plan, opts: "RunOptions", out: Console, err: Console) -> None:
     data = plan.to_json()
-    if output is Output.json:
+    if opts.output is PlanOutput.json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    elif opts.output is PlanOutput.markdown:
+        from .render_markdown import render_markdown
+
+        title = f"provision plan for target {opts.target}" if opts.target else "provision plan"
+        sys.stdout.write(render_markdown(data, title))
     else:
         render_plan(data, out)
-    render_orphans(data, err)
+    if opts.output is not PlanOutput.markdown:  # the Markdown carries them itself
+        render_orphans(data, err)
 
 
 @app.command()
@@ -369,7 +386,7 @@ def diff(
     ctx: typer.Context,
     path: PathOpt = Path("blueprints"),
     functions: FunctionsOpt = Path("functions"),
-    output: OutputOpt = Output.text,
+    output: PlanOutputOpt = PlanOutput.text,
     detailed_exitcode: DetailedOpt = False,
     prune: PruneOpt = False,
     adopt: AdoptOpt = None,
@@ -387,7 +404,7 @@ def diff(
     return _run(
         RunOptions(
             path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run=True, yes=True,
-            bundle=bundle, variables=_variables(selected, strict=True),
+            bundle=bundle, variables=_variables(selected, strict=True), target=target,
         ),
         conn,
     )
@@ -398,7 +415,7 @@ def sync(
     ctx: typer.Context,
     path: PathOpt = Path("blueprints"),
     functions: FunctionsOpt = Path("functions"),
-    output: OutputOpt = Output.text,
+    output: PlanOutputOpt = PlanOutput.text,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show the plan (same as diff).")] = False,
     detailed_exitcode: DetailedOpt = False,
     prune: PruneOpt = False,
@@ -419,7 +436,7 @@ def sync(
     return _run(
         RunOptions(
             path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run, yes, parallelism,
-            bundle, _variables(selected, strict=True),
+            bundle, _variables(selected, strict=True), target,
         ),
         conn,
     )
@@ -431,7 +448,7 @@ class RunOptions:
 
     path: Path
     functions: Path
-    output: Output
+    output: PlanOutput
     detailed_exitcode: bool
     prune: bool
     adopt: Optional[list[str]]
@@ -441,6 +458,7 @@ class RunOptions:
     parallelism: int = 1
     bundle: Optional[Path] = None  # None: the bundle installed with provision
     variables: Optional[Variables] = None  # None: ${NAME} syntax checked, nothing resolved
+    target: Optional[str] = None  # its name, for the Markdown title
 
 
 def _run(opts: RunOptions, conn: Connection) -> int:
@@ -448,19 +466,29 @@ def _run(opts: RunOptions, conn: Connection) -> int:
     out, err = _consoles(opts.no_color)
     plan, client = _build_plan(opts, conn, err)
     with client:
-        if opts.dry_run or plan.is_empty:
-            _print_plan(plan, opts.output, out, err)
+        if opts.dry_run:
+            _print_plan(plan, opts, out, err)
             return EXIT_CHANGES if opts.detailed_exitcode and not plan.is_empty else EXIT_OK
-        if opts.output is Output.text:
-            render_plan(plan.to_json(), out)
-            render_orphans(plan.to_json(), err)
+        if plan.is_empty:
+            if opts.output is PlanOutput.json:  # sync -o json always answers {"plan", "result"}
+                result = ApplyReport().to_json()
+                sys.stdout.write(json.dumps({"plan": plan.to_json(), "result": result}, indent=2) + "\n")
+            else:
+                _print_plan(plan, opts, out, err)
+            return EXIT_OK
+        if opts.output is not PlanOutput.json:
+            _print_plan(plan, opts, out, err)
         if not opts.yes and sys.stdin.isatty() and not os.environ.get("CI"):
             if not typer.confirm("Apply these changes?", default=False, err=True):
                 err.print("Nothing applied.")
                 return EXIT_ERROR
         report = _apply(plan, client, opts, err)
-        if opts.output is Output.json:
+        if opts.output is PlanOutput.json:
             sys.stdout.write(json.dumps({"plan": plan.to_json(), "result": report.to_json()}, indent=2) + "\n")
+        elif opts.output is PlanOutput.markdown:
+            from .render_markdown import result_markdown
+
+            sys.stdout.write(result_markdown(report.to_json()))
         else:
             applied = report.to_json()["applied"]
             out.print(
@@ -474,12 +502,16 @@ def _run(opts: RunOptions, conn: Connection) -> int:
 def _apply(plan: Plan, client: OpenWebUIClient, opts: RunOptions, err: Console) -> ApplyReport:
     from .progress import progress_reporter  # rich progress only when it will be seen
 
-    with progress_reporter(err, total=len(plan.changes), enabled=opts.output is Output.text) as tick:
+    with progress_reporter(err, total=len(plan.changes), enabled=opts.output is PlanOutput.text) as tick:
         try:
             return apply_plan(plan, client, parallelism=opts.parallelism, on_progress=tick)
         except ApplyError as exc:
-            if opts.output is Output.json:
+            if opts.output is PlanOutput.json:
                 sys.stdout.write(json.dumps({"plan": plan.to_json(), "result": exc.report.to_json()}, indent=2) + "\n")
+            elif opts.output is PlanOutput.markdown:
+                from .render_markdown import result_markdown
+
+                sys.stdout.write(result_markdown(exc.report.to_json()))
             raise
 
 
