@@ -65,32 +65,38 @@ class PlanOutput(str, Enum):
     markdown = "markdown"
 
 
-PathOpt = Annotated[Path, typer.Option("-p", "--path", help="Blueprint directory.")]
+PathOpt = Annotated[Path, typer.Option("-p", "--path", metavar="DIR", help="Blueprint directory.")]
 FunctionsOpt = Annotated[
-    Path, typer.Option("--functions", help="Your own Open WebUI functions (used only if the folder exists).")
+    Path,
+    typer.Option("--functions", metavar="DIR", help="Your own Open WebUI functions (used only if the folder exists)."),
 ]
 BundleOpt = Annotated[
     Optional[Path],
     typer.Option(
         "--bundle",
+        metavar="DIR",
         hidden=True,  # for developing the bundle itself; users get the one inside the package
         help="Use this directory's function bundle instead of the installed one.",
     ),
 ]
-OutputOpt = Annotated[Output, typer.Option("-o", "--output", help="text or json (JSON on stdout).")]
+OutputOpt = Annotated[Output, typer.Option("-o", "--output", metavar="text|json", help="JSON goes to stdout.")]
 PlanOutputOpt = Annotated[
-    PlanOutput, typer.Option("-o", "--output", help="text, json, or markdown (for a pull request or $GITHUB_STEP_SUMMARY).")
+    PlanOutput,
+    typer.Option(
+        "-o", "--output", metavar="text|json|markdown", help="markdown: for a pull request or $GITHUB_STEP_SUMMARY."
+    ),
 ]
 UrlOpt = Annotated[
     Optional[str],
-    typer.Option("--url", envvar="OPENWEBUI_URL", help="Open WebUI base URL [env OPENWEBUI_URL]."),
+    typer.Option("--url", envvar="OPENWEBUI_URL", metavar="URL", help="Open WebUI base URL."),
 ]
 TokenFileOpt = Annotated[
     Optional[Path],
     typer.Option(
         "--token-file",
         envvar="OPENWEBUI_TOKEN_FILE",
-        help="File holding the admin API key [env OPENWEBUI_TOKEN_FILE]; otherwise OPENWEBUI_TOKEN is used.",
+        metavar="FILE",
+        help="File holding the admin API key; otherwise OPENWEBUI_TOKEN is used.",
     ),
 ]
 InsecureOpt = Annotated[
@@ -103,17 +109,19 @@ AdoptOpt = Annotated[
     Optional[list[str]],
     typer.Option(
         "--adopt",
+        metavar="KIND/ID",
         help="Take over an existing object without the ownership marker: KIND/ID, e.g. model/aihub_agent_pipe.x.y (repeatable).",
     ),
 ]
 DetailedOpt = Annotated[
     bool, typer.Option("--detailed-exitcode", help="Exit 2 when there are changes, 0 when none.")
 ]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds per HTTP request.")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Seconds per HTTP request.")]
 ParallelismOpt = Annotated[
     int,
     typer.Option(
         "--parallelism",
+        metavar="N",
         min=1,
         max=16,
         help="Model rows written at a time (functions stay sequential). 4 helps against a remote instance.",
@@ -125,11 +133,12 @@ TargetOpt = Annotated[
     typer.Option(
         "--target",
         envvar="PROVISION_TARGET",
-        help="A target of the targets file: its URL, token and ${NAME} variables replace --url and OPENWEBUI_TOKEN.",
+        metavar="NAME",
+        help="A target of the targets file: its URL, token and ${NAME} variables replace --url and the token settings.",
     ),
 ]
 TargetsFileOpt = Annotated[
-    Path, typer.Option("--targets-file", help="The targets file (default: targets.yaml in the current directory).")
+    Path, typer.Option("--targets-file", metavar="FILE", help="The targets file, relative to the current directory.")
 ]
 
 
@@ -333,7 +342,7 @@ def _print_plan(plan: Plan, opts: "RunOptions", out: Console, err: Console) -> N
         render_orphans(data, err)
 
 
-@app.command()
+@app.command(short_help="Check blueprints and functions offline.")
 def validate(
     ctx: typer.Context,
     path: PathOpt = Path("blueprints"),
@@ -381,7 +390,7 @@ def validate(
     return EXIT_OK
 
 
-@app.command()
+@app.command(short_help="Show what sync would change; writes nothing.")
 def diff(
     ctx: typer.Context,
     path: PathOpt = Path("blueprints"),
@@ -410,7 +419,7 @@ def diff(
     )
 
 
-@app.command()
+@app.command(short_help="Make the instance match the blueprints.")
 def sync(
     ctx: typer.Context,
     path: PathOpt = Path("blueprints"),
@@ -515,7 +524,7 @@ def _apply(plan: Plan, client: OpenWebUIClient, opts: RunOptions, err: Console) 
             raise
 
 
-@app.command("list")
+@app.command("list", short_help="Show what provision manages on the instance.")
 def list_managed(
     ctx: typer.Context,
     output: OutputOpt = Output.text,
@@ -557,9 +566,9 @@ def list_managed(
     return EXIT_OK
 
 
-@app.command()
+@app.command(short_help="Write the rendered toggle filters to a folder.")
 def generate(
-    out_dir: Annotated[Path, typer.Option("--out", help="Directory to write the toggle filters into.")],
+    out_dir: Annotated[Path, typer.Option("--out", metavar="DIR", help="Directory to write the toggle filters into.")],
     path: PathOpt = Path("blueprints"),
     no_color: NoColorOpt = False,
 ) -> int:
@@ -574,20 +583,40 @@ def generate(
     return EXIT_OK
 
 
-@app.callback(invoke_without_command=False)
-def _root(
-    version: Annotated[bool, typer.Option("--version", help="Show the version and exit.")] = False,
-) -> None:
-    if version:
-        typer.echo(f"provision {__version__}")
+@app.command("version", short_help="Show the provision version.")
+def version_command() -> int:
+    """Show the provision version (the one recorded in the marker of what it writes)."""
+    typer.echo(_version_line())
+    return EXIT_OK
+
+
+def _version_line() -> str:
+    return f"provision {__version__}"
+
+
+def _print_version(value: bool) -> None:
+    if value:  # eager: runs before click asks for a command
+        typer.echo(_version_line())
         raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_print_version, help="Show the version and exit."),
+    ] = False,
+) -> None:
+    """Keep AI agents behind Open WebUI as blueprint YAML: validate, diff, sync."""
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Entry point: run the app and map every outcome to 0, 1 or 2 in this one place."""
     err = Console(stderr=True, highlight=False, emoji=False, no_color=bool(os.environ.get("NO_COLOR")))
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        result: Any = app(args=argv, prog_name="provision", standalone_mode=False)
+        # Bare `provision` shows the help once, as --help does: not a usage error.
+        result: Any = app(args=args or ["--help"], prog_name="provision", standalone_mode=False)
     except typer.Exit as exc:  # --help, --version
         return int(exc.exit_code or 0)
     except typer.Abort:
