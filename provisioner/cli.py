@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -19,10 +20,11 @@ from typing import Annotated, Any, Optional
 import httpx
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from . import __version__
 from .apply import ApplyReport, apply_plan
-from .client import TESTED_VERSIONS, OpenWebUIClient, check_url
+from .client import TESTED_VERSIONS, OpenWebUIClient, check_url, http_log
 from .desired import FEATURE_FILTER_ID, build_desired
 from .errors import ApplyError, BlueprintError, ConfigError, Problem, ProvisionError
 from .function_files import (
@@ -37,6 +39,7 @@ from .observed import observe
 from .plan import Plan, make_plan
 from .render import render_orphans, render_plan
 from .state import Kind
+from .text import visible
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 
@@ -159,11 +162,16 @@ def _read_token(token_file: Optional[Path]) -> str:
     return env_token
 
 
-def _connect(conn: Connection) -> OpenWebUIClient:
+def _credentials(conn: Connection) -> tuple[str, str]:
+    """The checked base URL and the admin token."""
     if not conn.url:
         raise ConfigError("no Open WebUI URL: pass --url or set OPENWEBUI_URL")
     url = check_url(conn.url, insecure=conn.insecure)
-    token = _read_token(conn.token_file)
+    return url, _read_token(conn.token_file)
+
+
+def _connect(conn: Connection, credentials: tuple[str, str] | None = None) -> OpenWebUIClient:
+    url, token = credentials or _credentials(conn)
     return OpenWebUIClient(base_url=url, token=token, http=make_http_client(conn.timeout))
 
 
@@ -231,25 +239,35 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
     adopted = _parse_adopt(opts.adopt)
     prune = opts.prune
     catalog, functions = load_bundle(opts.path, opts.functions, opts.bundle)
-    client = _connect(conn)
+    print_notes(catalog, err)
+    credentials = _credentials(conn)
+    client = _connect(conn, credentials)
     try:
         version = client.version()
         if not version.startswith(TESTED_VERSIONS):
             err.print(
-                f"Warning: Open WebUI {version or '(unknown version)'} is outside the tested range "
+                f"Warning: Open WebUI {visible(version) or '(unknown version)'} is outside the tested range "
                 f"({', '.join(v + 'x' for v in TESTED_VERSIONS)}); continuing.",
                 soft_wrap=True,
+                markup=False,
             )
         uses_groups = any(
             not isinstance(agent.access, str) for lb in catalog.blueprints for agent in lb.blueprint.agents
         )
         groups = {str(g.get("name")): str(g.get("id")) for g in client.list_groups()} if uses_groups else {}
         observed = observe(client.list_models(), client.list_functions())
-        desired = build_desired(catalog, functions, groups, env=os.environ)
+        # The token is passed so that no backend key variable may hold it.
+        desired = build_desired(catalog, functions, groups, env=os.environ, token=credentials[1])
         return make_plan(desired, observed, prune=prune, adopt=adopted), client
     except BaseException:
         client.close()
         raise
+
+
+def print_notes(catalog: Catalog, err: Console) -> None:
+    """Files in the blueprint directory that were not read, each with why, on stderr."""
+    for note in catalog.notes:
+        err.print(f"Note: {visible(str(note))}", soft_wrap=True, markup=False)
 
 
 def _print_plan(plan: Plan, output: Output, out: Console, err: Console) -> None:
@@ -270,7 +288,7 @@ def validate(
     bundle: BundleOpt = None,
 ) -> int:
     """Check blueprints and function files offline: schema, references, function files."""
-    out, _ = _consoles(no_color)
+    out, err = _consoles(no_color)
     try:
         catalog, files = load_bundle(path, functions, bundle)
         desired = build_desired(catalog, files, groups=None)
@@ -284,8 +302,10 @@ def validate(
         "agents": len(desired.models),
         "functions": len(files),
     }
+    print_notes(catalog, err)
     if output is Output.json:
-        sys.stdout.write(json.dumps({"valid": True, **counts}) + "\n")
+        notes = [{"file": n.file, "message": n.message} for n in catalog.notes]
+        sys.stdout.write(json.dumps({"valid": True, **counts, "notes": notes}) + "\n")
     else:
         out.print(
             f"Valid: {counts['blueprints']} blueprints, {counts['agents']} agents, "
@@ -425,14 +445,15 @@ def list_managed(
     table.add_column("agent", no_wrap=True)
     for column in ("name", "toggles", "on by default", "access"):
         table.add_column(column, overflow="fold")
-    for a in agents:
-        table.add_row(a["agent"], a["name"], ", ".join(a["features"]) or "-", ", ".join(a["defaults"]) or "-", a["access"])
+    for a in agents:  # rows come from the instance: show what a reader cannot see
+        cells = (a["agent"], a["name"], ", ".join(a["features"]) or "-", ", ".join(a["defaults"]) or "-", a["access"])
+        table.add_row(*(escape(visible(str(c))) for c in cells))
     out.print(table)
     table = Table(title=f"Functions ({len(functions)})", title_justify="left")
     for column in ("id", "type", "active", "global"):
         table.add_column(column, overflow="fold")
     for f in functions:
-        table.add_row(f["id"], f["type"] or "", "yes" if f["active"] else "no", "yes" if f["global"] else "no")
+        table.add_row(escape(visible(str(f["id"]))), escape(visible(str(f["type"] or ""))), "yes" if f["active"] else "no", "yes" if f["global"] else "no")
     out.print(table)
     return EXIT_OK
 
@@ -444,8 +465,9 @@ def generate(
     no_color: NoColorOpt = False,
 ) -> int:
     """Write the toggle filters sync renders (one per custom feature) into a directory, to read them."""
-    out, _ = _consoles(no_color)
+    out, err = _consoles(no_color)
     catalog = load_catalog(path)
+    print_notes(catalog, err)
     done = write_toggle_files(catalog, out_dir)
     for action, file in done:
         out.print(f"{action:8} {file}", soft_wrap=True)
@@ -457,10 +479,37 @@ def generate(
 @app.callback(invoke_without_command=False)
 def _root(
     version: Annotated[bool, typer.Option("--version", help="Show the version and exit.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("-v", "--verbose", help="Log each HTTP call (method, path, status, time) to stderr.")
+    ] = False,
 ) -> None:
     if version:
         typer.echo(f"provision {__version__}")
         raise typer.Exit(0)
+    if verbose:
+        _log_http_calls()
+
+
+_verbose_handler: Optional[logging.Handler] = None
+
+
+def _log_http_calls() -> None:
+    """Show client.http_log on stderr: method, path, status and time; never headers or bodies."""
+    global _verbose_handler
+    _stop_logging_http_calls()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("http: %(message)s"))
+    http_log.addHandler(handler)
+    http_log.setLevel(logging.INFO)
+    _verbose_handler = handler
+
+
+def _stop_logging_http_calls() -> None:
+    global _verbose_handler
+    if _verbose_handler is not None:
+        http_log.removeHandler(_verbose_handler)
+        http_log.setLevel(logging.NOTSET)
+        _verbose_handler = None
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -474,9 +523,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         err.print("Aborted.")
         return EXIT_ERROR
     except typer.TyperException as exc:  # usage errors: 1, not click's 2
-        err.print(f"Error: {exc.format_message()}", soft_wrap=True, markup=False)
+        err.print(f"Error: {visible(exc.format_message(), keep=chr(10))}", soft_wrap=True, markup=False)
         return EXIT_ERROR
     except ProvisionError as exc:
-        err.print(f"Error: {exc}", soft_wrap=True, markup=False)
+        # Messages carry file names and server answers: escape what a reader could not see.
+        err.print(f"Error: {visible(str(exc), keep=chr(10))}", soft_wrap=True, markup=False)
         return EXIT_ERROR
+    finally:
+        _stop_logging_http_calls()
     return int(result) if isinstance(result, int) else EXIT_OK
