@@ -110,8 +110,9 @@ def read_yaml(path: Path, display: str) -> tuple[SourceFile | None, list[Problem
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         return None, [Problem(display, line, "", f"not UTF-8 text (byte {raw[exc.start]:#04x}); save the file as UTF-8")]
-    loader = _Loader(text)
+    loader: _Loader | None = None
     try:
+        loader = _Loader(text)  # the reader checks for control characters here
         node = loader.get_single_node()
     except _TooDeepError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
@@ -125,8 +126,9 @@ def read_yaml(path: Path, display: str) -> tuple[SourceFile | None, list[Problem
     except RecursionError:  # not expected past _Loader's limit; never a traceback
         return None, [Problem(display, None, "", _TOO_DEEP)]
     finally:
-        loader.dispose()
-    if node is None:
+        if loader is not None:
+            loader.dispose()
+    if node is None or loader is None:
         return SourceFile(display, None, {}), []
     walker = _Walker(display, loader.tagged)
     try:
