@@ -25,7 +25,7 @@ from rich.markup import escape
 from . import __version__
 from .apply import ApplyReport, apply_plan
 from .client import TESTED_VERSIONS, OpenWebUIClient, check_url, http_log
-from .desired import FEATURE_FILTER_ID, build_desired
+from .desired import FEATURE_FILTER_ID, build_desired, insecure_backends
 from .errors import ApplyError, BlueprintError, ConfigError, Problem, ProvisionError
 from .function_files import (
     FunctionFile,
@@ -265,9 +265,17 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
 
 
 def print_notes(catalog: Catalog, err: Console) -> None:
-    """Files in the blueprint directory that were not read, each with why, on stderr."""
+    """Files in the blueprint directory that were not read, each with why, and every backend
+    allowed plain http off loopback, on stderr."""
     for note in catalog.notes:
         err.print(f"Note: {visible(str(note))}", soft_wrap=True, markup=False)
+    for agent, host in insecure_backends(catalog):
+        err.print(
+            f"Warning: {agent}: plain http to {visible(host)} (insecure: true): its key and its chats cross "
+            "the network in clear text.",
+            soft_wrap=True,
+            markup=False,
+        )
 
 
 def _print_plan(plan: Plan, output: Output, out: Console, err: Console) -> None:

@@ -14,6 +14,7 @@ from .function_files import FunctionFile
 from .loader import Catalog, LoadedBlueprint
 from .state import MANAGED_BY, MARKER_KEY, InstanceState, ObjectState
 from .toggle_filters import toggle_filter_id
+from .urls import plain_http_host
 
 PIPE_FUNCTION_ID = "aihub_agent_pipe"
 FEATURE_FILTER_ID = "aihub_feature_filter"
@@ -117,6 +118,18 @@ def agent_backends(lb: LoadedBlueprint) -> list[dict[str, Any]]:
         entry["features"] = sorted(lb.supported_features)
         entries.append(entry)
     return entries
+
+
+def insecure_backends(catalog: Catalog) -> list[tuple[str, str]]:
+    """(agent, host) for every agent whose backend is plain http off loopback (`insecure: true`)."""
+    found = []
+    for lb in catalog.blueprints:
+        for index, agent in enumerate(lb.blueprint.agents):
+            backend = _effective_backend(lb, index)
+            host = plain_http_host(backend["url"] or "")
+            if host and backend["insecure"]:
+                found.append((f"{lb.blueprint.id}.{agent.id}", host))
+    return found
 
 
 def _key_path(lb: LoadedBlueprint, index: int) -> tuple[str | int, ...]:
