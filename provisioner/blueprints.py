@@ -15,7 +15,6 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StringConstraints, field_validator
 
-from .capabilities import OVERRIDABLE_DEFAULTS
 from .text import describe, first_hidden
 from .urls import credential_in_url
 
@@ -199,16 +198,4 @@ class Blueprint(_Strict):
     openwebui_capabilities: dict[str, StrictBool] = Field(default_factory=dict)
     steps: list[Step] = Field(min_length=1)
     agents: list[Agent] = Field(min_length=1)
-
-    @field_validator("openwebui_capabilities")
-    @classmethod
-    def _only_overridable(cls, value: dict[str, bool]) -> dict[str, bool]:
-        unknown = sorted(set(value) - set(OVERRIDABLE_DEFAULTS))
-        if unknown:
-            allowed = ", ".join(sorted(OVERRIDABLE_DEFAULTS))
-            raise ValueError(
-                f"cannot set {', '.join(unknown)}; a blueprint may set only {allowed} "
-                "(the feature toggles follow its capabilities; memory, builtin_tools and "
-                "terminal stay off)"
-            )
-        return value
+    # Which keys openwebui_capabilities may hold is checked by the loader, which knows each key's line.

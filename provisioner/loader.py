@@ -17,11 +17,13 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .blueprints import Agent, Blueprint, Capability, CapabilityCatalog, FeatureCatalog, FeatureDef, GroupAccess
+from .capabilities import CAPABILITY_KEYS, OVERRIDABLE_DEFAULTS
 from .errors import BlueprintError, Problem
 from .features import NATIVE_FEATURES, RESERVED_FEATURE_NAMES
 from .icons import resolve_icon
 from .urls import plain_http_host
-from .yaml_source import PathKey, SourceFile, read_yaml
+from .variables import Variables, expand
+from .yaml_source import PathKey, SourceFile, format_path, read_yaml
 
 CAPABILITIES_FILE = "capabilities.yaml"
 FEATURES_FILE = "features.yaml"
@@ -54,8 +56,14 @@ class Catalog:
     notes: tuple[Problem, ...] = ()
 
 
-def load_catalog(root: Path) -> Catalog:
-    """Read and check `root`; raise BlueprintError listing every problem found."""
+def load_catalog(root: Path, variables: Variables | None = None) -> Catalog:
+    """Read and check `root`; raise BlueprintError listing every problem found.
+
+    `${NAME}` references in string values are expanded first (variables.py); without
+    `variables`, only their syntax is checked and unresolved ones become placeholders.
+    """
+    variables = variables or Variables()
+    used: list[tuple[str, SourceFile, PathKey]] = []
     display_root = str(root)
     if not root.exists():
         raise BlueprintError([Problem(display_root, None, "", "directory not found")])
@@ -79,20 +87,22 @@ def load_catalog(root: Path) -> Catalog:
     features_broken = False  # features.yaml exists but does not load
     for path in files:
         if path.name == CAPABILITIES_FILE:
-            cap_source, catalog = _load_model(path, CapabilityCatalog, problems)
+            cap_source, catalog = _load_model(path, CapabilityCatalog, problems, variables, used)
             if catalog:
                 capabilities = dict(catalog.capabilities)
         elif path.name == FEATURES_FILE:
-            feature_source, feature_catalog = _load_model(path, FeatureCatalog, problems)
+            feature_source, feature_catalog = _load_model(path, FeatureCatalog, problems, variables, used)
             features_broken = feature_catalog is None
             if feature_catalog:
                 features = dict(feature_catalog.features)
 
     feature_icons = _check_features(features, feature_source, root, problems)
     known_features = NATIVE_FEATURES | set(features)
+    bad_serves: set[str] = set()  # capabilities whose `serves` is already reported
     if cap_source and not features_broken:  # else every custom feature would look unknown
         for name, cap in capabilities.items():
             if cap.serves and cap.serves not in known_features:
+                bad_serves.add(name)
                 problems.append(
                     cap_source.problem(
                         ("capabilities", name, "serves"),
@@ -104,12 +114,13 @@ def load_catalog(root: Path) -> Catalog:
 
     loaded: list[LoadedBlueprint] = []
     for path in blueprint_files:
-        source, blueprint = _load_model(path, Blueprint, problems)
+        source, blueprint = _load_model(path, Blueprint, problems, variables, used)
         if source and blueprint:
-            result = _check_blueprint(blueprint, source, capabilities, root, problems)
+            result = _check_blueprint(blueprint, source, capabilities, root, problems, bad_serves, cap_source)
             if result:
                 loaded.append(result)
     _check_unique_blueprint_ids(loaded, problems)
+    _check_no_key_in_variables(loaded, used, problems)
 
     if problems:
         raise BlueprintError(problems)
@@ -226,7 +237,11 @@ def not_a_file(path: Path) -> str:
 
 
 def _load_model(
-    path: Path, model: type[M], problems: list[Problem]
+    path: Path,
+    model: type[M],
+    problems: list[Problem],
+    variables: Variables | None = None,
+    used: list[tuple[str, SourceFile, PathKey]] | None = None,
 ) -> tuple[SourceFile | None, M | None]:
     source, read_problems = read_yaml(path, str(path))
     problems.extend(read_problems)
@@ -238,18 +253,52 @@ def _load_model(
         found = "an empty file" if source.data is None else _describe(source.data)
         problems.append(source.problem((), f"expected a mapping (`key: value` lines) at the top level, found {found}"))
         return source, None
-    try:
-        return source, model.model_validate(source.data)
-    except ValidationError as exc:
-        problems.extend(pydantic_problems(exc, source))
+    expanded = expand(source, variables or Variables())
+    if used is not None:
+        used.extend((name, source, where) for name, where in expanded.used)
+    if expanded.problems:
+        problems.extend(expanded.problems)
         return source, None
+    try:
+        return source, model.model_validate(expanded.data)
+    except ValidationError as exc:
+        found = pydantic_problems(exc, source)
+        # Offline, a value built from an unknown variable holds a placeholder: its own checks
+        # wait for `validate --target`; the rest of the file is still checked.
+        placeholders = {format_path(where) for where in expanded.unresolved}
+        kept = [p for p in found if p.field not in placeholders]
+        if not kept:
+            where, name = next(iter(expanded.unresolved.items()))
+            kept = [source.problem(where, f"cannot be checked until ${{{name}}} is known; run `provision validate --target NAME`")]
+        problems.extend(kept)
+        return source, None
+
+
+def _check_no_key_in_variables(
+    loaded: list[LoadedBlueprint], used: list[tuple[str, SourceFile, PathKey]], problems: list[Problem]
+) -> None:
+    """A variable that is also a backend's api_key_env holds a secret: refuse to expand it."""
+    key_names = {
+        backend.api_key_env
+        for lb in loaded
+        for backend in [lb.blueprint.backend, *(a.backend for a in lb.blueprint.agents)]
+        if backend is not None and backend.api_key_env
+    }
+    for name, source, where in used:
+        if name in key_names:
+            problems.append(
+                source.problem(
+                    where,
+                    f"${{{name}}} is a backend's API key (api_key_env); secrets never go into blueprint values",
+                )
+            )
 
 
 _ALL_FIELDS = {
     name
     for model in (Blueprint, Agent, CapabilityCatalog, Capability, FeatureCatalog, FeatureDef)
     for name in model.model_fields
-} | {"groups", "transport", "url", "model", "api_key_env", "api_key_from", "insecure", "calls"}
+} | {"groups", "transport", "url", "model", "api_key_env", "api_key_from", "insecure", "calls"} | {"targets", "token_env", "token_file", "variables"}
 
 def pydantic_problems(exc: ValidationError, source: SourceFile) -> list[Problem]:
     """One Problem per pydantic error, with the loc mapped onto the YAML's own path and line."""
@@ -392,9 +441,12 @@ def _check_blueprint(
     capabilities: Mapping[str, Capability],
     root: Path,
     problems: list[Problem],
+    bad_serves: set[str] | frozenset[str] = frozenset(),
+    cap_source: SourceFile | None = None,
 ) -> LoadedBlueprint | None:
     before = len(problems)
     supported: set[str] = set()
+    calls_bad_serves = False  # then a default's "not supported" only repeats that error
     _check_unique(blueprint.steps, "steps", "step", source, problems)
     _check_backends(blueprint, source, problems)
     for s, step in enumerate(blueprint.steps):
@@ -403,14 +455,19 @@ def _check_blueprint(
             cap = capabilities.get(name)
             if cap is None:
                 if capabilities:  # without a catalog every call would be reported again
+                    where = cap_source.path if cap_source else CAPABILITIES_FILE
                     problems.append(
                         source.problem(
                             ("steps", s, "calls", c),
-                            f"unknown capability {name!r}{_suggest(name, capabilities)}",
+                            f"unknown capability {name!r}{_suggest(name, capabilities)}; "
+                            f"capabilities are defined in {where}",
                         )
                     )
+            elif name in bad_serves:
+                calls_bad_serves = True
             elif cap.serves:
                 supported.add(cap.serves)
+    _check_openwebui_capabilities(blueprint, source, problems)
     _check_unique(blueprint.agents, "agents", "agent", source, problems)
     for a, agent in enumerate(blueprint.agents):
         check_no_repeats(agent.defaults, ("agents", a, "defaults"), source, problems)
@@ -419,7 +476,7 @@ def _check_blueprint(
         if not blueprint.backend and not (agent.backend and agent.backend.url):
             problems.append(source.problem(("agents", a), "no backend: set backend.url on the blueprint or on this agent"))
         for d, feature in enumerate(agent.defaults):
-            if feature not in supported and capabilities:  # without a catalog nothing is supported
+            if feature not in supported and capabilities and not calls_bad_serves:  # without a catalog nothing is supported
                 have = ", ".join(sorted(supported)) or "none"
                 problems.append(
                     source.problem(
@@ -502,6 +559,22 @@ def _check_backend(
                 "`api_key_from: server` needs `api_key_env`: the name of the variable the Open WebUI server reads",
             )
         )
+
+
+def _check_openwebui_capabilities(blueprint: Blueprint, source: SourceFile, problems: list[Problem]) -> None:
+    """Each key of openwebui_capabilities must be one a blueprint may set; errors on the key's line."""
+    allowed = ", ".join(OVERRIDABLE_DEFAULTS)
+    for key in blueprint.openwebui_capabilities:
+        if key in OVERRIDABLE_DEFAULTS:
+            continue
+        if key in CAPABILITY_KEYS:
+            why = (
+                f"cannot set {key}; a blueprint may set only {allowed} (the feature toggles follow "
+                "its capabilities; memory, builtin_tools and terminal stay off)"
+            )
+        else:
+            why = f"unknown Open WebUI capability {key!r}{_suggest(key, OVERRIDABLE_DEFAULTS)}; a blueprint may set {allowed}"
+        problems.append(source.problem(("openwebui_capabilities", key), why))
 
 
 def _check_unique(items: list[Any], field: str, noun: str, source: SourceFile, problems: list[Problem]) -> None:
