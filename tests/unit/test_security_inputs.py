@@ -80,6 +80,19 @@ def test_sync_with_a_key_variable_holding_the_token_writes_nothing(capsys, fake:
     assert fake.writes == []
 
 
+def test_a_targets_token_variable_is_refused_as_a_backend_key(capsys, fake: FakeOpenWebUI, monkeypatch, tmp_path: Path) -> None:
+    targets = tmp_path / "targets.yaml"
+    targets.write_text(f"targets:\n  local:\n    url: {fake.base_url}\n    token_env: LOCAL_TOKEN\n")
+    bp = blueprint("desk")
+    bp["backend"].update(api_key_env="LOCAL_TOKEN", api_key_from="server")  # sync would not even read it
+    args = [*workspace(tmp_path, bp), "--targets-file", str(targets), "--target", "local"]
+    monkeypatch.setenv("LOCAL_TOKEN", TOKEN)
+    for command in ("validate", "diff", "sync"):
+        code, _, err = run(capsys, command, *args)
+        assert code == 1 and "backend.api_key_env: LOCAL_TOKEN holds the target's Open WebUI admin token" in err, err
+    assert fake.writes == []
+
+
 @pytest.mark.parametrize("name", ["OPENWEBUI_TOKEN", "OPENWEBUI_TOKEN_FILE", "WEBUI_SECRET_KEY"])
 @pytest.mark.parametrize("key_from", ["sync", "server"])
 def test_naming_a_token_variable_is_refused_offline(capsys, tmp_path: Path, name: str, key_from: str) -> None:
@@ -192,7 +205,7 @@ def test_visible_escapes_controls_and_bidi_but_keeps_ordinary_text() -> None:
     assert visible("a\nb", keep="\n") == "a\nb"
 
 
-@pytest.mark.parametrize("output", ["text", "json"])
+@pytest.mark.parametrize("output", ["text", "json", "markdown"])
 def test_a_description_with_hidden_characters_is_escaped_in_the_plan(capsys, fake: FakeOpenWebUI, tmp_path: Path, output: str) -> None:
     bp = blueprint("desk")
     assert run(capsys, "sync", "--yes", *workspace(tmp_path, bp))[0] == 0
