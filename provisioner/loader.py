@@ -172,8 +172,9 @@ def _yaml_files(root: Path, problems: list[Problem]) -> list[Path]:
 
 
 # A blueprint directory in a big repository could hold thousands of unrelated files: name this
-# many, then count the rest.
+# many, count the rest, and stop looking after MAX_SURVEYED entries.
 MAX_NOTES = 50
+MAX_SURVEYED = 10_000
 
 
 def _unread_files(root: Path, read: set[Path]) -> list[Problem]:
@@ -183,8 +184,12 @@ def _unread_files(root: Path, read: set[Path]) -> list[Problem]:
     otherwise skipped without a word, and its agents silently drop out of the pipe.
     """
     notes: list[Problem] = []
-    extra = 0
+    extra = surveyed = 0
     for directory, dirnames, filenames in os.walk(root, onerror=lambda _exc: None):
+        surveyed += len(dirnames) + len(filenames)
+        if surveyed > MAX_SURVEYED:
+            notes.append(Problem(str(root), None, "", f"more than {MAX_SURVEYED} files: the rest were not looked at"))
+            break
         here = Path(directory)
         hidden = sorted(d for d in dirnames if d.startswith("."))
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))

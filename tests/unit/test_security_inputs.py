@@ -296,3 +296,18 @@ def test_verbose_logs_failed_calls_and_retries_without_the_answer(capsys, fake: 
     lines = [line for line in err.splitlines() if line.startswith("http:")]
     assert lines[0].startswith("http: GET /api/version -> 503 in ") and lines[-1].endswith("(retry 3)"), err
     assert all(LOG_LINE.match(line) for line in lines) and "echo" not in "\n".join(lines)
+
+
+def test_a_huge_directory_is_surveyed_only_so_far_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import provisioner.loader as loader
+
+    monkeypatch.setattr(loader, "MAX_SURVEYED", 20)
+    monkeypatch.setattr(loader, "MAX_NOTES", 5)
+    root = write_blueprint_dir(tmp_path / "bp")
+    for i in range(10):
+        (root / f"notes-{i}.txt").write_text("x")
+    notes = [n.message for n in load_catalog(root).notes]
+    assert len(notes) == 6 and notes[-1] == "5 more files not read"
+    for i in range(30):
+        (root / f"more-{i}.txt").write_text("x")
+    assert [n.message for n in load_catalog(root).notes] == ["more than 20 files: the rest were not looked at"]
