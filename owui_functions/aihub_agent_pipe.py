@@ -1264,9 +1264,8 @@ def failure_text(
             reason = http.HTTPStatus(exc.status).phrase
         except ValueError:
             reason = "error"
-        detail = _short(scrubber.redact(exc.detail))
-        text = f"The agent at {host} answered HTTP {exc.status} {reason}" + (f": {detail}" if detail else ".")
-        return scrubber.error(text)
+        detail = scrubber.error(_short(scrubber.redact(exc.detail)))
+        return f"The agent at {host} answered HTTP {exc.status} {reason}" + (f": {detail}" if detail else ".")
     if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
         return f"The agent cannot be reached at {host} ({_connect_reason(exc)})."
     if isinstance(exc, TimeoutError):
