@@ -297,6 +297,10 @@ class Scrubber:
         self._redact = re.compile("|".join(alternatives)) if alternatives else None
         self._text = re.compile("|".join([*alternatives, r"(?i:</?details)"]))
         self._longest = max([len(f) for f in self._forms] + [len(m) for m in _MARKUP])
+        self._by_first: dict[str, list[str]] = {}
+        for form in self._forms:
+            self._by_first.setdefault(form[0], []).append(form)
+        self._starts = re.compile("[" + re.escape("".join({*self._by_first, "<"})) + "]")
 
     def redact(self, value: str) -> str:
         return self._redact.sub(REDACTED, value) if self._redact and value else value
@@ -318,27 +322,22 @@ class Scrubber:
 
     def stable_length(self, value: str) -> int:
         """How much of ``value`` can be passed to ``text`` now without cutting a key or markup apart."""
+        tail = value[-(self._longest - 1) :] if self._longest > 1 else ""
         cut = len(value)
-        lowered = value[-self._longest :].lower()
-        offset = len(value) - len(lowered)
-        for form in self._forms:
-            cut = min(cut, offset + _partial_start(value[offset:], form))
-        for markup in _MARKUP:
-            cut = min(cut, offset + _partial_start(lowered, markup))
-        for match in self._text.finditer(value, max(0, cut - self._longest)):
-            if match.start() < cut < match.end():
-                return match.start()
+        for candidate in self._starts.finditer(tail):  # earliest start first: the longest partial
+            rest = tail[candidate.start() :]
+            forms = self._by_first.get(rest[0], ())
+            lowered = rest.lower()
+            if any(len(f) > len(rest) and f.startswith(rest) for f in forms) or any(
+                len(m) > len(rest) and m.startswith(lowered) for m in _MARKUP
+            ):
+                cut = len(value) - len(rest)
+                break
+        if cut < len(value):  # a whole key or tag may still straddle the cut (overlapping keys)
+            for match in self._text.finditer(value, max(0, cut - self._longest)):
+                if match.start() < cut < match.end():
+                    return match.start()
         return cut
-
-
-def _partial_start(tail: str, form: str) -> int:
-    """Where in ``tail`` a suffix begins that is the start of ``form`` but not all of it (else len)."""
-    index = tail.find(form[0], max(0, len(tail) - len(form) + 1))
-    while index != -1:
-        if form.startswith(tail[index:]):
-            return index
-        index = tail.find(form[0], index + 1)
-    return len(tail)
 
 
 def unescape_markup(text: str) -> str:
