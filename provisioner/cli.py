@@ -11,6 +11,7 @@ import dataclasses
 import json
 import logging
 import os
+import secrets
 import sys
 from dataclasses import dataclass
 from enum import Enum
@@ -25,7 +26,7 @@ from rich.markup import escape
 from . import __version__
 from .apply import ApplyReport, apply_plan
 from .client import TESTED_VERSIONS, OpenWebUIClient, check_url, http_log
-from .desired import FEATURE_FILTER_ID, build_desired, insecure_backends
+from .desired import FEATURE_FILTER_ID, build_desired, history_signing_key, insecure_backends
 from .errors import ApplyError, BlueprintError, ConfigError, Problem, ProvisionError
 from .function_files import (
     FunctionFile,
@@ -331,9 +332,16 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
         )
         groups = {str(g.get("name")): str(g.get("id")) for g in client.list_groups()} if uses_groups else {}
         observed = observe(client.list_models(), client.list_functions())
+        signing_key = history_signing_key(observed, fresh=secrets.token_urlsafe(32))
         # The token is passed so that no backend key variable may hold it.
         desired = build_desired(
-            catalog, functions, groups, env=os.environ, token=credentials[1], token_variables=_token_variables(conn.token_env)
+            catalog,
+            functions,
+            groups,
+            env=os.environ,
+            token=credentials[1],
+            token_variables=_token_variables(conn.token_env),
+            signing_key=signing_key,
         )
         return make_plan(desired, observed, prune=prune, adopt=adopted), client
     except BaseException:
