@@ -30,6 +30,10 @@ FeatureName = Annotated[
 CapabilityName = Annotated[
     str, StringConstraints(pattern=r"^[a-z][a-z0-9_.-]*$", min_length=1, max_length=128)
 ]
+# A function id in the user's functions folder (`filters:` / `actions:`): the file's stem.
+FunctionId = Annotated[
+    str, StringConstraints(pattern=r"^[a-z_][a-z0-9_]*$", min_length=1, max_length=128)
+]
 EnvVarName = Annotated[str, StringConstraints(pattern=r"^[A-Z_][A-Z0-9_]*$", max_length=128)]
 Text = Annotated[str, StringConstraints(max_length=2000)]
 
@@ -139,6 +143,9 @@ class Agent(_Strict):
     # Toggles that start on in a new chat; each must be a feature the blueprint supports.
     defaults: list[FeatureName] = Field(default_factory=list)
     backend: BackendOverride | None = None
+    # The user's own functions (functions/), attached after the blueprint's own.
+    filters: list[FunctionId] = Field(default_factory=list)
+    actions: list[FunctionId] = Field(default_factory=list)
 
 
 class Blueprint(_Strict):
@@ -149,6 +156,10 @@ class Blueprint(_Strict):
     backend: Backend | None = None
     # Overrides of the documented defaults in capabilities.OVERRIDABLE_DEFAULTS.
     openwebui_capabilities: dict[str, bool] = Field(default_factory=dict)
+    # The user's own functions (functions/) on every agent: filters run after the feature
+    # filter and the toggles (meta.filterIds), actions are buttons under answers (meta.actionIds).
+    filters: list[FunctionId] = Field(default_factory=list)
+    actions: list[FunctionId] = Field(default_factory=list)
     steps: list[Step] = Field(min_length=1)
     agents: list[Agent] = Field(min_length=1)
 

@@ -22,6 +22,7 @@ from rich.console import Console
 
 from . import __version__
 from .apply import ApplyReport, apply_plan
+from .attachments import check_attachments
 from .client import TESTED_VERSIONS, OpenWebUIClient, check_url
 from .desired import FEATURE_FILTER_ID, build_desired
 from .errors import ApplyError, BlueprintError, ConfigError, Problem, ProvisionError
@@ -205,14 +206,19 @@ def load_bundle(
     bundle_ids = {f.id for f in files}
     if catalog is not None:
         files.extend(rendered_toggle_functions(catalog))
+    own: tuple[FunctionFile, ...] = ()
+    own_loaded = True
     if functions_dir is not None and functions_dir.exists():
         try:
             own = load_function_files(functions_dir)
         except BlueprintError as exc:
             problems.extend(exc.problems)
+            own_loaded = False
         else:
             problems.extend(_reserved_ids(own, bundle_ids))
             files.extend(own)
+    if catalog is not None and own_loaded:  # else every attached id would look unknown
+        problems.extend(check_attachments(catalog, own, reserved=bundle_ids, functions_dir=functions_dir))
     if problems or catalog is None:
         raise BlueprintError(problems)
     return catalog, tuple(files)

@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .attachments import attached
 from .blueprints import GroupAccess
 from .capabilities import model_capabilities
 from .errors import BlueprintError, Problem
@@ -144,7 +145,12 @@ def _model_row(
             f"meta.capabilities.{key}": value
             for key, value in model_capabilities(supported, bp.openwebui_capabilities).items()
         },
-        "meta.filterIds": [FEATURE_FILTER_ID, *(toggle_filter_id(f) for f in custom)],
+        "meta.filterIds": [
+            FEATURE_FILTER_ID,
+            *(toggle_filter_id(f) for f in custom),
+            *attached(bp, agent, "filters"),  # the user's own run after ours
+        ],
+        "meta.actionIds": attached(bp, agent, "actions"),
         "meta.defaultFeatureIds": [f for f in agent.defaults if is_native(f)],
         "meta.defaultFilterIds": [toggle_filter_id(f) for f in agent.defaults if not is_native(f)],
         f"meta.{MARKER_KEY}": {
