@@ -38,6 +38,8 @@ from .observed import observe
 from .plan import Plan, make_plan
 from .render import render_orphans, render_plan
 from .state import Kind
+from .targets import TARGETS_FILE, Target, select_target, targets_problems
+from .variables import ALWAYS_SECRET, Variables
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 
@@ -108,6 +110,17 @@ ParallelismOpt = Annotated[
     ),
 ]
 NoColorOpt = Annotated[bool, typer.Option("--no-color", help="No colours (also NO_COLOR).")]
+TargetOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--target",
+        envvar="PROVISION_TARGET",
+        help="A target of the targets file: its URL, token and ${NAME} variables replace --url and OPENWEBUI_TOKEN.",
+    ),
+]
+TargetsFileOpt = Annotated[
+    Path, typer.Option("--targets-file", help="The targets file (default: targets.yaml in the current directory).")
+]
 
 
 @dataclass(frozen=True)
@@ -116,6 +129,7 @@ class Connection:
     token_file: Optional[Path]
     insecure: bool
     timeout: float
+    token_env: Optional[str] = "OPENWEBUI_TOKEN"  # a target's token_env; None: only the file
 
 
 def make_http_client(timeout: float) -> httpx.Client:
@@ -140,11 +154,11 @@ def _consoles(no_color: bool) -> tuple[Console, Console]:
     )
 
 
-def _read_token(token_file: Optional[Path]) -> str:
-    env_token = os.environ.get("OPENWEBUI_TOKEN", "").strip()
+def _read_token(token_file: Optional[Path], token_env: Optional[str] = "OPENWEBUI_TOKEN") -> str:
+    env_token = os.environ.get(token_env, "").strip() if token_env else ""
     if token_file is not None:
         if env_token:
-            raise ConfigError("both OPENWEBUI_TOKEN and --token-file are set; use one")
+            raise ConfigError(f"both {token_env} and --token-file are set; use one")
         try:
             raw = token_file.read_bytes()
         except OSError as exc:
@@ -156,6 +170,8 @@ def _read_token(token_file: Optional[Path]) -> str:
             raise ConfigError(f"token file {token_file} is empty")
         return token
     if not env_token:
+        if token_env != "OPENWEBUI_TOKEN":
+            raise ConfigError(f"no token: the target's token_env {token_env} is not set (it holds an admin's API key)")
         raise ConfigError("no token: set OPENWEBUI_TOKEN or pass --token-file (an admin's API key)")
     return env_token
 
@@ -164,8 +180,44 @@ def _connect(conn: Connection) -> OpenWebUIClient:
     if not conn.url:
         raise ConfigError("no Open WebUI URL: pass --url or set OPENWEBUI_URL")
     url = check_url(conn.url, insecure=conn.insecure)
-    token = _read_token(conn.token_file)
+    token = _read_token(conn.token_file, conn.token_env)
     return OpenWebUIClient(base_url=url, token=token, http=make_http_client(conn.timeout))
+
+
+def _select_target(
+    ctx: typer.Context, name: Optional[str], targets_file: Path, conn: Connection
+) -> tuple[Connection, Optional[Target]]:
+    """With --target (or PROVISION_TARGET), the target's URL and token replace the defaults.
+
+    An explicit --url or --token-file as well is a usage error: two answers to where to connect.
+    OPENWEBUI_URL, OPENWEBUI_TOKEN and OPENWEBUI_TOKEN_FILE in the environment are ignored.
+    """
+    if not name:
+        return conn, None
+    for param, flag in (("url", "--url"), ("token_file", "--token-file")):
+        source = ctx.get_parameter_source(param) if param in ctx.params else None
+        if source is not None and source.name == "COMMANDLINE":
+            raise typer.BadParameter("--target says where to connect already; use one of the two", param_hint=f"'{flag}'")
+    target = select_target(name, targets_file)
+    return (
+        Connection(target.url, target.token_file, conn.insecure, conn.timeout, token_env=target.token_env),
+        target,
+    )
+
+
+def _variables(target: Optional[Target], strict: bool) -> Variables:
+    """What ${NAME} resolves from: the target's variables, then the environment."""
+    secrets = set(ALWAYS_SECRET)
+    if target is not None and target.token_env:
+        secrets.add(target.token_env)
+    return Variables(
+        values=target.variables if target else {},
+        env=dict(os.environ),
+        strict=strict,
+        target=target.name if target else None,
+        targets_file=target.file if target else TARGETS_FILE,
+        secret_names=frozenset(secrets),
+    )
 
 
 def _parse_adopt(values: Optional[list[str]]) -> set[tuple[Kind, str]]:
@@ -179,7 +231,10 @@ def _parse_adopt(values: Optional[list[str]]) -> set[tuple[Kind, str]]:
 
 
 def load_bundle(
-    path: Path, functions_dir: Optional[Path] = None, bundle: Optional[Path] = None
+    path: Path,
+    functions_dir: Optional[Path] = None,
+    bundle: Optional[Path] = None,
+    variables: Optional[Variables] = None,
 ) -> tuple[Catalog, tuple[FunctionFile, ...]]:
     """Offline checks shared by every command: blueprints, the bundle, the user's functions.
 
@@ -190,7 +245,7 @@ def load_bundle(
     catalog = None
     files: list[FunctionFile] = []
     try:
-        catalog = load_catalog(path)
+        catalog = load_catalog(path, variables)
     except BlueprintError as exc:
         problems.extend(exc.problems)
     source = bundle or bundle_dir()
@@ -236,7 +291,7 @@ def _reserved_ids(own: tuple[FunctionFile, ...], bundle_ids: set[str]) -> list[P
 def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Plan, OpenWebUIClient]:
     adopted = _parse_adopt(opts.adopt)
     prune = opts.prune
-    catalog, functions = load_bundle(opts.path, opts.functions, opts.bundle)
+    catalog, functions = load_bundle(opts.path, opts.functions, opts.bundle, opts.variables)
     client = _connect(conn)
     try:
         version = client.version()
@@ -269,16 +324,30 @@ def _print_plan(plan: Plan, output: Output, out: Console, err: Console) -> None:
 
 @app.command()
 def validate(
+    ctx: typer.Context,
     path: PathOpt = Path("blueprints"),
     functions: FunctionsOpt = Path("functions"),
     output: OutputOpt = Output.text,
+    target: TargetOpt = None,
+    targets_file: TargetsFileOpt = Path(TARGETS_FILE),
     no_color: NoColorOpt = False,
     bundle: BundleOpt = None,
 ) -> int:
-    """Check blueprints and function files offline: schema, references, function files."""
+    """Check blueprints and function files offline: schema, references, function files.
+
+    With --target, every ${NAME} must also resolve from that target's variables or the
+    environment; without, only the references' syntax is checked.
+    """
     out, _ = _consoles(no_color)
     try:
-        catalog, files = load_bundle(path, functions, bundle)
+        selected = select_target(target, targets_file) if target else None
+        extra = targets_problems(targets_file) if selected is None and targets_file.is_file() else []
+        try:
+            catalog, files = load_bundle(path, functions, bundle, _variables(selected, strict=selected is not None))
+        except BlueprintError as exc:
+            raise BlueprintError([*exc.problems, *extra]) from None
+        if extra:
+            raise BlueprintError(extra)
         desired = build_desired(catalog, files, groups=None)
     except BlueprintError as exc:
         if output is Output.json:  # the machine form of the problems; the text still goes to stderr
@@ -303,12 +372,15 @@ def validate(
 
 @app.command()
 def diff(
+    ctx: typer.Context,
     path: PathOpt = Path("blueprints"),
     functions: FunctionsOpt = Path("functions"),
     output: OutputOpt = Output.text,
     detailed_exitcode: DetailedOpt = False,
     prune: PruneOpt = False,
     adopt: AdoptOpt = None,
+    target: TargetOpt = None,
+    targets_file: TargetsFileOpt = Path(TARGETS_FILE),
     url: UrlOpt = None,
     token_file: TokenFileOpt = None,
     insecure: InsecureOpt = False,
@@ -317,14 +389,19 @@ def diff(
     bundle: BundleOpt = None,
 ) -> int:
     """Show what sync would change on the instance, field by field. Writes nothing."""
+    conn, selected = _select_target(ctx, target, targets_file, Connection(url, token_file, insecure, timeout))
     return _run(
-        RunOptions(path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run=True, yes=True, bundle=bundle),
-        Connection(url, token_file, insecure, timeout),
+        RunOptions(
+            path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run=True, yes=True,
+            bundle=bundle, variables=_variables(selected, strict=True),
+        ),
+        conn,
     )
 
 
 @app.command()
 def sync(
+    ctx: typer.Context,
     path: PathOpt = Path("blueprints"),
     functions: FunctionsOpt = Path("functions"),
     output: OutputOpt = Output.text,
@@ -334,6 +411,8 @@ def sync(
     adopt: AdoptOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     parallelism: ParallelismOpt = 1,
+    target: TargetOpt = None,
+    targets_file: TargetsFileOpt = Path(TARGETS_FILE),
     url: UrlOpt = None,
     token_file: TokenFileOpt = None,
     insecure: InsecureOpt = False,
@@ -342,9 +421,13 @@ def sync(
     bundle: BundleOpt = None,
 ) -> int:
     """Make the instance match the blueprints: functions, then models, then deletes."""
+    conn, selected = _select_target(ctx, target, targets_file, Connection(url, token_file, insecure, timeout))
     return _run(
-        RunOptions(path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run, yes, parallelism, bundle),
-        Connection(url, token_file, insecure, timeout),
+        RunOptions(
+            path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run, yes, parallelism,
+            bundle, _variables(selected, strict=True),
+        ),
+        conn,
     )
 
 
@@ -363,6 +446,7 @@ class RunOptions:
     yes: bool
     parallelism: int = 1
     bundle: Optional[Path] = None  # None: the bundle installed with provision
+    variables: Optional[Variables] = None  # None: ${NAME} syntax checked, nothing resolved
 
 
 def _run(opts: RunOptions, conn: Connection) -> int:
@@ -407,7 +491,10 @@ def _apply(plan: Plan, client: OpenWebUIClient, opts: RunOptions, err: Console) 
 
 @app.command("list")
 def list_managed(
+    ctx: typer.Context,
     output: OutputOpt = Output.text,
+    target: TargetOpt = None,
+    targets_file: TargetsFileOpt = Path(TARGETS_FILE),
     url: UrlOpt = None,
     token_file: TokenFileOpt = None,
     insecure: InsecureOpt = False,
@@ -420,7 +507,8 @@ def list_managed(
     from .listing import managed_agents, managed_functions
 
     out, _ = _consoles(no_color)
-    with _connect(Connection(url, token_file, insecure, timeout)) as client:
+    conn, _target = _select_target(ctx, target, targets_file, Connection(url, token_file, insecure, timeout))
+    with _connect(conn) as client:
         groups = {str(g.get("id")): str(g.get("name")) for g in client.list_groups()}
         agents = managed_agents(client.list_models(), groups)
         functions = managed_functions(client.list_functions())
@@ -451,7 +539,7 @@ def generate(
 ) -> int:
     """Write the toggle filters sync renders (one per custom feature) into a directory, to read them."""
     out, _ = _consoles(no_color)
-    catalog = load_catalog(path)
+    catalog = load_catalog(path, _variables(None, strict=False))
     done = write_toggle_files(catalog, out_dir)
     for action, file in done:
         out.print(f"{action:8} {file}", soft_wrap=True)

@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from . import __version__
 from .attachments import attached
 from .blueprints import GroupAccess
 from .capabilities import model_capabilities
@@ -56,6 +57,7 @@ def build_desired(
             id=pipe.id,
             fields={**pipe.fields, **pipe_valves},
             sensitive=frozenset({PIPE_SECRET_VALVE}),
+            written_by=pipe.written_by,
         )
     return InstanceState(functions=states, models=dict(sorted(models.items())))
 
@@ -72,6 +74,7 @@ def function_state(f: FunctionFile) -> ObjectState:
             "is_global": f.is_global,
             f"meta.{MARKER_KEY}": {"managed_by": MANAGED_BY},
         },
+        written_by=__version__,
     )
 
 
@@ -164,7 +167,7 @@ def _model_row(
     icon = lb.agent_icons.get(agent.id)
     if icon:
         fields["meta.profile_image_url"] = icon
-    return ObjectState(kind="model", id=model_id(bp.id, agent.id), fields=fields)
+    return ObjectState(kind="model", id=model_id(bp.id, agent.id), fields=fields, written_by=__version__)
 
 
 def _grants(

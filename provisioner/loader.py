@@ -20,7 +20,8 @@ from .blueprints import Agent, Blueprint, Capability, CapabilityCatalog, Feature
 from .errors import BlueprintError, Problem
 from .features import NATIVE_FEATURES, RESERVED_FEATURE_NAMES
 from .icons import resolve_icon
-from .yaml_source import PathKey, SourceFile, read_yaml
+from .variables import Variables, expand
+from .yaml_source import PathKey, SourceFile, format_path, read_yaml
 
 CAPABILITIES_FILE = "capabilities.yaml"
 FEATURES_FILE = "features.yaml"
@@ -51,8 +52,14 @@ class Catalog:
     blueprints: tuple[LoadedBlueprint, ...]
 
 
-def load_catalog(root: Path) -> Catalog:
-    """Read and check `root`; raise BlueprintError listing every problem found."""
+def load_catalog(root: Path, variables: Variables | None = None) -> Catalog:
+    """Read and check `root`; raise BlueprintError listing every problem found.
+
+    `${NAME}` references in string values are expanded first (variables.py); without
+    `variables`, only their syntax is checked and unresolved ones become placeholders.
+    """
+    variables = variables or Variables()
+    used: list[tuple[str, SourceFile, PathKey]] = []
     display_root = str(root)
     if not root.exists():
         raise BlueprintError([Problem(display_root, None, "", "directory not found")])
@@ -76,11 +83,11 @@ def load_catalog(root: Path) -> Catalog:
     features_broken = False  # features.yaml exists but does not load
     for path in files:
         if path.name == CAPABILITIES_FILE:
-            cap_source, catalog = _load_model(path, CapabilityCatalog, problems)
+            cap_source, catalog = _load_model(path, CapabilityCatalog, problems, variables, used)
             if catalog:
                 capabilities = dict(catalog.capabilities)
         elif path.name == FEATURES_FILE:
-            feature_source, feature_catalog = _load_model(path, FeatureCatalog, problems)
+            feature_source, feature_catalog = _load_model(path, FeatureCatalog, problems, variables, used)
             features_broken = feature_catalog is None
             if feature_catalog:
                 features = dict(feature_catalog.features)
@@ -101,12 +108,13 @@ def load_catalog(root: Path) -> Catalog:
 
     loaded: list[LoadedBlueprint] = []
     for path in blueprint_files:
-        source, blueprint = _load_model(path, Blueprint, problems)
+        source, blueprint = _load_model(path, Blueprint, problems, variables, used)
         if source and blueprint:
             result = _check_blueprint(blueprint, source, capabilities, root, problems)
             if result:
                 loaded.append(result)
     _check_unique_blueprint_ids(loaded, problems)
+    _check_no_key_in_variables(loaded, used, problems)
 
     if problems:
         raise BlueprintError(problems)
@@ -147,7 +155,11 @@ def not_a_file(path: Path) -> str:
 
 
 def _load_model(
-    path: Path, model: type[M], problems: list[Problem]
+    path: Path,
+    model: type[M],
+    problems: list[Problem],
+    variables: Variables | None = None,
+    used: list[tuple[str, SourceFile, PathKey]] | None = None,
 ) -> tuple[SourceFile | None, M | None]:
     source, read_problems = read_yaml(path, str(path))
     problems.extend(read_problems)
@@ -159,18 +171,52 @@ def _load_model(
         found = "an empty file" if source.data is None else _describe(source.data)
         problems.append(source.problem((), f"expected a mapping (`key: value` lines) at the top level, found {found}"))
         return source, None
-    try:
-        return source, model.model_validate(source.data)
-    except ValidationError as exc:
-        problems.extend(pydantic_problems(exc, source))
+    expanded = expand(source, variables or Variables())
+    if used is not None:
+        used.extend((name, source, where) for name, where in expanded.used)
+    if expanded.problems:
+        problems.extend(expanded.problems)
         return source, None
+    try:
+        return source, model.model_validate(expanded.data)
+    except ValidationError as exc:
+        found = pydantic_problems(exc, source)
+        # Offline, a value built from an unknown variable holds a placeholder: its own checks
+        # wait for `validate --target`; the rest of the file is still checked.
+        placeholders = {format_path(where) for where in expanded.unresolved}
+        kept = [p for p in found if p.field not in placeholders]
+        if not kept:
+            where, name = next(iter(expanded.unresolved.items()))
+            kept = [source.problem(where, f"cannot be checked until ${{{name}}} is known; run `provision validate --target NAME`")]
+        problems.extend(kept)
+        return source, None
+
+
+def _check_no_key_in_variables(
+    loaded: list[LoadedBlueprint], used: list[tuple[str, SourceFile, PathKey]], problems: list[Problem]
+) -> None:
+    """A variable that is also a backend's api_key_env holds a secret: refuse to expand it."""
+    key_names = {
+        backend.api_key_env
+        for lb in loaded
+        for backend in [lb.blueprint.backend, *(a.backend for a in lb.blueprint.agents)]
+        if backend is not None and backend.api_key_env
+    }
+    for name, source, where in used:
+        if name in key_names:
+            problems.append(
+                source.problem(
+                    where,
+                    f"${{{name}}} is a backend's API key (api_key_env); secrets never go into blueprint values",
+                )
+            )
 
 
 _ALL_FIELDS = {
     name
     for model in (Blueprint, Agent, CapabilityCatalog, Capability, FeatureCatalog, FeatureDef)
     for name in model.model_fields
-} | {"groups", "transport", "url", "model", "api_key_env", "calls"}
+} | {"groups", "transport", "url", "model", "api_key_env", "calls"} | {"targets", "token_env", "token_file", "variables"}
 
 def pydantic_problems(exc: ValidationError, source: SourceFile) -> list[Problem]:
     """One Problem per pydantic error, with the loc mapped onto the YAML's own path and line."""

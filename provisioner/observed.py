@@ -7,7 +7,7 @@ from typing import Any
 
 from .capabilities import CAPABILITY_KEYS
 from .desired import normalize_grants
-from .state import MARKER_KEY, InstanceState, ObjectState, get_path, is_managed
+from .state import MARKER_KEY, InstanceState, ObjectState, get_path, is_managed, split_marker
 
 MODEL_PATHS: tuple[str, ...] = (
     "name",
@@ -45,7 +45,8 @@ def observed_model(raw: Mapping[str, Any]) -> ObjectState:
     if fields["meta.actionIds"] is None:  # no key means no actions: rows from before need no write
         fields["meta.actionIds"] = []
     fields["access_grants"] = normalize_grants(raw.get("access_grants"))
-    return ObjectState("model", str(raw["id"]), fields, is_managed(raw.get("meta")), raw)
+    fields[f"meta.{MARKER_KEY}"], version = split_marker(fields[f"meta.{MARKER_KEY}"])
+    return ObjectState("model", str(raw["id"]), fields, is_managed(raw.get("meta")), raw, written_by=version)
 
 
 def observed_function(raw: Mapping[str, Any]) -> ObjectState:
@@ -53,4 +54,5 @@ def observed_function(raw: Mapping[str, Any]) -> ObjectState:
     valves = raw.get("valves")
     if isinstance(valves, Mapping):
         fields.update({f"valves.{key}": value for key, value in valves.items()})
-    return ObjectState("function", str(raw["id"]), fields, is_managed(raw.get("meta")), raw)
+    fields[f"meta.{MARKER_KEY}"], version = split_marker(fields[f"meta.{MARKER_KEY}"])
+    return ObjectState("function", str(raw["id"]), fields, is_managed(raw.get("meta")), raw, written_by=version)

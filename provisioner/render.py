@@ -39,12 +39,16 @@ def render_plan(plan_json: dict[str, Any], out: Console) -> None:
         out.print("No changes. Open WebUI matches the blueprints.", soft_wrap=True)
         return
     out.print(summary_line(plan_json["summary"]), soft_wrap=True)
+    for line in upgrade_lines(plan_json):
+        out.print(escape(line), soft_wrap=True)
     out.print()
     width = max(len(c["id"]) for c in changes)
     for change in changes:
         action = change["action"]
         style = _STYLE[action]
         note = "  (managed by provision)" if action == "delete" else ""
+        if change.get("upgrade"):
+            note = f"  (bundle changed: {upgrade_text(change['upgrade'])})"
         out.print(
             f"  [{style}]{_SYMBOL[action]}[/{style}] {change['kind']:<9} "
             f"{escape(change['id']):<{width}}  {action}{note}",
@@ -63,6 +67,25 @@ def render_plan(plan_json: dict[str, Any], out: Console) -> None:
             )
     out.print()
     out.print(summary_line(plan_json["summary"]), soft_wrap=True)
+
+
+def upgrade_text(upgrade: dict[str, Any]) -> str:
+    """'provision 0.1.0 on the instance -> 0.2.0 installed'."""
+    before = f"provision {upgrade['from']}" if upgrade.get("from") else "an earlier provision"
+    return f"{before} on the instance -> {upgrade['to']} installed"
+
+
+def upgrade_lines(plan_json: dict[str, Any]) -> list[str]:
+    """After an upgrade of provision: which bundle functions it changes, and between which versions."""
+    by_versions: dict[tuple[Any, Any], list[str]] = {}
+    for change in plan_json["changes"]:
+        if change.get("upgrade"):
+            key = (change["upgrade"].get("from"), change["upgrade"]["to"])
+            by_versions.setdefault(key, []).append(change["id"])
+    return [
+        f"Upgrade: {', '.join(ids)} changed between {upgrade_text({'from': old, 'to': new})}."
+        for (old, new), ids in by_versions.items()
+    ]
 
 
 def render_orphans(plan_json: dict[str, Any], err: Console) -> None:
