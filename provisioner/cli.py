@@ -548,6 +548,27 @@ def generate(
     return EXIT_OK
 
 
+@app.command()
+def init(
+    directory: Annotated[Path, typer.Argument(help="Where to create the blueprint repo (default: here).")] = Path("."),
+    no_color: NoColorOpt = False,
+) -> int:
+    """Start a blueprint repo: blueprints, features, your functions, targets, CI for GitHub and GitLab."""
+    from .scaffold import init_repo
+
+    out, _ = _consoles(no_color)
+    for path in init_repo(directory):
+        out.print(f"created  {path}", soft_wrap=True, markup=False)
+    where = "" if directory == Path(".") else f"cd {directory} && "
+    out.print(
+        f"\nNext: {where}provision validate; then set the tokens named in targets.yaml and run "
+        "provision diff --target staging. See README.md.",
+        soft_wrap=True,
+        markup=False,
+    )
+    return EXIT_OK
+
+
 @app.callback(invoke_without_command=False)
 def _root(
     version: Annotated[bool, typer.Option("--version", help="Show the version and exit.")] = False,
