@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from .capabilities import OVERRIDABLE_DEFAULTS
 
 # Blueprint and agent ids become parts of a model id `<pipe>.<blueprint>.<agent>`: no dots,
 # no whitespace, short enough for Open WebUI's 256-character limit.
@@ -162,16 +161,4 @@ class Blueprint(_Strict):
     actions: list[FunctionId] = Field(default_factory=list)
     steps: list[Step] = Field(min_length=1)
     agents: list[Agent] = Field(min_length=1)
-
-    @field_validator("openwebui_capabilities")
-    @classmethod
-    def _only_overridable(cls, value: dict[str, bool]) -> dict[str, bool]:
-        unknown = sorted(set(value) - set(OVERRIDABLE_DEFAULTS))
-        if unknown:
-            allowed = ", ".join(sorted(OVERRIDABLE_DEFAULTS))
-            raise ValueError(
-                f"cannot set {', '.join(unknown)}; a blueprint may set only {allowed} "
-                "(the feature toggles follow its capabilities; memory, builtin_tools and "
-                "terminal stay off)"
-            )
-        return value
+    # Which keys openwebui_capabilities may hold is checked by the loader, which knows each key's line.

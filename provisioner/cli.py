@@ -58,29 +58,46 @@ class Output(str, Enum):
     json = "json"
 
 
-PathOpt = Annotated[Path, typer.Option("-p", "--path", help="Blueprint directory.")]
+class PlanOutput(str, Enum):
+    """diff and sync also speak Markdown: for a pull-request comment or a CI job summary."""
+
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+PathOpt = Annotated[Path, typer.Option("-p", "--path", metavar="DIR", help="Blueprint directory.")]
 FunctionsOpt = Annotated[
-    Path, typer.Option("--functions", help="Your own Open WebUI functions (used only if the folder exists).")
+    Path,
+    typer.Option("--functions", metavar="DIR", help="Your own Open WebUI functions (used only if the folder exists)."),
 ]
 BundleOpt = Annotated[
     Optional[Path],
     typer.Option(
         "--bundle",
+        metavar="DIR",
         hidden=True,  # for developing the bundle itself; users get the one inside the package
         help="Use this directory's function bundle instead of the installed one.",
     ),
 ]
-OutputOpt = Annotated[Output, typer.Option("-o", "--output", help="text or json (JSON on stdout).")]
+OutputOpt = Annotated[Output, typer.Option("-o", "--output", metavar="text|json", help="JSON goes to stdout.")]
+PlanOutputOpt = Annotated[
+    PlanOutput,
+    typer.Option(
+        "-o", "--output", metavar="text|json|markdown", help="markdown: for a pull request or $GITHUB_STEP_SUMMARY."
+    ),
+]
 UrlOpt = Annotated[
     Optional[str],
-    typer.Option("--url", envvar="OPENWEBUI_URL", help="Open WebUI base URL [env OPENWEBUI_URL]."),
+    typer.Option("--url", envvar="OPENWEBUI_URL", metavar="URL", help="Open WebUI base URL."),
 ]
 TokenFileOpt = Annotated[
     Optional[Path],
     typer.Option(
         "--token-file",
         envvar="OPENWEBUI_TOKEN_FILE",
-        help="File holding the admin API key [env OPENWEBUI_TOKEN_FILE]; otherwise OPENWEBUI_TOKEN is used.",
+        metavar="FILE",
+        help="File holding the admin API key; otherwise OPENWEBUI_TOKEN is used.",
     ),
 ]
 InsecureOpt = Annotated[
@@ -93,17 +110,19 @@ AdoptOpt = Annotated[
     Optional[list[str]],
     typer.Option(
         "--adopt",
+        metavar="KIND/ID",
         help="Take over an existing object without the ownership marker: KIND/ID, e.g. model/aihub_agent_pipe.x.y (repeatable).",
     ),
 ]
 DetailedOpt = Annotated[
     bool, typer.Option("--detailed-exitcode", help="Exit 2 when there are changes, 0 when none.")
 ]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds per HTTP request.")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Seconds per HTTP request.")]
 ParallelismOpt = Annotated[
     int,
     typer.Option(
         "--parallelism",
+        metavar="N",
         min=1,
         max=16,
         help="Model rows written at a time (functions stay sequential). 4 helps against a remote instance.",
@@ -115,11 +134,12 @@ TargetOpt = Annotated[
     typer.Option(
         "--target",
         envvar="PROVISION_TARGET",
-        help="A target of the targets file: its URL, token and ${NAME} variables replace --url and OPENWEBUI_TOKEN.",
+        metavar="NAME",
+        help="A target of the targets file: its URL, token and ${NAME} variables replace --url and the token settings.",
     ),
 ]
 TargetsFileOpt = Annotated[
-    Path, typer.Option("--targets-file", help="The targets file (default: targets.yaml in the current directory).")
+    Path, typer.Option("--targets-file", metavar="FILE", help="The targets file, relative to the current directory.")
 ]
 
 
@@ -313,16 +333,22 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
         raise
 
 
-def _print_plan(plan: Plan, output: Output, out: Console, err: Console) -> None:
+def _print_plan(plan: Plan, opts: "RunOptions", out: Console, err: Console) -> None:
     data = plan.to_json()
-    if output is Output.json:
+    if opts.output is PlanOutput.json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    elif opts.output is PlanOutput.markdown:
+        from .render_markdown import render_markdown
+
+        title = f"provision plan for target {opts.target}" if opts.target else "provision plan"
+        sys.stdout.write(render_markdown(data, title))
     else:
         render_plan(data, out)
-    render_orphans(data, err)
+    if opts.output is not PlanOutput.markdown:  # the Markdown carries them itself
+        render_orphans(data, err)
 
 
-@app.command()
+@app.command(short_help="Check blueprints and functions offline.")
 def validate(
     ctx: typer.Context,
     path: PathOpt = Path("blueprints"),
@@ -370,12 +396,12 @@ def validate(
     return EXIT_OK
 
 
-@app.command()
+@app.command(short_help="Show what sync would change; writes nothing.")
 def diff(
     ctx: typer.Context,
     path: PathOpt = Path("blueprints"),
     functions: FunctionsOpt = Path("functions"),
-    output: OutputOpt = Output.text,
+    output: PlanOutputOpt = PlanOutput.text,
     detailed_exitcode: DetailedOpt = False,
     prune: PruneOpt = False,
     adopt: AdoptOpt = None,
@@ -393,18 +419,18 @@ def diff(
     return _run(
         RunOptions(
             path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run=True, yes=True,
-            bundle=bundle, variables=_variables(selected, strict=True),
+            bundle=bundle, variables=_variables(selected, strict=True), target=target,
         ),
         conn,
     )
 
 
-@app.command()
+@app.command(short_help="Make the instance match the blueprints.")
 def sync(
     ctx: typer.Context,
     path: PathOpt = Path("blueprints"),
     functions: FunctionsOpt = Path("functions"),
-    output: OutputOpt = Output.text,
+    output: PlanOutputOpt = PlanOutput.text,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show the plan (same as diff).")] = False,
     detailed_exitcode: DetailedOpt = False,
     prune: PruneOpt = False,
@@ -425,7 +451,7 @@ def sync(
     return _run(
         RunOptions(
             path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run, yes, parallelism,
-            bundle, _variables(selected, strict=True),
+            bundle, _variables(selected, strict=True), target,
         ),
         conn,
     )
@@ -437,7 +463,7 @@ class RunOptions:
 
     path: Path
     functions: Path
-    output: Output
+    output: PlanOutput
     detailed_exitcode: bool
     prune: bool
     adopt: Optional[list[str]]
@@ -447,6 +473,7 @@ class RunOptions:
     parallelism: int = 1
     bundle: Optional[Path] = None  # None: the bundle installed with provision
     variables: Optional[Variables] = None  # None: ${NAME} syntax checked, nothing resolved
+    target: Optional[str] = None  # its name, for the Markdown title
 
 
 def _run(opts: RunOptions, conn: Connection) -> int:
@@ -454,19 +481,29 @@ def _run(opts: RunOptions, conn: Connection) -> int:
     out, err = _consoles(opts.no_color)
     plan, client = _build_plan(opts, conn, err)
     with client:
-        if opts.dry_run or plan.is_empty:
-            _print_plan(plan, opts.output, out, err)
+        if opts.dry_run:
+            _print_plan(plan, opts, out, err)
             return EXIT_CHANGES if opts.detailed_exitcode and not plan.is_empty else EXIT_OK
-        if opts.output is Output.text:
-            render_plan(plan.to_json(), out)
-            render_orphans(plan.to_json(), err)
+        if plan.is_empty:
+            if opts.output is PlanOutput.json:  # sync -o json always answers {"plan", "result"}
+                result = ApplyReport().to_json()
+                sys.stdout.write(json.dumps({"plan": plan.to_json(), "result": result}, indent=2) + "\n")
+            else:
+                _print_plan(plan, opts, out, err)
+            return EXIT_OK
+        if opts.output is not PlanOutput.json:
+            _print_plan(plan, opts, out, err)
         if not opts.yes and sys.stdin.isatty() and not os.environ.get("CI"):
             if not typer.confirm("Apply these changes?", default=False, err=True):
                 err.print("Nothing applied.")
                 return EXIT_ERROR
         report = _apply(plan, client, opts, err)
-        if opts.output is Output.json:
+        if opts.output is PlanOutput.json:
             sys.stdout.write(json.dumps({"plan": plan.to_json(), "result": report.to_json()}, indent=2) + "\n")
+        elif opts.output is PlanOutput.markdown:
+            from .render_markdown import result_markdown
+
+            sys.stdout.write(result_markdown(report.to_json()))
         else:
             applied = report.to_json()["applied"]
             out.print(
@@ -480,16 +517,20 @@ def _run(opts: RunOptions, conn: Connection) -> int:
 def _apply(plan: Plan, client: OpenWebUIClient, opts: RunOptions, err: Console) -> ApplyReport:
     from .progress import progress_reporter  # rich progress only when it will be seen
 
-    with progress_reporter(err, total=len(plan.changes), enabled=opts.output is Output.text) as tick:
+    with progress_reporter(err, total=len(plan.changes), enabled=opts.output is PlanOutput.text) as tick:
         try:
             return apply_plan(plan, client, parallelism=opts.parallelism, on_progress=tick)
         except ApplyError as exc:
-            if opts.output is Output.json:
+            if opts.output is PlanOutput.json:
                 sys.stdout.write(json.dumps({"plan": plan.to_json(), "result": exc.report.to_json()}, indent=2) + "\n")
+            elif opts.output is PlanOutput.markdown:
+                from .render_markdown import result_markdown
+
+                sys.stdout.write(result_markdown(exc.report.to_json()))
             raise
 
 
-@app.command("list")
+@app.command("list", short_help="Show what provision manages on the instance.")
 def list_managed(
     ctx: typer.Context,
     output: OutputOpt = Output.text,
@@ -531,9 +572,9 @@ def list_managed(
     return EXIT_OK
 
 
-@app.command()
+@app.command(short_help="Write the rendered toggle filters to a folder.")
 def generate(
-    out_dir: Annotated[Path, typer.Option("--out", help="Directory to write the toggle filters into.")],
+    out_dir: Annotated[Path, typer.Option("--out", metavar="DIR", help="Directory to write the toggle filters into.")],
     path: PathOpt = Path("blueprints"),
     no_color: NoColorOpt = False,
 ) -> int:
@@ -548,7 +589,7 @@ def generate(
     return EXIT_OK
 
 
-@app.command()
+@app.command(short_help="Start a blueprint repo (here or in DIRECTORY).")
 def init(
     directory: Annotated[Path, typer.Argument(help="Where to create the blueprint repo (default: here).")] = Path("."),
     no_color: NoColorOpt = False,
@@ -569,20 +610,40 @@ def init(
     return EXIT_OK
 
 
-@app.callback(invoke_without_command=False)
-def _root(
-    version: Annotated[bool, typer.Option("--version", help="Show the version and exit.")] = False,
-) -> None:
-    if version:
-        typer.echo(f"provision {__version__}")
+@app.command("version", short_help="Show the provision version.")
+def version_command() -> int:
+    """Show the provision version (the one recorded in the marker of what it writes)."""
+    typer.echo(_version_line())
+    return EXIT_OK
+
+
+def _version_line() -> str:
+    return f"provision {__version__}"
+
+
+def _print_version(value: bool) -> None:
+    if value:  # eager: runs before click asks for a command
+        typer.echo(_version_line())
         raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_print_version, help="Show the version and exit."),
+    ] = False,
+) -> None:
+    """Keep AI agents behind Open WebUI as blueprint YAML: validate, diff, sync."""
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Entry point: run the app and map every outcome to 0, 1 or 2 in this one place."""
     err = Console(stderr=True, highlight=False, emoji=False, no_color=bool(os.environ.get("NO_COLOR")))
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        result: Any = app(args=argv, prog_name="provision", standalone_mode=False)
+        # Bare `provision` shows the help once, as --help does: not a usage error.
+        result: Any = app(args=args or ["--help"], prog_name="provision", standalone_mode=False)
     except typer.Exit as exc:  # --help, --version
         return int(exc.exit_code or 0)
     except typer.Abort:

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .blueprints import Agent, Blueprint, Capability, CapabilityCatalog, FeatureCatalog, FeatureDef
+from .capabilities import CAPABILITY_KEYS, OVERRIDABLE_DEFAULTS
 from .errors import BlueprintError, Problem
 from .features import NATIVE_FEATURES, RESERVED_FEATURE_NAMES
 from .icons import resolve_icon
@@ -94,9 +95,11 @@ def load_catalog(root: Path, variables: Variables | None = None) -> Catalog:
 
     feature_icons = _check_features(features, feature_source, root, problems)
     known_features = NATIVE_FEATURES | set(features)
+    bad_serves: set[str] = set()  # capabilities whose `serves` is already reported
     if cap_source and not features_broken:  # else every custom feature would look unknown
         for name, cap in capabilities.items():
             if cap.serves and cap.serves not in known_features:
+                bad_serves.add(name)
                 problems.append(
                     cap_source.problem(
                         ("capabilities", name, "serves"),
@@ -110,7 +113,7 @@ def load_catalog(root: Path, variables: Variables | None = None) -> Catalog:
     for path in blueprint_files:
         source, blueprint = _load_model(path, Blueprint, problems, variables, used)
         if source and blueprint:
-            result = _check_blueprint(blueprint, source, capabilities, root, problems)
+            result = _check_blueprint(blueprint, source, capabilities, root, problems, bad_serves, cap_source)
             if result:
                 loaded.append(result)
     _check_unique_blueprint_ids(loaded, problems)
@@ -361,29 +364,37 @@ def _check_blueprint(
     capabilities: Mapping[str, Capability],
     root: Path,
     problems: list[Problem],
+    bad_serves: set[str] | frozenset[str] = frozenset(),
+    cap_source: SourceFile | None = None,
 ) -> LoadedBlueprint | None:
     before = len(problems)
     supported: set[str] = set()
+    calls_bad_serves = False  # then a default's "not supported" only repeats that error
     _check_unique(blueprint.steps, "steps", "step", source, problems)
     for s, step in enumerate(blueprint.steps):
         for c, name in enumerate(step.calls):
             cap = capabilities.get(name)
             if cap is None:
                 if capabilities:  # without a catalog every call would be reported again
+                    where = cap_source.path if cap_source else CAPABILITIES_FILE
                     problems.append(
                         source.problem(
                             ("steps", s, "calls", c),
-                            f"unknown capability {name!r}{_suggest(name, capabilities)}",
+                            f"unknown capability {name!r}{_suggest(name, capabilities)}; "
+                            f"capabilities are defined in {where}",
                         )
                     )
+            elif name in bad_serves:
+                calls_bad_serves = True
             elif cap.serves:
                 supported.add(cap.serves)
+    _check_openwebui_capabilities(blueprint, source, problems)
     _check_unique(blueprint.agents, "agents", "agent", source, problems)
     for a, agent in enumerate(blueprint.agents):
         if not blueprint.backend and not (agent.backend and agent.backend.url):
             problems.append(source.problem(("agents", a), "no backend: set backend.url on the blueprint or on this agent"))
         for d, feature in enumerate(agent.defaults):
-            if feature not in supported and capabilities:  # without a catalog nothing is supported
+            if feature not in supported and capabilities and not calls_bad_serves:  # without a catalog nothing is supported
                 have = ", ".join(sorted(supported)) or "none"
                 problems.append(
                     source.problem(
@@ -412,6 +423,22 @@ def _icon(
     except ValueError as exc:
         problems.append(source.problem(path, str(exc)))
         return None
+
+
+def _check_openwebui_capabilities(blueprint: Blueprint, source: SourceFile, problems: list[Problem]) -> None:
+    """Each key of openwebui_capabilities must be one a blueprint may set; errors on the key's line."""
+    allowed = ", ".join(OVERRIDABLE_DEFAULTS)
+    for key in blueprint.openwebui_capabilities:
+        if key in OVERRIDABLE_DEFAULTS:
+            continue
+        if key in CAPABILITY_KEYS:
+            why = (
+                f"cannot set {key}; a blueprint may set only {allowed} (the feature toggles follow "
+                "its capabilities; memory, builtin_tools and terminal stay off)"
+            )
+        else:
+            why = f"unknown Open WebUI capability {key!r}{_suggest(key, OVERRIDABLE_DEFAULTS)}; a blueprint may set {allowed}"
+        problems.append(source.problem(("openwebui_capabilities", key), why))
 
 
 def _check_unique(items: list[Any], field: str, noun: str, source: SourceFile, problems: list[Problem]) -> None:

@@ -161,7 +161,7 @@ def short_pair(before: Any, after: Any) -> tuple[str, str]:
 def _text(value: Any) -> str:
     if value is _ABSENT:
         return "(absent)"
-    if isinstance(value, str) and value.startswith("sha256:"):
+    if isinstance(value, str) and (value.startswith("sha256:") or value == "(sensitive)"):
         return value
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 

@@ -138,15 +138,43 @@ def read_yaml(path: Path, display: str) -> tuple[SourceFile | None, list[Problem
 def _syntax_problem(display: str, exc: yaml.MarkedYAMLError) -> Problem:
     mark = exc.problem_mark or exc.context_mark
     line = mark.line + 1 if mark else None
+    column = f" at column {mark.column + 1}" if mark else ""
     reason = str(exc.problem or exc.context)
     if exc.problem and exc.context:  # "while parsing a flow sequence", where it started
         start = exc.context_mark.line + 1 if exc.context_mark else None
         reason += f" ({exc.context}{f' started on line {start}' if start and start != line else ''})"
     if "expected a single document" in reason:
-        reason = "a second YAML document starts here ('---'); put each blueprint in a file of its own"
-    elif "'\\t'" in reason:
+        return Problem(display, line, "", "a second YAML document starts here ('---'); put each blueprint in a file of its own")
+    if "'\\t'" in reason:
         reason += "; indent with spaces, not tabs"
-    return Problem(display, line, "", f"YAML syntax error: {reason}")
+    hint = syntax_hint(reason)
+    return Problem(display, line, "", f"YAML syntax error{column}: {reason}{f'. Hint: {hint}' if hint else ''}")
+
+
+# PyYAML's wording -> what usually went wrong, in plain words (first match wins).
+_HINTS: tuple[tuple[str, str], ...] = (
+    ("'\\t'", ""),  # the reason already says it
+    ("flow sequence", "a [list] written on one line must end with ] on that line; quote items that hold : , [ or ]"),
+    ("flow mapping", "a {mapping} written on one line must end with } on that line; quote values that hold : , { or }"),
+    ("mapping values are not allowed", "a value holds ': ' (quote the whole value) or this line is indented deeper than its key"),
+    ("could not find expected ':'", "a line inside a mapping lacks 'key: value', or a quoted value is not closed"),
+    ("did not find expected key", "this line is not indented like the keys above it"),
+    ("did not find expected '-' indicator", "this line is not indented like the list items above it"),
+    ("expected <block end>", "this line is not indented like the lines above it"),
+    ("unexpected end of stream", "a quote, [ or { is opened but never closed"),
+    ("found undefined alias", "*name refers to an anchor &name that is not defined; quote the value if * is meant as text"),
+    ("expected alphabetic or numeric character", "* and & start YAML aliases and anchors; quote the value if it is text"),
+    ("cannot start any token", "a value cannot start with this character; put the value in quotes"),
+    ("found unknown escape character", "inside \"double quotes\" a backslash starts an escape; use 'single quotes' or write \\\\"),
+)
+
+
+def syntax_hint(reason: str) -> str:
+    """A one-line hint for a YAML syntax error, or "" when there is none worth giving."""
+    for needle, hint in _HINTS:
+        if needle in reason:
+            return hint
+    return "YAML often notices a mistake a line late: check the line above too"
 
 
 class _Walker:

@@ -133,7 +133,7 @@ def test_custom_feature_cannot_reuse_a_native_name(tmp_path: Path) -> None:
 def test_capability_overrides_are_limited(tmp_path: Path) -> None:
     root = write_blueprint_dir(tmp_path, [blueprint("demo", openwebui_capabilities={"memory": True})])
     [problem] = problems_of(root)
-    assert "openwebui_capabilities: cannot set memory" in problem
+    assert "openwebui_capabilities.memory: cannot set memory" in problem
 
 
 def test_icon_that_is_not_an_image_is_rejected(tmp_path: Path) -> None:

@@ -220,7 +220,7 @@ def test_no_command_prints_or_logs_a_secret(owui, bundle, provision, tmp_path: P
     assert provision("validate", *bundle)[0] == 0
     assert provision("validate", *bundle, "-o", "json")[0] == 0
     assert provision("generate", "-p", bundle[1], "--out", str(tmp_path / "generated"))[0] == 0
-    for command in (["diff"], ["diff", "-o", "json"], ["sync", "--dry-run"], ["sync", "--dry-run", "-o", "json"]):
+    for command in (["diff"], ["diff", "-o", "json"], ["diff", "-o", "markdown"], ["sync", "--dry-run"], ["sync", "--dry-run", "-o", "json"]):
         assert provision(*command, *bundle)[0] == 0
     code, out, _ = provision("sync", *bundle, "-o", "json")
     assert code == 0 and json.loads(out)["result"]["failed"] == []
@@ -238,6 +238,7 @@ def test_no_command_prints_or_logs_a_secret(owui, bundle, provision, tmp_path: P
     [change] = json.loads(out)["changes"]
     assert change["fields"] == [{"path": "valves.API_KEYS", "before": "(sensitive)", "after": "(sensitive)"}]
     assert provision("diff", *bundle)[0] == 0
+    assert "| `valves.API_KEYS` | `(sensitive)` | `(sensitive)` |" in provision("diff", *bundle, "-o", "markdown")[1]
     assert provision("sync", *bundle)[0] == 0
     assert provision.exceptions == []
     assert not any(leaks(" ".join(argv)) for argv in provision.argv)  # the secrets came from env only
