@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -19,12 +20,13 @@ from typing import Annotated, Any, Optional
 import httpx
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from . import __version__
 from .apply import ApplyReport, apply_plan
 from .attachments import check_attachments
-from .client import TESTED_VERSIONS, OpenWebUIClient, check_url
-from .desired import FEATURE_FILTER_ID, build_desired
+from .client import TESTED_VERSIONS, OpenWebUIClient, check_url, http_log
+from .desired import FEATURE_FILTER_ID, build_desired, insecure_backends
 from .errors import ApplyError, BlueprintError, ConfigError, Problem, ProvisionError
 from .function_files import (
     FunctionFile,
@@ -39,6 +41,7 @@ from .plan import Plan, make_plan
 from .render import render_orphans, render_plan
 from .state import Kind
 from .targets import TARGETS_FILE, Target, select_target, targets_problems
+from .text import visible
 from .variables import ALWAYS_SECRET, Variables
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
@@ -196,11 +199,16 @@ def _read_token(token_file: Optional[Path], token_env: Optional[str] = "OPENWEBU
     return env_token
 
 
-def _connect(conn: Connection) -> OpenWebUIClient:
+def _credentials(conn: Connection) -> tuple[str, str]:
+    """The checked base URL and the admin token."""
     if not conn.url:
         raise ConfigError("no Open WebUI URL: pass --url or set OPENWEBUI_URL")
     url = check_url(conn.url, insecure=conn.insecure)
-    token = _read_token(conn.token_file, conn.token_env)
+    return url, _read_token(conn.token_file, conn.token_env)
+
+
+def _connect(conn: Connection, credentials: tuple[str, str] | None = None) -> OpenWebUIClient:
+    url, token = credentials or _credentials(conn)
     return OpenWebUIClient(base_url=url, token=token, http=make_http_client(conn.timeout))
 
 
@@ -312,25 +320,43 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
     adopted = _parse_adopt(opts.adopt)
     prune = opts.prune
     catalog, functions = load_bundle(opts.path, opts.functions, opts.bundle, opts.variables)
-    client = _connect(conn)
+    print_notes(catalog, err)
+    credentials = _credentials(conn)
+    client = _connect(conn, credentials)
     try:
         version = client.version()
         if not version.startswith(TESTED_VERSIONS):
             err.print(
-                f"Warning: Open WebUI {version or '(unknown version)'} is outside the tested range "
+                f"Warning: Open WebUI {visible(version) or '(unknown version)'} is outside the tested range "
                 f"({', '.join(v + 'x' for v in TESTED_VERSIONS)}); continuing.",
                 soft_wrap=True,
+                markup=False,
             )
         uses_groups = any(
             not isinstance(agent.access, str) for lb in catalog.blueprints for agent in lb.blueprint.agents
         )
         groups = {str(g.get("name")): str(g.get("id")) for g in client.list_groups()} if uses_groups else {}
         observed = observe(client.list_models(), client.list_functions())
-        desired = build_desired(catalog, functions, groups, env=os.environ)
+        # The token is passed so that no backend key variable may hold it.
+        desired = build_desired(catalog, functions, groups, env=os.environ, token=credentials[1])
         return make_plan(desired, observed, prune=prune, adopt=adopted), client
     except BaseException:
         client.close()
         raise
+
+
+def print_notes(catalog: Catalog, err: Console) -> None:
+    """Files in the blueprint directory that were not read, each with why, and every backend
+    allowed plain http off loopback, on stderr."""
+    for note in catalog.notes:
+        err.print(f"Note: {visible(str(note))}", soft_wrap=True, markup=False)
+    for agent, host in insecure_backends(catalog):
+        err.print(
+            f"Warning: {agent}: plain http to {visible(host)} (insecure: true): its key and its chats cross "
+            "the network in clear text.",
+            soft_wrap=True,
+            markup=False,
+        )
 
 
 def _print_plan(plan: Plan, opts: "RunOptions", out: Console, err: Console) -> None:
@@ -364,7 +390,7 @@ def validate(
     With --target, every ${NAME} must also resolve from that target's variables or the
     environment; without, only the references' syntax is checked.
     """
-    out, _ = _consoles(no_color)
+    out, err = _consoles(no_color)
     try:
         selected = select_target(target, targets_file) if target else None
         extra = targets_problems(targets_file) if selected is None and targets_file.is_file() else []
@@ -385,8 +411,10 @@ def validate(
         "agents": len(desired.models),
         "functions": len(files),
     }
+    print_notes(catalog, err)
     if output is Output.json:
-        sys.stdout.write(json.dumps({"valid": True, **counts}) + "\n")
+        notes = [{"file": n.file, "message": n.message} for n in catalog.notes]
+        sys.stdout.write(json.dumps({"valid": True, **counts, "notes": notes}) + "\n")
     else:
         out.print(
             f"Valid: {counts['blueprints']} blueprints, {counts['agents']} agents, "
@@ -560,14 +588,15 @@ def list_managed(
     table.add_column("agent", no_wrap=True)
     for column in ("name", "toggles", "on by default", "access"):
         table.add_column(column, overflow="fold")
-    for a in agents:
-        table.add_row(a["agent"], a["name"], ", ".join(a["features"]) or "-", ", ".join(a["defaults"]) or "-", a["access"])
+    for a in agents:  # rows come from the instance: show what a reader cannot see
+        cells = (a["agent"], a["name"], ", ".join(a["features"]) or "-", ", ".join(a["defaults"]) or "-", a["access"])
+        table.add_row(*(escape(visible(str(c))) for c in cells))
     out.print(table)
     table = Table(title=f"Functions ({len(functions)})", title_justify="left")
     for column in ("id", "type", "active", "global"):
         table.add_column(column, overflow="fold")
     for f in functions:
-        table.add_row(f["id"], f["type"] or "", "yes" if f["active"] else "no", "yes" if f["global"] else "no")
+        table.add_row(escape(visible(str(f["id"]))), escape(visible(str(f["type"] or ""))), "yes" if f["active"] else "no", "yes" if f["global"] else "no")
     out.print(table)
     return EXIT_OK
 
@@ -579,8 +608,9 @@ def generate(
     no_color: NoColorOpt = False,
 ) -> int:
     """Write the toggle filters sync renders (one per custom feature) into a directory, to read them."""
-    out, _ = _consoles(no_color)
+    out, err = _consoles(no_color)
     catalog = load_catalog(path, _variables(None, strict=False))
+    print_notes(catalog, err)
     done = write_toggle_files(catalog, out_dir)
     for action, file in done:
         out.print(f"{action:8} {file}", soft_wrap=True)
@@ -627,14 +657,41 @@ def _print_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+_verbose_handler: Optional[logging.Handler] = None
+
+
+def _log_http_calls() -> None:
+    """Show client.http_log on stderr: method, path, status and time; never headers or bodies."""
+    global _verbose_handler
+    _stop_logging_http_calls()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("http: %(message)s"))
+    http_log.addHandler(handler)
+    http_log.setLevel(logging.INFO)
+    _verbose_handler = handler
+
+
+def _stop_logging_http_calls() -> None:
+    global _verbose_handler
+    if _verbose_handler is not None:
+        http_log.removeHandler(_verbose_handler)
+        http_log.setLevel(logging.NOTSET)
+        _verbose_handler = None
+
+
 @app.callback()
 def _root(
     version: Annotated[
         bool,
         typer.Option("--version", is_eager=True, callback=_print_version, help="Show the version and exit."),
     ] = False,
+    verbose: Annotated[
+        bool, typer.Option("-v", "--verbose", help="Log each HTTP call (method, path, status, time) to stderr.")
+    ] = False,
 ) -> None:
     """Keep AI agents behind Open WebUI as blueprint YAML: validate, diff, sync."""
+    if verbose:
+        _log_http_calls()
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -650,9 +707,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         err.print("Aborted.")
         return EXIT_ERROR
     except typer.TyperException as exc:  # usage errors: 1, not click's 2
-        err.print(f"Error: {exc.format_message()}", soft_wrap=True, markup=False)
+        err.print(f"Error: {visible(exc.format_message(), keep=chr(10))}", soft_wrap=True, markup=False)
         return EXIT_ERROR
     except ProvisionError as exc:
-        err.print(f"Error: {exc}", soft_wrap=True, markup=False)
+        # Messages carry file names and server answers: escape what a reader could not see.
+        err.print(f"Error: {visible(str(exc), keep=chr(10))}", soft_wrap=True, markup=False)
         return EXIT_ERROR
+    finally:
+        _stop_logging_http_calls()
     return int(result) if isinstance(result, int) else EXIT_OK

@@ -158,5 +158,5 @@ def test_backend_url_with_credentials_is_refused(tmp_path: Path) -> None:
     bp["backend"]["url"] = "https://agent:hunter2@agents.internal/demo"
     root = write_blueprint_dir(tmp_path, [bp])
     [problem] = problems_of(root)
-    assert "backend.url:" in problem and "no user or password" in problem
+    assert "backend.url:" in problem and "a user or password in the URL" in problem
     assert "hunter2" not in problem
