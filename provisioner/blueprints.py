@@ -202,11 +202,11 @@ class Blueprint(_Strict):
     icon: str | None = None
     backend: Backend | None = None
     # Overrides of the documented defaults in capabilities.OVERRIDABLE_DEFAULTS.
-# A function id in the user's functions folder (`filters:` / `actions:`): the file's stem.
-FunctionId = Annotated[
-    str, StringConstraints(pattern=r"^[a-z_][a-z0-9_]*$", min_length=1, max_length=128)
-]
     openwebui_capabilities: dict[str, StrictBool] = Field(default_factory=dict)
+    # The user's own functions (functions/) on every agent: filters run after the feature
+    # filter and the toggles (meta.filterIds), actions are buttons under answers (meta.actionIds).
+    filters: list[FunctionId] = Field(default_factory=list)
+    actions: list[FunctionId] = Field(default_factory=list)
     steps: list[Step] = Field(min_length=1)
     agents: list[Agent] = Field(min_length=1)
     # Which keys openwebui_capabilities may hold is checked by the loader, which knows each key's line.
