@@ -7,6 +7,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from . import __version__
+from .attachments import attached
 from .blueprints import GroupAccess
 from .capabilities import model_capabilities
 from .errors import BlueprintError, Problem
@@ -227,7 +228,12 @@ def _model_row(
             f"meta.capabilities.{key}": value
             for key, value in model_capabilities(supported, bp.openwebui_capabilities).items()
         },
-        "meta.filterIds": [FEATURE_FILTER_ID, *(toggle_filter_id(f) for f in custom)],
+        "meta.filterIds": [
+            FEATURE_FILTER_ID,
+            *(toggle_filter_id(f) for f in custom),
+            *attached(bp, agent, "filters"),  # the user's own run after ours
+        ],
+        "meta.actionIds": attached(bp, agent, "actions"),
         "meta.defaultFeatureIds": [f for f in agent.defaults if is_native(f)],
         "meta.defaultFilterIds": [toggle_filter_id(f) for f in agent.defaults if not is_native(f)],
         f"meta.{MARKER_KEY}": {
