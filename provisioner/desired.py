@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .blueprints import GroupAccess
+from .blueprints import GroupAccess, Suggestion
 from .capabilities import model_capabilities
 from .errors import BlueprintError, Problem
 from .function_files import FunctionFile
@@ -158,7 +158,18 @@ def _model_row(
     icon = lb.agent_icons.get(agent.id)
     if icon:
         fields["meta.profile_image_url"] = icon
+    suggestions = agent.suggestions if agent.suggestions is not None else bp.suggestions
+    if suggestions is not None:  # unset: the row keeps what an admin chose
+        fields["meta.suggestion_prompts"] = [suggestion_prompt(s) for s in suggestions]
+    if bp.tags is not None or agent.tags is not None:
+        names = [*(bp.tags or []), *(agent.tags or [])]
+        fields["meta.tags"] = [{"name": name} for name in dict.fromkeys(names)]
     return ObjectState(kind="model", id=model_id(bp.id, agent.id), fields=fields)
+
+
+def suggestion_prompt(suggestion: Suggestion) -> dict[str, Any]:
+    """A suggestion as Open WebUI's chat placeholder reads it: two title lines and the prompt."""
+    return {"title": [suggestion.title, suggestion.subtitle], "content": suggestion.prompt}
 
 
 def _grants(
