@@ -32,6 +32,7 @@ from .function_files import (
     rendered_toggle_functions,
     write_toggle_files,
 )
+from .kept import keep_orphan_agents
 from .loader import Catalog, load_catalog
 from .observed import observe
 from .plan import Plan, make_plan
@@ -246,7 +247,8 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
         groups = {str(g.get("name")): str(g.get("id")) for g in client.list_groups()} if uses_groups else {}
         observed = observe(client.list_models(), client.list_functions())
         desired = build_desired(catalog, functions, groups, env=os.environ)
-        return make_plan(desired, observed, prune=prune, adopt=adopted), client
+        desired, kept_notes = keep_orphan_agents(desired, observed, prune=prune)
+        return make_plan(desired, observed, prune=prune, adopt=adopted, orphan_notes=kept_notes), client
     except BaseException:
         client.close()
         raise

@@ -60,6 +60,8 @@ class Plan:
     # Managed objects the blueprints no longer define, kept because --prune was not given.
     orphans: tuple[tuple[Kind, str], ...] = ()
     adopted: tuple[tuple[Kind, str], ...] = field(default=())
+    # Orphan model id -> what happens to it while kept (kept.py: whether the pipe still serves it).
+    orphan_notes: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def is_empty(self) -> bool:
@@ -93,7 +95,10 @@ class Plan:
                 }
                 for c in self.changes
             ],
-            "orphans": [{"kind": k, "id": i} for k, i in self.orphans],
+            "orphans": [
+                {"kind": k, "id": i, **({"note": self.orphan_notes[i]} if i in self.orphan_notes else {})}
+                for k, i in self.orphans
+            ],
         }
 
 
@@ -116,6 +121,7 @@ def make_plan(
     *,
     prune: bool = False,
     adopt: Collection[tuple[Kind, str]] = (),
+    orphan_notes: Mapping[str, str] | None = None,
 ) -> Plan:
     """Everything that must change for `observed` to match `desired`.
 
@@ -158,7 +164,8 @@ def make_plan(
     if conflicts:
         raise OwnershipError(conflicts)
     changes.sort(key=lambda c: (_KIND_ORDER[c.kind], c.id))
-    return Plan(tuple(changes), tuple(sorted(orphans)), tuple(sorted(adopted)))
+    notes = {i: n for i, n in (orphan_notes or {}).items() if ("model", i) in orphans}
+    return Plan(tuple(changes), tuple(sorted(orphans)), tuple(sorted(adopted)), notes)
 
 
 def _create(target: ObjectState) -> Change:
