@@ -8,7 +8,7 @@ image when the blueprint has none) survive, and apply writes exactly what the pl
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -62,6 +62,8 @@ class Plan:
     adopted: tuple[tuple[Kind, str], ...] = field(default=())
     # Orphan model id -> what happens to it while kept (kept.py: whether the pipe still serves it).
     orphan_notes: Mapping[str, str] = field(default_factory=dict)
+    # Workspace models whose base model is one of our agents (wrappers.py): warned about, never changed.
+    wrappers: tuple[Mapping[str, str], ...] = ()
 
     @property
     def is_empty(self) -> bool:
@@ -99,6 +101,7 @@ class Plan:
                 {"kind": k, "id": i, **({"note": self.orphan_notes[i]} if i in self.orphan_notes else {})}
                 for k, i in self.orphans
             ],
+            "wrappers": [dict(w) for w in self.wrappers],
         }
 
 
@@ -122,6 +125,7 @@ def make_plan(
     prune: bool = False,
     adopt: Collection[tuple[Kind, str]] = (),
     orphan_notes: Mapping[str, str] | None = None,
+    wrappers: Sequence[Mapping[str, str]] = (),
 ) -> Plan:
     """Everything that must change for `observed` to match `desired`.
 
@@ -165,7 +169,7 @@ def make_plan(
         raise OwnershipError(conflicts)
     changes.sort(key=lambda c: (_KIND_ORDER[c.kind], c.id))
     notes = {i: n for i, n in (orphan_notes or {}).items() if ("model", i) in orphans}
-    return Plan(tuple(changes), tuple(sorted(orphans)), tuple(sorted(adopted)), notes)
+    return Plan(tuple(changes), tuple(sorted(orphans)), tuple(sorted(adopted)), notes, tuple(wrappers))
 
 
 def _create(target: ObjectState) -> Change:
