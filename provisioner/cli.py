@@ -36,8 +36,10 @@ from .kept import keep_orphan_agents
 from .loader import Catalog, load_catalog
 from .observed import observe
 from .plan import Plan, make_plan
-from .render import render_orphans, render_plan
+from .render import render_notes, render_orphans, render_plan
+from .features import NATIVE_FEATURES
 from .state import Kind
+from .toggle_filters import toggle_filter_id
 from .wrappers import find_wrappers, render_wrappers, with_owner_names
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
@@ -252,11 +254,26 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
         desired, kept_notes = keep_orphan_agents(desired, observed, prune=prune)
         agent_ids = set(desired.models) | {i for i, m in observed.models.items() if m.managed}
         wrappers = _named_wrappers(client, find_wrappers(rows, agent_ids))
-        plan = make_plan(desired, observed, prune=prune, adopt=adopted, orphan_notes=kept_notes, wrappers=wrappers)
+        plan = make_plan(
+            desired, observed, prune=prune, adopt=adopted, orphan_notes=kept_notes, wrappers=wrappers,
+            notes=native_toggle_notes(catalog),
+        )
         return plan, client
     except BaseException:
         client.close()
         raise
+
+
+def native_toggle_notes(catalog: Catalog) -> list[str]:
+    """How the native features the blueprints use reach agents (README "How features work")."""
+    native = sorted({f for lb in catalog.blueprints for f in lb.supported_features} & NATIVE_FEATURES)
+    if not native:
+        return []
+    return [
+        f"{', '.join(native)} reach agents as the bundle's own toggles "
+        f"({', '.join(toggle_filter_id(f) for f in native)}), on any instance configuration; "
+        "Open WebUI's own toggles for them stay off on agent rows, so it never runs them for an agent."
+    ]
 
 
 def _named_wrappers(client: OpenWebUIClient, wrappers: list[dict[str, str]]) -> list[dict[str, str]]:
@@ -272,6 +289,7 @@ def _print_plan(plan: Plan, output: Output, out: Console, err: Console) -> None:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
         render_plan(data, out)
+    render_notes(data, err)
     render_orphans(data, err)
     render_wrappers(data["wrappers"], err)
 
@@ -384,6 +402,7 @@ def _run(opts: RunOptions, conn: Connection) -> int:
             return EXIT_CHANGES if opts.detailed_exitcode and not plan.is_empty else EXIT_OK
         if opts.output is Output.text:
             render_plan(plan.to_json(), out)
+            render_notes(plan.to_json(), err)
             render_orphans(plan.to_json(), err)
             render_wrappers(plan.to_json()["wrappers"], err)
         if not opts.yes and sys.stdin.isatty() and not os.environ.get("CI"):

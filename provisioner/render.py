@@ -65,6 +65,13 @@ def render_plan(plan_json: dict[str, Any], out: Console) -> None:
     out.print(summary_line(plan_json["summary"]), soft_wrap=True)
 
 
+def render_notes(plan_json: dict[str, Any], err: Console) -> None:
+    """The plan's notes, only when it changes something (a clean diff stays quiet)."""
+    if plan_json["changes"]:
+        for note in plan_json.get("notes") or []:
+            err.print(f"Note: {note}", soft_wrap=True, markup=False)
+
+
 def render_orphans(plan_json: dict[str, Any], err: Console) -> None:
     orphans = plan_json.get("orphans") or []
     if not orphans:
