@@ -28,7 +28,8 @@ from provisioner.plan import make_plan
 from tests.builders import REPO, SAMPLE_MODEL_IDS
 
 PROVISION = Path(sys.executable).with_name("provision")
-FUNCTIONS = ["aihub_agent_pipe", "aihub_feature_filter", "aihub_toggle_deep_research", "aihub_toggle_user_files"]
+FUNCTIONS = ["aihub_agent_pipe", "aihub_feature_filter", "aihub_toggle_code_interpreter", "aihub_toggle_deep_research",
+             "aihub_toggle_user_files", "aihub_toggle_web_search"]
 MODELS = list(SAMPLE_MODEL_IDS)
 ANOTHER_SYNC = "another sync running at the same time"
 

@@ -158,7 +158,7 @@ def test_unmarked_objects_the_blueprints_do_not_want_survive_prune_and_adopt(owu
     before = {key: record_bytes(owui, *key) for key in untouchable}
     # A managed field drifted, so this sync has real writes to make.
     row = get(owui, "/api/v1/models/model", id="aihub_agent_pipe.research-assistant.default")
-    row["meta"]["capabilities"]["web_search"] = False
+    row["meta"]["capabilities"]["web_search"] = True
     with owui.client() as http:
         http.post("/api/v1/models/model/update", json={k: row[k] for k in ("id", "base_model_id", "name", "meta", "params")}).raise_for_status()
 

@@ -93,3 +93,12 @@ def test_a_kept_agent_never_shows_its_key_in_a_plan(capsys, fake, tmp_path: Path
     (root / "live.yaml").write_text((root / "live.yaml").read_text().replace("name: Live agent", "name: Renamed"))
     code, out, err = run(capsys, "diff", "-p", str(root), *BUNDLE, "-o", "json")
     assert code == 0 and "old-secret-value-123456" not in out + err
+
+
+def test_keeping_an_agent_from_the_middle_of_the_valve_writes_nothing(capsys, fake, tmp_path: Path) -> None:
+    root = write_blueprint_dir(tmp_path / "bp", [blueprint("a"), blueprint("m"), blueprint("z")])
+    assert run(capsys, "sync", "-p", str(root), *BUNDLE)[0] == 0
+    (root / "m.yaml").unlink()
+    code, out, err = run(capsys, "diff", "-p", str(root), *BUNDLE)
+    assert code == 0 and "No changes." in out, out
+    assert list(agents_valve(fake)) == ["a.default", "m.default", "z.default"]
