@@ -23,7 +23,7 @@ from rich.console import Console
 from . import __version__
 from .apply import ApplyReport, apply_plan
 from .client import TESTED_VERSIONS, OpenWebUIClient, check_url
-from .desired import FEATURE_FILTER_ID, build_desired
+from .desired import FEATURE_FILTER_ID, PIPE_FUNCTION_ID, build_desired
 from .errors import ApplyError, BlueprintError, ConfigError, Problem, ProvisionError
 from .function_files import (
     FunctionFile,
@@ -446,14 +446,15 @@ def list_managed(
     """Show the agents and functions provision manages on the instance."""
     from rich.table import Table
 
-    from .listing import managed_agents, managed_functions
+    from .listing import managed_agents, managed_functions, served_agent_ids
 
     out, err = _consoles(no_color)
     with _connect(Connection(url, token_file, insecure, timeout)) as client:
         groups = {str(g.get("id")): str(g.get("name")) for g in client.list_groups()}
         rows = client.list_models()
-        agents = managed_agents(rows, groups)
-        functions = managed_functions(client.list_functions())
+        all_functions = client.list_functions()
+        agents = managed_agents(rows, groups, served_agent_ids(all_functions, PIPE_FUNCTION_ID))
+        functions = managed_functions(all_functions)
         wrappers = _named_wrappers(client, find_wrappers(rows, {str(a["id"]) for a in agents}))
     render_wrappers(wrappers, err)
     if output is Output.json:
@@ -461,10 +462,11 @@ def list_managed(
         return EXIT_OK
     table = Table(title=f"Agents ({len(agents)}), model id aihub_agent_pipe.<agent>", title_justify="left")
     table.add_column("agent", no_wrap=True)
-    for column in ("name", "toggles", "on by default", "access"):
+    for column in ("name", "toggles", "on by default", "access", "served"):
         table.add_column(column, overflow="fold")
     for a in agents:
-        table.add_row(a["agent"], a["name"], ", ".join(a["features"]) or "-", ", ".join(a["defaults"]) or "-", a["access"])
+        served = {True: "yes", False: "NO: chats fail", None: "no pipe"}[a["served"]]
+        table.add_row(a["agent"], a["name"], ", ".join(a["features"]) or "-", ", ".join(a["defaults"]) or "-", a["access"], served)
     out.print(table)
     table = Table(title=f"Functions ({len(functions)})", title_justify="left")
     for column in ("id", "type", "active", "global"):

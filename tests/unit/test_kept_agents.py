@@ -102,3 +102,18 @@ def test_keeping_an_agent_from_the_middle_of_the_valve_writes_nothing(capsys, fa
     code, out, err = run(capsys, "diff", "-p", str(root), *BUNDLE)
     assert code == 0 and "No changes." in out, out
     assert list(agents_valve(fake)) == ["a.default", "m.default", "z.default"]
+
+
+def test_list_says_whether_the_pipe_serves_each_agent(capsys, fake, tmp_path: Path) -> None:
+    root = two_blueprints(tmp_path / "bp")
+    assert run(capsys, "sync", "-p", str(root), *BUNDLE)[0] == 0
+    (root / "old.yaml").unlink()
+    assert run(capsys, "sync", "-p", str(root), *BUNDLE)[0] == 0
+    code, out, _ = run(capsys, "list", "-o", "json")
+    assert {a["agent"]: a["served"] for a in json.loads(out)["agents"]} == {"live.default": True, "old.default": True}
+    valves = fake.functions["aihub_agent_pipe"]["valves"]
+    valves["AGENTS"] = json.dumps([e for e in json.loads(valves["AGENTS"]) if e["id"] != "old.default"])
+    code, out, _ = run(capsys, "list", "-o", "json")
+    assert {a["agent"]: a["served"] for a in json.loads(out)["agents"]} == {"live.default": True, "old.default": False}
+    code, out, _ = run(capsys, "list")
+    assert code == 0 and "NO: chats fail" in out
