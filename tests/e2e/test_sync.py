@@ -137,7 +137,8 @@ def test_prune_removes_a_dropped_blueprint_and_nothing_else(owui, bundle, record
     assert code == 0 and "No changes." in out and "--prune" in err and "still served by the pipe" in err
     assert len(get(owui, "/api/v1/models/all")) == 6
     code, out, _ = provision(capsys, "sync", *args, "--prune")
-    assert code == 0 and "0 to add, 0 to change, 3 to destroy" in out
+    # the rows go, and their entries leave the pipe's AGENTS valve
+    assert code == 0 and "0 to add, 1 to change, 3 to destroy" in out and "valves.AGENTS[support-desk.tier1]" in out
     remaining = {r["id"] for r in get(owui, "/api/v1/models/all")}
     assert remaining == SAMPLE_MODELS - {m for m in SAMPLE_MODELS if ".support-desk." in m}
     assert len(get(owui, "/api/v1/functions/export")) == 6  # bundle (2) + toggles (4)
