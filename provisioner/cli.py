@@ -335,12 +335,24 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
         signing_key = history_signing_key(observed, fresh=secrets.token_urlsafe(32))
         # The token is passed so that no backend key variable may hold it.
         desired = build_desired(
-            catalog, functions, groups, env=os.environ, token=credentials[1], signing_key=signing_key
+            catalog,
+            functions,
+            groups,
+            env=os.environ,
+            token=credentials[1],
+            token_variables=_token_variables(conn.token_env),
+            signing_key=signing_key,
         )
         return make_plan(desired, observed, prune=prune, adopt=adopted), client
     except BaseException:
         client.close()
         raise
+
+
+def _token_variables(token_env: Optional[str]) -> set[str]:
+    """A target's own token variable (OPENWEBUI_TOKEN and OPENWEBUI_TOKEN_FILE are refused by name
+    in every blueprint already, blueprints.TOKEN_VARIABLES)."""
+    return {token_env} if token_env else set()
 
 
 def print_notes(catalog: Catalog, err: Console) -> None:
@@ -398,7 +410,9 @@ def validate(
             raise BlueprintError([*exc.problems, *extra]) from None
         if extra:
             raise BlueprintError(extra)
-        desired = build_desired(catalog, files, groups=None)
+        desired = build_desired(
+            catalog, files, groups=None, token_variables=_token_variables(selected.token_env if selected else None)
+        )
     except BlueprintError as exc:
         if output is Output.json:  # the machine form of the problems; the text still goes to stderr
             problems = [dataclasses.asdict(p) for p in exc.problems]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from . import __version__
@@ -34,16 +34,18 @@ def build_desired(
     groups: Mapping[str, str] | None,
     env: Mapping[str, str] | None = None,
     token: str | None = None,
+    token_variables: Collection[str] = (),
     signing_key: str | None = None,
 ) -> InstanceState:
     """The desired instance.
 
     `groups` maps group name -> id and `env` holds the backends' API keys; None for either means
-    offline (`validate`): groups and secrets are not resolved. `token` is the admin token in use:
-    no backend key may hold it. `signing_key` is the pipe's HISTORY_SIGNING_KEY (the live one, or
-    a fresh one when the instance has none: see `history_signing_key`); None leaves that valve
-    out. Raises BlueprintError naming the file, line and field of every group or API-key variable
-    that does not exist, and of every key variable holding the token.
+    offline (`validate`): groups and secrets are not resolved. `token` is the admin token in use
+    and `token_variables` the variables a target reads it from: no backend key may be either.
+    `signing_key` is the pipe's HISTORY_SIGNING_KEY (the live one, or a fresh one when the
+    instance has none: see `history_signing_key`); None leaves that valve out. Raises
+    BlueprintError naming the file, line and field of every group or API-key variable that does
+    not exist, and of every key variable holding the token.
     """
     problems: list[Problem] = []
     models: dict[str, ObjectState] = {}
@@ -51,7 +53,7 @@ def build_desired(
         for index, _agent in enumerate(lb.blueprint.agents):
             row = _model_row(lb, index, groups, problems)
             models[row.id] = row
-    pipe_valves = _pipe_valves(catalog, env, token, problems)
+    pipe_valves = _pipe_valves(catalog, env, token, frozenset(token_variables), problems)
     if signing_key:
         pipe_valves[PIPE_SIGNING_VALVE] = signing_key
     if problems:
@@ -160,7 +162,11 @@ def _key_path(lb: LoadedBlueprint, index: int) -> tuple[str | int, ...]:
 
 
 def _pipe_valves(
-    catalog: Catalog, env: Mapping[str, str] | None, token: str | None, problems: list[Problem]
+    catalog: Catalog,
+    env: Mapping[str, str] | None,
+    token: str | None,
+    token_variables: frozenset[str],
+    problems: list[Problem],
 ) -> dict[str, str]:
     agents: list[dict[str, Any]] = []
     keys: dict[str, str] = {}
@@ -169,6 +175,15 @@ def _pipe_valves(
         for index, entry in enumerate(agent_backends(lb)):
             agents.append(entry)  # every entry has a url: the loader checks that
             name = entry["api_key"]
+            if name in token_variables:
+                problems.append(
+                    lb.source.problem(
+                        _key_path(lb, index),
+                        f"{name} holds the target's Open WebUI admin token (its token_env); a backend must "
+                        "never receive it: give the backend a key of its own in another variable",
+                    )
+                )
+                continue
             if not name or env is None or (name, entry["key_from"]) in checked:
                 continue
             checked.add((name, entry["key_from"]))

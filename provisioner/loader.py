@@ -172,8 +172,9 @@ def _yaml_files(root: Path, problems: list[Problem]) -> list[Path]:
 
 
 # A blueprint directory in a big repository could hold thousands of unrelated files: name this
-# many, then count the rest.
+# many, count the rest, and stop looking after MAX_SURVEYED entries.
 MAX_NOTES = 50
+MAX_SURVEYED = 10_000
 
 
 def _unread_files(root: Path, read: set[Path]) -> list[Problem]:
@@ -183,8 +184,12 @@ def _unread_files(root: Path, read: set[Path]) -> list[Problem]:
     otherwise skipped without a word, and its agents silently drop out of the pipe.
     """
     notes: list[Problem] = []
-    extra = 0
+    extra = surveyed = 0
     for directory, dirnames, filenames in os.walk(root, onerror=lambda _exc: None):
+        surveyed += len(dirnames) + len(filenames)
+        if surveyed > MAX_SURVEYED:
+            notes.append(Problem(str(root), None, "", f"more than {MAX_SURVEYED} files: the rest were not looked at"))
+            break
         here = Path(directory)
         hidden = sorted(d for d in dirnames if d.startswith("."))
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
@@ -298,9 +303,7 @@ _ALL_FIELDS = {
     name
     for model in (Blueprint, Agent, CapabilityCatalog, Capability, FeatureCatalog, FeatureDef)
     for name in model.model_fields
-} | {"groups", "transport", "url", "model", "api_key_env", "api_key_from", "insecure", "calls"} | {
-    "targets", "token_env", "token_file", "variables"
-}
+} | {"groups", "transport", "url", "model", "api_key_env", "api_key_from", "insecure", "calls"} | {"targets", "token_env", "token_file", "variables"}
 
 def pydantic_problems(exc: ValidationError, source: SourceFile) -> list[Problem]:
     """One Problem per pydantic error, with the loc mapped onto the YAML's own path and line."""
@@ -509,22 +512,6 @@ def _icon(
         return None
 
 
-def _check_openwebui_capabilities(blueprint: Blueprint, source: SourceFile, problems: list[Problem]) -> None:
-    """Each key of openwebui_capabilities must be one a blueprint may set; errors on the key's line."""
-    allowed = ", ".join(OVERRIDABLE_DEFAULTS)
-    for key in blueprint.openwebui_capabilities:
-        if key in OVERRIDABLE_DEFAULTS:
-            continue
-        if key in CAPABILITY_KEYS:
-            why = (
-                f"cannot set {key}; a blueprint may set only {allowed} (the feature toggles follow "
-                "its capabilities; memory, builtin_tools and terminal stay off)"
-            )
-        else:
-            why = f"unknown Open WebUI capability {key!r}{_suggest(key, OVERRIDABLE_DEFAULTS)}; a blueprint may set {allowed}"
-        problems.append(source.problem(("openwebui_capabilities", key), why))
-
-
 def check_no_repeats(values: list[str], path: PathKey, source: SourceFile, problems: list[Problem]) -> None:
     """A value listed twice is an error (it would be written twice, e.g. a doubled defaultFilterIds)."""
     first: dict[str, int] = {}
@@ -577,6 +564,22 @@ def _check_backend(
                 "`api_key_from: server` needs `api_key_env`: the name of the variable the Open WebUI server reads",
             )
         )
+
+
+def _check_openwebui_capabilities(blueprint: Blueprint, source: SourceFile, problems: list[Problem]) -> None:
+    """Each key of openwebui_capabilities must be one a blueprint may set; errors on the key's line."""
+    allowed = ", ".join(OVERRIDABLE_DEFAULTS)
+    for key in blueprint.openwebui_capabilities:
+        if key in OVERRIDABLE_DEFAULTS:
+            continue
+        if key in CAPABILITY_KEYS:
+            why = (
+                f"cannot set {key}; a blueprint may set only {allowed} (the feature toggles follow "
+                "its capabilities; memory, builtin_tools and terminal stay off)"
+            )
+        else:
+            why = f"unknown Open WebUI capability {key!r}{_suggest(key, OVERRIDABLE_DEFAULTS)}; a blueprint may set {allowed}"
+        problems.append(source.problem(("openwebui_capabilities", key), why))
 
 
 def _check_unique(items: list[Any], field: str, noun: str, source: SourceFile, problems: list[Problem]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .render import leaf_changes, short_pair, summary_line
+from .text import visible
 
 _SYMBOL = {"create": "+", "update": "~", "delete": "-"}
 # More objects than this, or more changed fields than MAX_OPEN_FIELDS: details start collapsed.
@@ -112,8 +113,9 @@ def _code(text: str) -> str:
 
 
 def _cell(text: str) -> str:
-    """One line, with the table's column separator escaped (GitHub honours `\\|` in code spans too)."""
-    return text.replace("\r", " ").replace("\n", " ").replace("|", "\\|")
+    """One line, with the table's column separator escaped (GitHub honours `\\|` in code spans too),
+    and control or bidirectional characters (U+202E, NUL, ESC) shown as escapes (text.visible)."""
+    return visible(text, keep="\r\n").replace("\r", " ").replace("\n", " ").replace("|", "\\|")
 
 
 def _html(text: str) -> str:

@@ -89,10 +89,10 @@ def _expand_string(text: str, path: PathKey, source: SourceFile, variables: Vari
             return "${"
         inner = match.group(1)
         if inner is None:
-            result.problems.append(source.problem(path, f"unclosed '${{' : {SYNTAX_HINT}"))
+            result.problems.append(source.problem(path, f"unclosed '${{': {SYNTAX_HINT}"))
             return whole
         parsed = _EXPRESSION.fullmatch(inner)
-        if parsed is None:
+        if parsed is None or "${" in (parsed.group("default") or ""):  # nesting is not supported
             result.problems.append(source.problem(path, f"bad variable reference {whole!r}: {SYNTAX_HINT}"))
             return whole
         name, default = parsed.group("name"), parsed.group("default")

@@ -80,6 +80,19 @@ def test_sync_with_a_key_variable_holding_the_token_writes_nothing(capsys, fake:
     assert fake.writes == []
 
 
+def test_a_targets_token_variable_is_refused_as_a_backend_key(capsys, fake: FakeOpenWebUI, monkeypatch, tmp_path: Path) -> None:
+    targets = tmp_path / "targets.yaml"
+    targets.write_text(f"targets:\n  local:\n    url: {fake.base_url}\n    token_env: LOCAL_TOKEN\n")
+    bp = blueprint("desk")
+    bp["backend"].update(api_key_env="LOCAL_TOKEN", api_key_from="server")  # sync would not even read it
+    args = [*workspace(tmp_path, bp), "--targets-file", str(targets), "--target", "local"]
+    monkeypatch.setenv("LOCAL_TOKEN", TOKEN)
+    for command in ("validate", "diff", "sync"):
+        code, _, err = run(capsys, command, *args)
+        assert code == 1 and "backend.api_key_env: LOCAL_TOKEN holds the target's Open WebUI admin token" in err, err
+    assert fake.writes == []
+
+
 @pytest.mark.parametrize("name", ["OPENWEBUI_TOKEN", "OPENWEBUI_TOKEN_FILE", "WEBUI_SECRET_KEY"])
 @pytest.mark.parametrize("key_from", ["sync", "server"])
 def test_naming_a_token_variable_is_refused_offline(capsys, tmp_path: Path, name: str, key_from: str) -> None:
@@ -192,7 +205,7 @@ def test_visible_escapes_controls_and_bidi_but_keeps_ordinary_text() -> None:
     assert visible("a\nb", keep="\n") == "a\nb"
 
 
-@pytest.mark.parametrize("output", ["text", "json"])
+@pytest.mark.parametrize("output", ["text", "json", "markdown"])
 def test_a_description_with_hidden_characters_is_escaped_in_the_plan(capsys, fake: FakeOpenWebUI, tmp_path: Path, output: str) -> None:
     bp = blueprint("desk")
     assert run(capsys, "sync", "--yes", *workspace(tmp_path, bp))[0] == 0
@@ -283,3 +296,18 @@ def test_verbose_logs_failed_calls_and_retries_without_the_answer(capsys, fake: 
     lines = [line for line in err.splitlines() if line.startswith("http:")]
     assert lines[0].startswith("http: GET /api/version -> 503 in ") and lines[-1].endswith("(retry 3)"), err
     assert all(LOG_LINE.match(line) for line in lines) and "echo" not in "\n".join(lines)
+
+
+def test_a_huge_directory_is_surveyed_only_so_far_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import provisioner.loader as loader
+
+    monkeypatch.setattr(loader, "MAX_SURVEYED", 20)
+    monkeypatch.setattr(loader, "MAX_NOTES", 5)
+    root = write_blueprint_dir(tmp_path / "bp")
+    for i in range(10):
+        (root / f"notes-{i}.txt").write_text("x")
+    notes = [n.message for n in load_catalog(root).notes]
+    assert len(notes) == 6 and notes[-1] == "5 more files not read"
+    for i in range(30):
+        (root / f"more-{i}.txt").write_text("x")
+    assert [n.message for n in load_catalog(root).notes] == ["more than 20 files: the rest were not looked at"]

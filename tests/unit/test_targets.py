@@ -73,7 +73,7 @@ def test_unresolved_variable_names_file_line_and_field(tmp_path: Path) -> None:
 def test_offline_unresolved_variable_is_not_an_error_but_bad_syntax_is(tmp_path: Path) -> None:
     root = _bp_dir(tmp_path)
     load_catalog(root)  # offline: a placeholder stands in, the URL check waits for --target
-    for bad in ("${AGENTS_BASE_URL", "${1ST}/x", "${BASE:default}", "${}"):
+    for bad in ("${AGENTS_BASE_URL", "${1ST}/x", "${BASE:default}", "${}", "${A:-${B}}"):
         bp = blueprint("research")
         bp["backend"] = {"url": bad}
         root = write_blueprint_dir(tmp_path / "bad", [bp])
