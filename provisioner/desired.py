@@ -228,11 +228,10 @@ def _model_row(
         },
         # Every supported feature, native or custom, is one of the bundle's toggle filters, so it
         # shows whatever Open WebUI's instance-wide switches say (README "How features work").
-        # The user's own filters run after ours.
         "meta.filterIds": [
             FEATURE_FILTER_ID,
             *(toggle_filter_id(f) for f in supported),
-            *attached(bp, agent, "filters"),
+            *attached(bp, agent, "filters"),  # the user's own run after ours
         ],
         "meta.actionIds": attached(bp, agent, "actions"),
         "meta.defaultFeatureIds": [],

@@ -55,7 +55,8 @@ def keep_orphan_agents(
             continue
         kept.append(entry)
         key_name = entry.get("api_key")
-        if isinstance(key_name, str) and key_name and key_name not in keys and key_name in live_keys:
+        synced_key = entry.get("key_from", "sync") == "sync"  # "server": Open WebUI's environment holds it
+        if synced_key and isinstance(key_name, str) and key_name and key_name not in keys and key_name in live_keys:
             keys[key_name] = live_keys[key_name]
         notes[ident] = f"kept and still served by the pipe from {entry.get('url') or '(no url)'} (its last backend) until --prune"
     if not kept:

@@ -117,3 +117,13 @@ def test_list_says_whether_the_pipe_serves_each_agent(capsys, fake, tmp_path: Pa
     assert {a["agent"]: a["served"] for a in json.loads(out)["agents"]} == {"live.default": True, "old.default": False}
     code, out, _ = run(capsys, "list")
     assert code == 0 and "NO: chats fail" in out
+
+
+def test_a_kept_agent_whose_key_the_server_reads_gets_no_secret_written(capsys, fake, tmp_path: Path, monkeypatch) -> None:
+    old = blueprint("old", backend={"url": "http://127.0.0.1:8700/old", "api_key_env": "OLD_KEY", "api_key_from": "server"})
+    root = write_blueprint_dir(tmp_path / "bp", [blueprint("live"), old])
+    assert run(capsys, "sync", "-p", str(root), *BUNDLE)[0] == 0
+    (root / "old.yaml").unlink()
+    assert run(capsys, "sync", "-p", str(root), *BUNDLE)[0] == 0
+    assert agents_valve(fake)["old.default"]["key_from"] == "server"
+    assert keys_valve(fake) == {}
