@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from .blueprints import GroupAccess
+from . import __version__
+from .attachments import attached
+from .blueprints import GroupAccess, Suggestion
 from .capabilities import model_capabilities
 from .compat import Compat
 from .errors import BlueprintError, Problem
-from .features import is_native
 from .function_files import FunctionFile
 from .loader import Catalog, LoadedBlueprint
 from .state import MANAGED_BY, MARKER_KEY, InstanceState, ObjectState
 from .toggle_filters import toggle_filter_id
+from .urls import plain_http_host
 
 PIPE_FUNCTION_ID = "aihub_agent_pipe"
 FEATURE_FILTER_ID = "aihub_feature_filter"
@@ -32,14 +34,21 @@ def build_desired(
     functions: Sequence[FunctionFile],
     groups: Mapping[str, str] | None,
     env: Mapping[str, str] | None = None,
+    token: str | None = None,
+    token_variables: Collection[str] = (),
+    signing_key: str | None = None,
     compat: Compat | None = None,
 ) -> InstanceState:
     """The desired instance.
 
     `groups` maps group name -> id and `env` holds the backends' API keys; None for either means
-    offline (`validate`): groups and secrets are not resolved. `compat` is what the instance's
-    release needs (None: the pinned release). Raises BlueprintError naming the file, line and
-    field of every group or API-key variable that does not exist.
+    offline (`validate`): groups and secrets are not resolved. `token` is the admin token in use
+    and `token_variables` the variables a target reads it from: no backend key may be either.
+    `signing_key` is the pipe's HISTORY_SIGNING_KEY (the live one, or a fresh one when the
+    instance has none: see `history_signing_key`); None leaves that valve out. `compat` is what
+    the instance's release needs (None: the pinned release). Raises BlueprintError naming the
+    file, line and field of every group or API-key variable that does not exist, and of every
+    key variable holding the token.
     """
     problems: list[Problem] = []
     models: dict[str, ObjectState] = {}
@@ -47,7 +56,9 @@ def build_desired(
         for index, _agent in enumerate(lb.blueprint.agents):
             row = _model_row(lb, index, groups, problems)
             models[row.id] = row
-    pipe_valves = _pipe_valves(catalog, env, problems)
+    pipe_valves = _pipe_valves(catalog, env, token, frozenset(token_variables), problems)
+    if signing_key:
+        pipe_valves[PIPE_SIGNING_VALVE] = signing_key
     if problems:
         raise BlueprintError(problems)
     priority_in_valves = compat is not None and compat.filter_priority_in_valves
@@ -58,7 +69,8 @@ def build_desired(
             kind="function",
             id=pipe.id,
             fields={**pipe.fields, **pipe_valves},
-            sensitive=frozenset({PIPE_SECRET_VALVE}),
+            sensitive=frozenset({PIPE_SECRET_VALVE, PIPE_SIGNING_VALVE}),
+            written_by=pipe.written_by,
         )
     return InstanceState(functions=states, models=dict(sorted(models.items())))
 
@@ -75,56 +87,126 @@ def function_state(f: FunctionFile, priority_in_valves: bool = False) -> ObjectS
     }
     if priority_in_valves and f.priority is not None:
         fields["valves.priority"] = f.priority
-    return ObjectState(kind="function", id=f.id, fields=fields)
+    return ObjectState(kind="function", id=f.id, fields=fields, written_by=__version__)
 
 
 # The agent pipe's valves that sync writes (the pipe's Valves class declares the same names).
 PIPE_AGENTS_VALVE = "valves.AGENTS"
 PIPE_SECRET_VALVE = "valves.API_KEYS"
+# Signs the tool blocks the pipe renders, so an edited chat cannot forge a tool call next turn.
+PIPE_SIGNING_VALVE = "valves.HISTORY_SIGNING_KEY"
+SIGNING_KEY_MIN_LENGTH = 32
+
+
+def history_signing_key(observed: InstanceState, fresh: str) -> str:
+    """The live pipe's signing key when it has a usable one (a normal sync never rotates it, or
+    every signed tool block in every chat would stop counting), else `fresh`."""
+    pipe = observed.functions.get(PIPE_FUNCTION_ID)
+    live = pipe.fields.get(PIPE_SIGNING_VALVE) if pipe is not None else None
+    return live if isinstance(live, str) and len(live) >= SIGNING_KEY_MIN_LENGTH else fresh
+
+
+def _effective_backend(lb: LoadedBlueprint, index: int) -> dict[str, Any]:
+    """The blueprint's backend with the agent's override laid over it."""
+    bp = lb.blueprint
+    agent = bp.agents[index]
+    base = bp.backend.model_dump() if bp.backend else {}
+    override = agent.backend.model_dump(exclude_none=True) if agent.backend else {}
+    defaults = {"transport": "agui", "url": None, "model": None, "api_key_env": None, "api_key_from": "sync", "insecure": False}
+    return {**defaults, **base, **override}
 
 
 def agent_backends(lb: LoadedBlueprint) -> list[dict[str, Any]]:
-    """The AGENTS valve entries of one blueprint: where each agent runs and what it supports."""
+    """The AGENTS valve entries of one blueprint: where each agent runs and what it supports.
+
+    An entry with a key names it (`api_key`) and says who reads it (`key_from`: `sync` wrote it
+    into API_KEYS, or the Open WebUI `server` reads it from its own environment at chat time);
+    `insecure: true` appears only on a backend that allowed plain http off loopback.
+    """
     bp = lb.blueprint
     entries = []
-    for agent in bp.agents:
-        base = bp.backend.model_dump() if bp.backend else {}
-        override = agent.backend.model_dump(exclude_none=True) if agent.backend else {}
-        backend = {"transport": "agui", "url": None, "model": None, "api_key_env": None, **base, **override}
-        entries.append(
-            {
-                "id": f"{bp.id}.{agent.id}",
-                "name": agent.name,
-                "transport": backend["transport"],
-                "url": backend["url"],
-                "model": backend["model"] or (f"{bp.id}.{agent.id}" if backend["transport"] == "openai" else None),
-                "api_key": backend["api_key_env"],
-                "features": sorted(lb.supported_features),
-            }
-        )
+    for index, agent in enumerate(bp.agents):
+        backend = _effective_backend(lb, index)
+        entry: dict[str, Any] = {
+            "id": f"{bp.id}.{agent.id}",
+            "name": agent.name,
+            "transport": backend["transport"],
+            "url": backend["url"],
+            "model": backend["model"] or (f"{bp.id}.{agent.id}" if backend["transport"] == "openai" else None),
+            "api_key": backend["api_key_env"],
+        }
+        if backend["api_key_env"]:
+            entry["key_from"] = backend["api_key_from"]
+        if backend["insecure"]:
+            entry["insecure"] = True
+        entry["features"] = sorted(lb.supported_features)
+        entries.append(entry)
     return entries
 
 
-def _pipe_valves(catalog: Catalog, env: Mapping[str, str] | None, problems: list[Problem]) -> dict[str, str]:
+def insecure_backends(catalog: Catalog) -> list[tuple[str, str]]:
+    """(agent, host) for every agent whose backend is plain http off loopback (`insecure: true`)."""
+    found = []
+    for lb in catalog.blueprints:
+        for index, agent in enumerate(lb.blueprint.agents):
+            backend = _effective_backend(lb, index)
+            host = plain_http_host(backend["url"] or "")
+            if host and backend["insecure"]:
+                found.append((f"{lb.blueprint.id}.{agent.id}", host))
+    return found
+
+
+def _key_path(lb: LoadedBlueprint, index: int) -> tuple[str | int, ...]:
+    """Where the agent's key variable is named: its own backend override, or the blueprint's."""
+    override = lb.blueprint.agents[index].backend
+    if override and override.api_key_env:
+        return ("agents", index, "backend", "api_key_env")
+    return ("backend", "api_key_env")
+
+
+def _pipe_valves(
+    catalog: Catalog,
+    env: Mapping[str, str] | None,
+    token: str | None,
+    token_variables: frozenset[str],
+    problems: list[Problem],
+) -> dict[str, str]:
     agents: list[dict[str, Any]] = []
     keys: dict[str, str] = {}
+    checked: set[tuple[str, str]] = set()
     for lb in catalog.blueprints:
         for index, entry in enumerate(agent_backends(lb)):
             agents.append(entry)  # every entry has a url: the loader checks that
             name = entry["api_key"]
-            if not name or env is None or name in keys:
+            if name in token_variables:
+                problems.append(
+                    lb.source.problem(
+                        _key_path(lb, index),
+                        f"{name} holds the target's Open WebUI admin token (its token_env); a backend must "
+                        "never receive it: give the backend a key of its own in another variable",
+                    )
+                )
                 continue
-            if env.get(name):
-                keys[name] = env[name]
+            if not name or env is None or (name, entry["key_from"]) in checked:
                 continue
-            override = lb.blueprint.agents[index].backend
-            path = (
-                ("agents", index, "backend", "api_key_env")
-                if override and override.api_key_env
-                else ("backend", "api_key_env")
-            )
+            checked.add((name, entry["key_from"]))
+            value = env.get(name, "")
+            if token and value and token.strip() in value:
+                problems.append(
+                    lb.source.problem(
+                        _key_path(lb, index),
+                        f"environment variable {name} holds the Open WebUI admin token in use; a backend "
+                        "must never receive it: give the backend a key of its own",
+                    )
+                )
+                continue
+            if entry["key_from"] == "server":
+                continue  # the Open WebUI server reads it at chat time; sync needs no value
+            if value:
+                keys[name] = value
+                continue
             problems.append(
-                lb.source.problem(path, f"environment variable {name} is not set (it holds this backend's API key)")
+                lb.source.problem(_key_path(lb, index), f"environment variable {name} is not set (it holds this backend's API key)")
             )
     return {
         PIPE_AGENTS_VALVE: json.dumps(agents, ensure_ascii=False, separators=(",", ":")),
@@ -138,7 +220,6 @@ def _model_row(
     bp = lb.blueprint
     agent = bp.agents[index]
     supported = sorted(lb.supported_features)
-    custom = [f for f in supported if not is_native(f)]
     fields: dict[str, Any] = {
         "name": agent.name,
         "base_model_id": None,
@@ -148,9 +229,16 @@ def _model_row(
             f"meta.capabilities.{key}": value
             for key, value in model_capabilities(supported, bp.openwebui_capabilities).items()
         },
-        "meta.filterIds": [FEATURE_FILTER_ID, *(toggle_filter_id(f) for f in custom)],
-        "meta.defaultFeatureIds": [f for f in agent.defaults if is_native(f)],
-        "meta.defaultFilterIds": [toggle_filter_id(f) for f in agent.defaults if not is_native(f)],
+        # Every supported feature, native or custom, is one of the bundle's toggle filters, so it
+        # shows whatever Open WebUI's instance-wide switches say (README "How features work").
+        "meta.filterIds": [
+            FEATURE_FILTER_ID,
+            *(toggle_filter_id(f) for f in supported),
+            *attached(bp, agent, "filters"),  # the user's own run after ours
+        ],
+        "meta.actionIds": attached(bp, agent, "actions"),
+        "meta.defaultFeatureIds": [],
+        "meta.defaultFilterIds": [toggle_filter_id(f) for f in agent.defaults],
         f"meta.{MARKER_KEY}": {
             "managed_by": MANAGED_BY,
             "blueprint": bp.id,
@@ -162,7 +250,18 @@ def _model_row(
     icon = lb.agent_icons.get(agent.id)
     if icon:
         fields["meta.profile_image_url"] = icon
-    return ObjectState(kind="model", id=model_id(bp.id, agent.id), fields=fields)
+    suggestions = agent.suggestions if agent.suggestions is not None else bp.suggestions
+    if suggestions is not None:  # unset: the row keeps what an admin chose
+        fields["meta.suggestion_prompts"] = [suggestion_prompt(s) for s in suggestions]
+    if bp.tags is not None or agent.tags is not None:
+        names = [*(bp.tags or []), *(agent.tags or [])]
+        fields["meta.tags"] = [{"name": name} for name in dict.fromkeys(names)]
+    return ObjectState(kind="model", id=model_id(bp.id, agent.id), fields=fields, written_by=__version__)
+
+
+def suggestion_prompt(suggestion: Suggestion) -> dict[str, Any]:
+    """A suggestion as Open WebUI's chat placeholder reads it: two title lines and the prompt."""
+    return {"title": [suggestion.title, suggestion.subtitle], "content": suggestion.prompt}
 
 
 def _grants(

@@ -8,7 +8,7 @@ from typing import Any
 from .capabilities import CAPABILITY_KEYS
 from .compat import Compat
 from .desired import normalize_grants
-from .state import MARKER_KEY, InstanceState, ObjectState, get_path, is_managed
+from .state import MARKER_KEY, InstanceState, ObjectState, get_path, is_managed, split_marker
 
 MODEL_PATHS: tuple[str, ...] = (
     "name",
@@ -18,8 +18,11 @@ MODEL_PATHS: tuple[str, ...] = (
     "meta.profile_image_url",
     *(f"meta.capabilities.{key}" for key in CAPABILITY_KEYS),
     "meta.filterIds",
+    "meta.actionIds",
     "meta.defaultFeatureIds",
     "meta.defaultFilterIds",
+    "meta.suggestion_prompts",
+    "meta.tags",
     f"meta.{MARKER_KEY}",
 )
 FUNCTION_PATHS: tuple[str, ...] = (
@@ -45,9 +48,12 @@ def observe(
 
 def observed_model(raw: Mapping[str, Any], compat: Compat | None = None) -> ObjectState:
     fields = {path: get_path(raw, path) for path in MODEL_PATHS}
+    if fields["meta.actionIds"] is None:  # no key means no actions: rows from before need no write
+        fields["meta.actionIds"] = []
     grants = compat.observed_grants(raw) if compat else raw.get("access_grants")
     fields["access_grants"] = normalize_grants(grants)
-    return ObjectState("model", str(raw["id"]), fields, is_managed(raw.get("meta")), raw)
+    fields[f"meta.{MARKER_KEY}"], version = split_marker(fields[f"meta.{MARKER_KEY}"])
+    return ObjectState("model", str(raw["id"]), fields, is_managed(raw.get("meta")), raw, written_by=version)
 
 
 def observed_function(raw: Mapping[str, Any]) -> ObjectState:
@@ -55,4 +61,5 @@ def observed_function(raw: Mapping[str, Any]) -> ObjectState:
     valves = raw.get("valves")
     if isinstance(valves, Mapping):
         fields.update({f"valves.{key}": value for key, value in valves.items()})
-    return ObjectState("function", str(raw["id"]), fields, is_managed(raw.get("meta")), raw)
+    fields[f"meta.{MARKER_KEY}"], version = split_marker(fields[f"meta.{MARKER_KEY}"])
+    return ObjectState("function", str(raw["id"]), fields, is_managed(raw.get("meta")), raw, written_by=version)

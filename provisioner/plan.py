@@ -8,14 +8,14 @@ image when the blueprint has none) survive, and apply writes exactly what the pl
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from .errors import OwnershipError, PruneRefusedError
 from .function_files import content_hash
-from .state import InstanceState, Kind, ObjectState, set_path
+from .state import BUNDLE_PREFIX, MARKER_KEY, VERSION_KEY, InstanceState, Kind, ObjectState, get_path, set_path
 
 FORMAT_VERSION = "1"
 COMMIT_MESSAGE = "provision sync (aihub-provision)"
@@ -48,6 +48,9 @@ class Change:
     action: Action
     fields: tuple[FieldChange, ...] = ()
     body: Mapping[str, Any] | None = field(default=None, repr=False)
+    # A bundle function whose content the installed provision changes: (version on the
+    # instance, None if it recorded none; version installed).
+    upgrade: tuple[str | None, str] | None = None
 
     def changed(self, *paths: str) -> bool:
         """True when any changed field is one of `paths` or lies under one (`valves` → `valves.X`)."""
@@ -60,6 +63,12 @@ class Plan:
     # Managed objects the blueprints no longer define, kept because --prune was not given.
     orphans: tuple[tuple[Kind, str], ...] = ()
     adopted: tuple[tuple[Kind, str], ...] = field(default=())
+    # Orphan model id -> what happens to it while kept (kept.py: whether the pipe still serves it).
+    orphan_notes: Mapping[str, str] = field(default_factory=dict)
+    # Workspace models whose base model is one of our agents (wrappers.py): warned about, never changed.
+    wrappers: tuple[Mapping[str, str], ...] = ()
+    # Plain-text notes on choices the plan made (e.g. how native features reach agents).
+    notes: tuple[str, ...] = ()
 
     @property
     def is_empty(self) -> bool:
@@ -90,10 +99,16 @@ class Plan:
                         {"path": f.path, "before": _shown(f, f.before), "after": _shown(f, f.after)}
                         for f in c.fields
                     ],
+                    **({"upgrade": {"from": c.upgrade[0], "to": c.upgrade[1]}} if c.upgrade else {}),
                 }
                 for c in self.changes
             ],
-            "orphans": [{"kind": k, "id": i} for k, i in self.orphans],
+            "orphans": [
+                {"kind": k, "id": i, **({"note": self.orphan_notes[i]} if i in self.orphan_notes else {})}
+                for k, i in self.orphans
+            ],
+            "wrappers": [dict(w) for w in self.wrappers],
+            "notes": list(self.notes),
         }
 
 
@@ -116,6 +131,9 @@ def make_plan(
     *,
     prune: bool = False,
     adopt: Collection[tuple[Kind, str]] = (),
+    orphan_notes: Mapping[str, str] | None = None,
+    wrappers: Sequence[Mapping[str, str]] = (),
+    notes: Sequence[str] = (),
 ) -> Plan:
     """Everything that must change for `observed` to match `desired`.
 
@@ -158,7 +176,9 @@ def make_plan(
     if conflicts:
         raise OwnershipError(conflicts)
     changes.sort(key=lambda c: (_KIND_ORDER[c.kind], c.id))
-    return Plan(tuple(changes), tuple(sorted(orphans)), tuple(sorted(adopted)))
+    notes_in = notes
+    notes = {i: n for i, n in (orphan_notes or {}).items() if ("model", i) in orphans}
+    return Plan(tuple(changes), tuple(sorted(orphans)), tuple(sorted(adopted)), notes, tuple(wrappers), tuple(notes_in))
 
 
 def _create(target: ObjectState) -> Change:
@@ -178,7 +198,16 @@ def _update(target: ObjectState, live: ObjectState) -> Change | None:
     )
     if not fields:
         return None
-    return Change(target.kind, target.id, Action.UPDATE, fields, _write_body(target, base=live.raw))
+    upgrade = None
+    if (
+        target.kind == "function"
+        and target.id.startswith(BUNDLE_PREFIX)
+        and target.written_by
+        and live.written_by != target.written_by
+        and any(f.path == "content" for f in fields)
+    ):
+        upgrade = (live.written_by, target.written_by)
+    return Change(target.kind, target.id, Action.UPDATE, fields, _write_body(target, base=live.raw), upgrade)
 
 
 def remerge_model_form(live: Mapping[str, Any], change: Change, *, with_access: bool = False) -> dict[str, Any]:
@@ -193,6 +222,9 @@ def remerge_model_form(live: Mapping[str, Any], change: Change, *, with_access: 
     for field_change in change.fields:
         if field_change.path != "access_grants":
             set_path(body, field_change.path, copy.deepcopy(field_change.after))
+    marker = get_path(change.body or {}, f"meta.{MARKER_KEY}")
+    if isinstance(marker, dict):  # with the version of this provision
+        body["meta"][MARKER_KEY] = copy.deepcopy(marker)
     if with_access and change.body and "access_grants" in change.body:
         body["access_grants"] = copy.deepcopy(change.body["access_grants"])
     return body
@@ -223,6 +255,9 @@ def _write_body(target: ObjectState, base: Mapping[str, Any] | None) -> dict[str
             continue  # flipped through toggle endpoints, not written
         else:
             set_path(body, path, copy.deepcopy(value))
+    marker = body.get("meta", {}).get(MARKER_KEY) if isinstance(body.get("meta"), dict) else None
+    if isinstance(marker, dict) and target.written_by:
+        body["meta"][MARKER_KEY] = {**marker, VERSION_KEY: target.written_by}
     if valves:
         live_valves = base.get("valves") if base else None
         # The valves endpoint replaces the stored dict: keep the ones an admin set.

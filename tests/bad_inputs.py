@@ -3,10 +3,12 @@
 Each case is a directory under tests/data/bad_blueprints/<case>/ with
 - `blueprints/`: the blueprint directory (absent when the case is "no directory at all");
 - `functions/` (optional): files laid over the standard function bundle;
+- `own_functions/` (optional): the user's own functions folder (`--functions`);
 - `expect.yaml`: `about` (what is wrong), `errors` (each `file`, `line`, `field`, `message`, in
   the order provision prints them; `message` is a substring), and optionally
   `remove_functions: [file, ...]`, `needs_instance: true`
-  (only `sync` can tell: groups and environment variables live outside the files), `xfail:
+  (only `sync` can tell: groups and environment variables live outside the files), `env:`
+  (variables sync runs with; `$OPENWEBUI_TOKEN` stands for the admin token in use), `xfail:
   <reason>` (a known bug outside the loader; the case passes once it is fixed).
 
 What git cannot hold (symlink loops, FIFOs, empty directories, 2 MB files, bytes that are not
@@ -59,6 +61,11 @@ class Case:
     remove_functions: tuple[str, ...] = ()
     needs_instance: bool = False
     xfail: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+
+    def environment(self, token: str) -> dict[str, str]:
+        """The case's variables, with `$OPENWEBUI_TOKEN` replaced by `token`."""
+        return {name: value.replace("$OPENWEBUI_TOKEN", token) for name, value in self.env}
 
     @property
     def dir(self) -> Path:
@@ -82,6 +89,7 @@ def load_cases() -> list[Case]:
                 remove_functions=tuple(data.get("remove_functions", ())),
                 needs_instance=data.get("needs_instance", False),
                 xfail=data.get("xfail"),
+                env=tuple(sorted((data.get("env") or {}).items())),
             )
         )
     return cases
@@ -98,6 +106,8 @@ def make_workspace(case: Case, root: Path) -> Path:
     shutil.copy(AGENT_PIPE, functions / AGENT_PIPE.name)
     if (case.dir / "functions").is_dir():
         shutil.copytree(case.dir / "functions", functions, dirs_exist_ok=True)
+    if (case.dir / "own_functions").is_dir():
+        shutil.copytree(case.dir / "own_functions", root / "own_functions")
     for name in case.remove_functions:
         (functions / name).unlink()
     builder = BUILDERS.get(case.name)

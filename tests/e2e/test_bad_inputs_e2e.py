@@ -59,7 +59,8 @@ def baseline(openwebui: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         code = cli.main(["sync", "-p", str(REPO / "blueprints"), "--bundle", str(functions), "--yes"])
     assert code == 0, "the baseline sync failed"
     state = snapshot(openwebui)
-    assert len(state["/api/v1/models/all"]) == 6 and len(state["/api/v1/functions/export"]) == 4
+    # bundle (2) + toggle filters (user_files, deep_research, web_search, code_interpreter)
+    assert len(state["/api/v1/models/all"]) == 6 and len(state["/api/v1/functions/export"]) == 6
     yield Baseline(openwebui, state)
     openwebui.reset()
 
@@ -73,6 +74,8 @@ def test_sync_of_a_bad_blueprint_set_writes_nothing(
     monkeypatch.setenv("OPENWEBUI_TOKEN", baseline.owui.token)
     monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
     monkeypatch.delenv(UNSET_KEY_VARIABLE, raising=False)
+    for name, value in case.environment(baseline.owui.token).items():
+        monkeypatch.setenv(name, value)
     recorder = record_cli_requests(monkeypatch)
 
     code = cli.main(["sync", *ARGS, "--yes"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -72,7 +73,17 @@ def _tree_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
-BLUEPRINT_CASES = [c for c in OFFLINE if all(e.file.startswith("blueprints") for e in c.errors)]
+def _names_a_function(field: str) -> bool:
+    """`filters[0]`, `agents[1].actions[0]`: a reference to the user's functions, which
+    `generate` (blueprints only) does not read."""
+    return re.search(r"(^|\.)(filters|actions)\[", field) is not None
+
+
+BLUEPRINT_CASES = [
+    c
+    for c in OFFLINE
+    if all(e.file.startswith("blueprints") and not _names_a_function(e.field) for e in c.errors)
+]
 
 
 @pytest.mark.parametrize("case", [c.param() for c in BLUEPRINT_CASES])
@@ -95,11 +106,11 @@ def test_what_only_the_instance_knows_passes_validate(case: Case, workspace: Pat
 
 
 def test_hardening_leaves_ordinary_yaml_alone(tmp_path: Path) -> None:
-    # Anchors with merge keys, a quoted 'yes' as a key and explicit !!str are plain YAML, not
+    # Anchors with merge keys, a quoted 'yes' as a key and a quoted number are plain YAML, not
     # attacks: they load, and a merged agent gets its own model row.
     root = tmp_path / "bp"
     root.mkdir()
-    (root / "capabilities.yaml").write_text('capabilities:\n  summarise: {description: !!str 42}\n  "yes": {}\n')
+    (root / "capabilities.yaml").write_text('capabilities:\n  summarise: {description: "42"}\n  "yes": {}\n')
     (root / "desk.yaml").write_text(
         "id: desk\nname: Desk\nbackend: {url: http://127.0.0.1:8700/desk}\n"
         "steps:\n  - {id: main, calls: [summarise, 'yes']}\n"
