@@ -31,8 +31,11 @@ def test_the_table_is_written_between_the_markers_from_the_results(tmp_path: Pat
     assert script.main(["--results", str(results), "--readme", str(readme)]) == 0
     text = readme.read_text()
     rows = [line for line in text.splitlines() if line.startswith("| 0.")]
-    assert rows[0].startswith("| 0.6.43 | sync, prune | works |")  # sorted by version, not by name
-    assert rows[1].startswith("| 0.10.2 | sync, prune | **fails**: prune: FAIL: 500 |")
+    versions = [row.split(" | ")[0][2:] for row in rows]
+    assert versions == ["0.6.43", "0.7.2", "0.8.12", "0.9.6", "0.10.2", "0.11.4", "0.12.4"]  # by version, not name
+    assert rows[0].startswith("| 0.6.43 | sync, prune | works |")
+    assert rows[4].startswith("| 0.10.2 | sync, prune | **fails**: prune: FAIL: 500 |")
+    assert rows[1] == "| 0.7.2 | (no result recorded by this run) | not run | |"  # a tested release without a result
     assert "old" not in text and text.endswith("\n\nafter\n")
 
 
