@@ -124,6 +124,8 @@ class ChatPage:
         return menu
 
     def close_menu(self) -> None:
+        if self.page.locator("[role=menu]").count() == 0:
+            return
         self.page.keyboard.press("Escape")
         self.page.locator("[role=menu]").wait_for(state="detached")
 

@@ -313,27 +313,33 @@ def test_model_selector_lists_exactly_the_agents_each_user_may_use(site: Site, a
     assert member.selectable_models() == readable
 
 
-def check_every_agents_toggles(site: Site, admin: ChatPage, member: ChatPage) -> None:
-    """Each agent once, as the member where the member may use it (what users see), else as admin."""
+def check_every_agents_toggles(site: Site, admin: ChatPage, member: ChatPage, label: str) -> None:
+    """Each agent once, as the member where the member may use it (what users see), else as admin.
+    An agent whose input is wrong is saved (menu open) under test-artifacts/<label>-<agent>."""
     problems = []
     for view in site.agents:
         page = member if view.readable_by({GROUP}) else admin
         page.new_chat(view.model_id)
         shown = page.toggles()
-        problems += toggle_problems(site.catalog, view, shown, page.chips())
+        found = toggle_problems(site.catalog, view, shown, page.chips())
+        if found:
+            page.open_integrations()
+            page.save_artifacts(f"{label}-{view.model_id}")
+            page.close_menu()
+        problems += found
     assert not problems, "the chat input does not show what the blueprints support:\n" + "\n".join(problems)
 
 
 def test_every_agent_shows_exactly_its_supported_toggles_on_a_stock_instance(
     site: Site, admin: ChatPage, member: ChatPage
 ) -> None:
-    check_every_agents_toggles(site, admin, member)
+    check_every_agents_toggles(site, admin, member, "stock")
 
 
 def test_every_agent_shows_exactly_its_supported_toggles_with_the_instance_switches_on(
     site: Site, admin: ChatPage, member: ChatPage, instance_switches_on: None
 ) -> None:
-    check_every_agents_toggles(site, admin, member)
+    check_every_agents_toggles(site, admin, member, "switches-on")
 
 
 def test_a_chat_renders_lead_in_then_the_tool_block_then_the_summary(site: Site, member: ChatPage) -> None:
