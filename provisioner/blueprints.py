@@ -122,6 +122,22 @@ class BackendOverride(_Strict):
     api_key_env: EnvVarName | None = None
 
 
+class Suggestion(_Strict):
+    """A prompt card on a new chat (Open WebUI's `meta.suggestion_prompts`): a title, an optional
+    second line, and the prompt a click puts into the input."""
+
+    title: Annotated[str, StringConstraints(min_length=1, max_length=80)]
+    subtitle: Annotated[str, StringConstraints(max_length=120)] = ""
+    prompt: Annotated[str, StringConstraints(min_length=1, max_length=2000)]
+
+
+# Tags group models in Open WebUI's model selector (`meta.tags`).
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=48)]
+# None: the blueprint says nothing, and what an admin set on the row stays; [] means "none".
+Suggestions = Annotated[list[Suggestion] | None, Field(max_length=20)]
+Tags = Annotated[list[Tag] | None, Field(max_length=20)]
+
+
 class Step(_Strict):
     id: Identifier
     description: Text = ""
@@ -139,6 +155,9 @@ class Agent(_Strict):
     # Toggles that start on in a new chat; each must be a feature the blueprint supports.
     defaults: list[FeatureName] = Field(default_factory=list)
     backend: BackendOverride | None = None
+    # Replace the blueprint's suggestions for this agent; tags add to the blueprint's.
+    suggestions: Suggestions = None
+    tags: Tags = None
 
 
 class Blueprint(_Strict):
@@ -151,6 +170,8 @@ class Blueprint(_Strict):
     openwebui_capabilities: dict[str, bool] = Field(default_factory=dict)
     steps: list[Step] = Field(min_length=1)
     agents: list[Agent] = Field(min_length=1)
+    suggestions: Suggestions = None
+    tags: Tags = None
 
     @field_validator("openwebui_capabilities")
     @classmethod

@@ -32,11 +32,13 @@ from .function_files import (
     rendered_toggle_functions,
     write_toggle_files,
 )
+from .kept import keep_orphan_agents
 from .loader import Catalog, load_catalog
 from .observed import observe
 from .plan import Plan, make_plan
 from .render import render_orphans, render_plan
 from .state import Kind
+from .wrappers import find_wrappers, render_wrappers, with_owner_names
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 
@@ -244,12 +246,24 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
             not isinstance(agent.access, str) for lb in catalog.blueprints for agent in lb.blueprint.agents
         )
         groups = {str(g.get("name")): str(g.get("id")) for g in client.list_groups()} if uses_groups else {}
-        observed = observe(client.list_models(), client.list_functions())
+        rows = client.list_models()
+        observed = observe(rows, client.list_functions())
         desired = build_desired(catalog, functions, groups, env=os.environ)
-        return make_plan(desired, observed, prune=prune, adopt=adopted), client
+        desired, kept_notes = keep_orphan_agents(desired, observed, prune=prune)
+        agent_ids = set(desired.models) | {i for i, m in observed.models.items() if m.managed}
+        wrappers = _named_wrappers(client, find_wrappers(rows, agent_ids))
+        plan = make_plan(desired, observed, prune=prune, adopt=adopted, orphan_notes=kept_notes, wrappers=wrappers)
+        return plan, client
     except BaseException:
         client.close()
         raise
+
+
+def _named_wrappers(client: OpenWebUIClient, wrappers: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Wrappers with their owners' names (one read per owner; wrappers are rare)."""
+    owners = {w["owner"] for w in wrappers if w["owner"]}
+    users = {owner: client.get_user(owner) or {} for owner in sorted(owners)}
+    return with_owner_names(wrappers, users)
 
 
 def _print_plan(plan: Plan, output: Output, out: Console, err: Console) -> None:
@@ -259,6 +273,7 @@ def _print_plan(plan: Plan, output: Output, out: Console, err: Console) -> None:
     else:
         render_plan(data, out)
     render_orphans(data, err)
+    render_wrappers(data["wrappers"], err)
 
 
 @app.command()
@@ -370,6 +385,7 @@ def _run(opts: RunOptions, conn: Connection) -> int:
         if opts.output is Output.text:
             render_plan(plan.to_json(), out)
             render_orphans(plan.to_json(), err)
+            render_wrappers(plan.to_json()["wrappers"], err)
         if not opts.yes and sys.stdin.isatty() and not os.environ.get("CI"):
             if not typer.confirm("Apply these changes?", default=False, err=True):
                 err.print("Nothing applied.")
@@ -413,13 +429,16 @@ def list_managed(
 
     from .listing import managed_agents, managed_functions
 
-    out, _ = _consoles(no_color)
+    out, err = _consoles(no_color)
     with _connect(Connection(url, token_file, insecure, timeout)) as client:
         groups = {str(g.get("id")): str(g.get("name")) for g in client.list_groups()}
-        agents = managed_agents(client.list_models(), groups)
+        rows = client.list_models()
+        agents = managed_agents(rows, groups)
         functions = managed_functions(client.list_functions())
+        wrappers = _named_wrappers(client, find_wrappers(rows, {str(a["id"]) for a in agents}))
+    render_wrappers(wrappers, err)
     if output is Output.json:
-        sys.stdout.write(json.dumps({"agents": agents, "functions": functions}, indent=2) + "\n")
+        sys.stdout.write(json.dumps({"agents": agents, "functions": functions, "wrappers": wrappers}, indent=2) + "\n")
         return EXIT_OK
     table = Table(title=f"Agents ({len(agents)}), model id aihub_agent_pipe.<agent>", title_justify="left")
     table.add_column("agent", no_wrap=True)

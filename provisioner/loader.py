@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .blueprints import Agent, Blueprint, Capability, CapabilityCatalog, FeatureCatalog, FeatureDef
+from .blueprints import Agent, Blueprint, Capability, CapabilityCatalog, FeatureCatalog, FeatureDef, Suggestion
 from .errors import BlueprintError, Problem
 from .features import NATIVE_FEATURES, RESERVED_FEATURE_NAMES
 from .icons import resolve_icon
@@ -168,7 +168,7 @@ def _load_model(
 
 _ALL_FIELDS = {
     name
-    for model in (Blueprint, Agent, CapabilityCatalog, Capability, FeatureCatalog, FeatureDef)
+    for model in (Blueprint, Agent, CapabilityCatalog, Capability, FeatureCatalog, FeatureDef, Suggestion)
     for name in model.model_fields
 } | {"groups", "transport", "url", "model", "api_key_env", "calls"}
 
@@ -220,7 +220,7 @@ def _message(error: dict[str, Any], loc: PathKey) -> str:
             r"^[A-Z_][A-Z0-9_]*$": "expected an environment variable name like MY_AGENT_KEY",
         }
         return f"invalid value {error.get('input')!r}: " + hints.get(pattern, f"must match {pattern}")
-    if kind in ("too_short", "string_too_short") and not error.get("input"):
+    if kind in ("too_short", "string_too_short") and not str(error.get("input") or "").strip():
         return "must not be empty"
     if kind in ("too_long", "string_too_long"):
         limit = error.get("ctx", {}).get("max_length")

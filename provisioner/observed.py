@@ -19,6 +19,8 @@ MODEL_PATHS: tuple[str, ...] = (
     "meta.filterIds",
     "meta.defaultFeatureIds",
     "meta.defaultFilterIds",
+    "meta.suggestion_prompts",
+    "meta.tags",
     f"meta.{MARKER_KEY}",
 )
 FUNCTION_PATHS: tuple[str, ...] = (

@@ -75,7 +75,8 @@ def render_orphans(plan_json: dict[str, Any], err: Console) -> None:
         soft_wrap=True,
     )
     for item in orphans:
-        err.print(f"  {item['kind']} {escape(item['id'])}", soft_wrap=True)
+        note = f"  ({escape(item['note'])})" if item.get("note") else ""
+        err.print(f"  {item['kind']} {escape(item['id'])}{note}", soft_wrap=True)
 
 
 def leaf_changes(path: str, before: Any, after: Any) -> Iterator[tuple[str, Any, Any]]:
