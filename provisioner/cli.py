@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import secrets
 import sys
 from dataclasses import dataclass
 from enum import Enum
@@ -23,7 +24,7 @@ from rich.console import Console
 from . import __version__
 from .apply import ApplyReport, apply_plan
 from .client import TESTED_VERSIONS, OpenWebUIClient, check_url
-from .desired import FEATURE_FILTER_ID, build_desired
+from .desired import FEATURE_FILTER_ID, build_desired, history_signing_key
 from .errors import ApplyError, BlueprintError, ConfigError, Problem, ProvisionError
 from .function_files import (
     FunctionFile,
@@ -248,7 +249,8 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
         groups = {str(g.get("name")): str(g.get("id")) for g in client.list_groups()} if uses_groups else {}
         rows = client.list_models()
         observed = observe(rows, client.list_functions())
-        desired = build_desired(catalog, functions, groups, env=os.environ)
+        signing_key = history_signing_key(observed, fresh=secrets.token_urlsafe(32))
+        desired = build_desired(catalog, functions, groups, env=os.environ, signing_key=signing_key)
         desired, kept_notes = keep_orphan_agents(desired, observed, prune=prune)
         agent_ids = set(desired.models) | {i for i, m in observed.models.items() if m.managed}
         wrappers = _named_wrappers(client, find_wrappers(rows, agent_ids))

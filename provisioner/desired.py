@@ -30,11 +30,14 @@ def build_desired(
     functions: Sequence[FunctionFile],
     groups: Mapping[str, str] | None,
     env: Mapping[str, str] | None = None,
+    signing_key: str | None = None,
 ) -> InstanceState:
     """The desired instance.
 
     `groups` maps group name -> id and `env` holds the backends' API keys; None for either means
-    offline (`validate`): groups and secrets are not resolved. Raises BlueprintError naming the
+    offline (`validate`): groups and secrets are not resolved. `signing_key` is the pipe's
+    HISTORY_SIGNING_KEY (the live one, or a fresh one when the instance has none: see
+    `history_signing_key`); None leaves that valve out. Raises BlueprintError naming the
     file, line and field of every group or API-key variable that does not exist.
     """
     problems: list[Problem] = []
@@ -44,6 +47,8 @@ def build_desired(
             row = _model_row(lb, index, groups, problems)
             models[row.id] = row
     pipe_valves = _pipe_valves(catalog, env, problems)
+    if signing_key:
+        pipe_valves[PIPE_SIGNING_VALVE] = signing_key
     if problems:
         raise BlueprintError(problems)
     states = {f.id: function_state(f) for f in functions}
@@ -53,7 +58,7 @@ def build_desired(
             kind="function",
             id=pipe.id,
             fields={**pipe.fields, **pipe_valves},
-            sensitive=frozenset({PIPE_SECRET_VALVE}),
+            sensitive=frozenset({PIPE_SECRET_VALVE, PIPE_SIGNING_VALVE}),
         )
     return InstanceState(functions=states, models=dict(sorted(models.items())))
 
@@ -76,6 +81,17 @@ def function_state(f: FunctionFile) -> ObjectState:
 # The agent pipe's valves that sync writes (the pipe's Valves class declares the same names).
 PIPE_AGENTS_VALVE = "valves.AGENTS"
 PIPE_SECRET_VALVE = "valves.API_KEYS"
+# Signs the tool blocks the pipe renders, so an edited chat cannot forge a tool call next turn.
+PIPE_SIGNING_VALVE = "valves.HISTORY_SIGNING_KEY"
+SIGNING_KEY_MIN_LENGTH = 32
+
+
+def history_signing_key(observed: InstanceState, fresh: str) -> str:
+    """The live pipe's signing key when it has a usable one (a normal sync never rotates it, or
+    every signed tool block in every chat would stop counting), else `fresh`."""
+    pipe = observed.functions.get(PIPE_FUNCTION_ID)
+    live = pipe.fields.get(PIPE_SIGNING_VALVE) if pipe is not None else None
+    return live if isinstance(live, str) and len(live) >= SIGNING_KEY_MIN_LENGTH else fresh
 
 
 def agent_backends(lb: LoadedBlueprint) -> list[dict[str, Any]]:

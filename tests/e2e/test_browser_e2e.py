@@ -104,6 +104,9 @@ def toggle_problems(catalog: Catalog, view: AgentView, shown: list[Toggle], chip
     want = expected_toggles(catalog, view)
     got = {toggle.name: toggle for toggle in shown}
     problems = []
+    names = [toggle.name for toggle in shown]
+    if len(names) != len(set(names)):
+        problems.append(f"toggles shown twice: {sorted(names)}")
     if set(got) != set(want):
         problems.append(f"toggles {sorted(got)}, expected {sorted(want)}")
     for title in sorted(set(got) & set(want)):
