@@ -111,6 +111,23 @@ class ChatPage:
         page.keyboard.press("Escape")
         return seen
 
+    def model_icon_data(self, model_id: str) -> str:
+        """The base64 bytes of the picture the new chat shows for the model, as the browser loads it."""
+        image = self.page.locator(f"img[src*='profile/image?id={model_id}']").first
+        image.wait_for()
+        return image.evaluate(
+            """async img => {
+                const bytes = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
+                let text = ''; for (const b of bytes) text += String.fromCharCode(b);
+                return btoa(text);
+            }""")
+
+    def suggestion_titles(self) -> list[str]:
+        """The titles of the suggestion cards under the input of a new chat."""
+        cards = self.page.locator("[aria-labelledby=suggestions-heading] [role=listitem] button")
+        cards.first.wait_for()
+        return cards.evaluate_all("els => els.map(e => e.querySelector('div div').innerText.trim())")
+
     # ----------------------------------------------------------------- toggles
 
     def open_integrations(self) -> Any | None:

@@ -64,6 +64,12 @@ class AgentView:
     access: Any  # "public" | "private" | GroupAccess
     supported: frozenset[str]
     defaults: frozenset[str]
+    icon: str | None  # data URI of the icon the blueprint sets for it, if any
+    suggestions: tuple[str, ...] | None  # the titles of its suggestion cards, if the blueprint sets them
+
+    @property
+    def is_sample(self) -> bool:
+        return not self.model_id.startswith(f"aihub_agent_pipe.{DOWN_BLUEPRINT}.")
 
     def readable_by(self, groups: set[str]) -> bool:
         if self.access == "public":
@@ -76,8 +82,12 @@ def agent_views(catalog: Catalog) -> list[AgentView]:
     for loaded in catalog.blueprints:
         bp = loaded.blueprint
         for agent in bp.agents:
-            views.append(AgentView(f"aihub_agent_pipe.{bp.id}.{agent.id}", agent.name, agent.access,
-                                   frozenset(loaded.supported_features), frozenset(agent.defaults)))
+            cards = agent.suggestions if agent.suggestions is not None else bp.suggestions
+            views.append(AgentView(
+                f"aihub_agent_pipe.{bp.id}.{agent.id}", agent.name, agent.access,
+                frozenset(loaded.supported_features), frozenset(agent.defaults),
+                loaded.agent_icons.get(agent.id) or loaded.icon,
+                None if cards is None else tuple(card.title for card in cards)))
     return sorted(views, key=lambda view: view.model_id)
 
 
@@ -345,8 +355,24 @@ def test_every_agent_shows_exactly_its_supported_toggles_with_the_instance_switc
     check_every_agents_toggles(site, admin, member, "switches-on")
 
 
+def test_every_sample_agent_shows_its_own_icon_and_suggestions(site: Site, admin: ChatPage) -> None:
+    problems = []
+    for view in filter(lambda view: view.is_sample, site.agents):
+        if view.icon is None or not view.suggestions:
+            problems.append(f"{view.model_id}: the sample sets no icon or no suggestions")
+            continue
+        admin.new_chat(view.model_id)
+        icon = admin.model_icon_data(view.model_id)
+        if icon != view.icon.partition(",")[2]:
+            problems.append(f"{view.model_id}: shows icon {icon[:40]!r}..., not its blueprint's")
+        cards = admin.suggestion_titles()
+        if set(cards) != set(view.suggestions):
+            problems.append(f"{view.model_id}: suggestions {sorted(cards)}, expected {sorted(view.suggestions)}")
+    assert not problems, "\n".join(problems)
+
+
 def test_a_chat_renders_lead_in_then_the_tool_block_then_the_summary(site: Site, member: ChatPage) -> None:
-    view = next(view for view in site.member_agents() if not view.model_id.startswith(f"aihub_agent_pipe.{DOWN_BLUEPRINT}."))
+    view = next(view for view in site.member_agents() if view.is_sample)
     member.new_chat(view.model_id)
     member.send("scenario:lead_tool_summary")
     answer = member.response(SUMMARY)
@@ -381,7 +407,7 @@ def runs_for(site: Site, text: str) -> list[dict[str, Any]]:
 
 
 def test_switching_a_default_toggle_off_changes_what_the_backend_receives(site: Site, member: ChatPage) -> None:
-    view = next(view for view in site.member_agents() if view.defaults)
+    view = next(view for view in site.member_agents() if view.defaults and view.is_sample)
     feature = sorted(view.defaults)[0]
     title = toggle_title(site.catalog, feature)
 
