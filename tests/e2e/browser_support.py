@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from tests.builders import REPO
 
@@ -81,16 +82,25 @@ class ChatPage:
             pass
 
     def new_chat(self, model_id: str) -> None:
-        """A new chat with this model selected (the defaults of the model are applied)."""
+        """A new chat with this model selected, its defaults applied. On a new chat already, the
+        model is picked in the selector, as a user would (no page load); otherwise the page loads."""
         page = self.page
+        if urlsplit(page.url).path in ("", "/") and page.locator("#chat-input").count():
+            page.click("#model-selector-model-button")
+            option = page.locator(f"#model-selector-list [data-value='{model_id}']")
+            try:
+                option.wait_for(timeout=3_000)
+            except Exception:  # not rendered by the virtual list: load the page instead
+                page.keyboard.press("Escape")
+            else:
+                option.click()
+                page.locator("#model-selector-list").wait_for(state="detached")
+                page.wait_for_timeout(300)  # the defaults of the new model are applied
+                return
         page.goto(f"{self.url}/?models={model_id}")
         page.wait_for_selector("#chat-input")
-        selected = page.locator("#model-selector-model-button")
-        selected.wait_for()
-        # Defaults are applied once the model list arrived; wait for the selection to settle.
-        page.wait_for_function(
-            "() => !!document.querySelector('#model-selector-model-button')?.getAttribute('aria-label')")
-        page.wait_for_timeout(500)
+        page.locator("#model-selector-model-button").wait_for()
+        page.wait_for_timeout(500)  # the defaults are applied once the model list arrived
 
     # ----------------------------------------------------------------- model selector
 
@@ -122,11 +132,12 @@ class ChatPage:
                 return btoa(text);
             }""")
 
-    def suggestion_titles(self) -> list[str]:
-        """The titles of the suggestion cards under the input of a new chat."""
+    def suggestion_cards(self) -> list[tuple[str, str]]:
+        """The suggestion cards under the input of a new chat: (title, second line)."""
         cards = self.page.locator("[aria-labelledby=suggestions-heading] [role=listitem] button")
         cards.first.wait_for()
-        return cards.evaluate_all("els => els.map(e => e.querySelector('div div').innerText.trim())")
+        texts = cards.evaluate_all("els => els.map(e => e.innerText.trim())")
+        return [(lines[0].strip(), "\n".join(lines[1:]).strip()) for lines in (text.split("\n") for text in texts)]
 
     # ----------------------------------------------------------------- toggles
 

@@ -65,7 +65,7 @@ class AgentView:
     supported: frozenset[str]
     defaults: frozenset[str]
     icon: str | None  # data URI of the icon the blueprint sets for it, if any
-    suggestions: tuple[str, ...] | None  # the titles of its suggestion cards, if the blueprint sets them
+    suggestions: tuple[tuple[str, str], ...] | None  # its suggestion cards (title, subtitle), if set
 
     @property
     def is_sample(self) -> bool:
@@ -87,7 +87,7 @@ def agent_views(catalog: Catalog) -> list[AgentView]:
                 f"aihub_agent_pipe.{bp.id}.{agent.id}", agent.name, agent.access,
                 frozenset(loaded.supported_features), frozenset(agent.defaults),
                 loaded.agent_icons.get(agent.id) or loaded.icon,
-                None if cards is None else tuple(card.title for card in cards)))
+                None if cards is None else tuple((card.title, card.subtitle) for card in cards)))
     return sorted(views, key=lambda view: view.model_id)
 
 
@@ -365,7 +365,7 @@ def test_every_sample_agent_shows_its_own_icon_and_suggestions(site: Site, admin
         icon = admin.model_icon_data(view.model_id)
         if icon != view.icon.partition(",")[2]:
             problems.append(f"{view.model_id}: shows icon {icon[:40]!r}..., not its blueprint's")
-        cards = admin.suggestion_titles()
+        cards = admin.suggestion_cards()
         if set(cards) != set(view.suggestions):
             problems.append(f"{view.model_id}: suggestions {sorted(cards)}, expected {sorted(view.suggestions)}")
     assert not problems, "\n".join(problems)
