@@ -55,7 +55,7 @@ def test_a_kept_agent_stays_in_the_pipe_with_its_last_backend_and_key(capsys, fa
     # The environment no longer needs the key: the kept agent's secret comes from the valve.
     code, out, err = run(capsys, "sync", "-p", str(root), *BUNDLE, "-o", "json")
     assert code == 0
-    assert json.loads(out)["orphans"] == [
+    assert json.loads(out)["plan"]["orphans"] == [  # sync -o json answers {"plan", "result"}
         {"kind": "model", "id": "aihub_agent_pipe.old.default",
          "note": "kept and still served by the pipe from http://127.0.0.1:8700/old (its last backend) until --prune"}
     ]
