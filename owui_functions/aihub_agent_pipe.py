@@ -21,13 +21,15 @@ global: false
 # How it streams is the Recorder's docstring.
 
 import asyncio
-import functools
 import html
 import json
 import logging
 import re
 import ssl
+import sys
+import threading
 import time
+import types
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -907,15 +909,15 @@ class Pipe:
         await _emit(__event_emitter__, {"description": f"Asking {agent.name}…", "done": False})
         try:
             headers = self._headers(agent)
+            client = await shared_client()
             timeout = httpx.Timeout(self.valves.TIMEOUT_SECONDS)
-            async with httpx.AsyncClient(timeout=timeout, verify=_ssl_context()) as client:
-                source = _openai_events if agent.transport == "openai" else _agui_events
-                events = source(client, agent, headers, payload)
-                try:
-                    async for chunk in _pump(events, recorder, __event_emitter__, self.valves.TIMEOUT_SECONDS):
-                        yield chunk
-                finally:
-                    await events.aclose()
+            source = _openai_events if agent.transport == "openai" else _agui_events
+            events = source(client, agent, headers, payload, timeout)
+            try:
+                async for chunk in _pump(events, recorder, __event_emitter__, self.valves.TIMEOUT_SECONDS):
+                    yield chunk
+            finally:
+                await events.aclose()  # a cancelled chat (stop) closes the agent's request here, at once
             if not recorder.finished:
                 recorder.finish(error="The agent's stream ended before the run finished.")
         except (TimeoutError, httpx.TimeoutException):
@@ -943,18 +945,26 @@ async def _pump(
     """Feed events to the recorder until the run ends and yield what became stable.
 
     One deadline for the whole run, checked per network read (a read carries a batch of events:
-    a per-event wait_for cost two thirds of the throughput).
+    a per-event wait_for cost two thirds of the throughput; asyncio.timeout_at needs no task).
+    Once the run has finished and everything is out, the end of the body (which follows at once)
+    is still read, briefly: only a response read to its end returns its connection to the pool.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while not recorder.finished:
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            raise TimeoutError
+    while True:
+        if recorder.finished:
+            deadline = min(deadline, loop.time() + FINISH_GRACE_SECONDS)
         try:
-            batch = await asyncio.wait_for(batches.__anext__(), remaining)
+            async with asyncio.timeout_at(deadline):
+                batch = await batches.__anext__()
         except StopAsyncIteration:
             return
+        except TimeoutError:
+            if recorder.finished:
+                return  # a server that keeps the body open after the run loses its connection
+            raise
+        if recorder.finished:
+            continue
         for event in batch:  # yield per event: the first token must not wait for the batch
             recorder.feed(event)
             for status in recorder.take_statuses():
@@ -963,10 +973,62 @@ async def _pump(
                 yield chunk
 
 
-@functools.lru_cache(maxsize=1)
+# --- connections: one pooled client per process (and event loop) ------------------------------
+# A new client per chat turn costs a connection (and a TLS handshake) every turn, and httpx
+# builds an SSL context (~20 ms of CPU) for each. The pool lives in a holder registered in
+# sys.modules, so a reload of this file (Open WebUI re-executes it when the function changes)
+# reuses the same connections instead of orphaning them. One client per event loop: a client's
+# connections belong to the loop that opened them (tests run several loops; Open WebUI one).
+
+POOL_LIMITS = httpx.Limits(
+    max_connections=1000,  # a streaming chat holds one connection for its whole run
+    max_keepalive_connections=100,
+    keepalive_expiry=5.0,  # under the idle timeout of common servers (uvicorn's is 5 s)
+)
+FINISH_GRACE_SECONDS = 0.1  # how long the body's end may lag the run's end and keep the connection
+_POOL_HOLDER = "aihub_agent_pipe__connection_pool"
+_POOL_VERSION = 1  # bump when the client's configuration changes: a reload then builds a new one
+
+
+def _pool() -> Any:
+    """The process-wide holder: ``clients`` by event loop, the SSL context, a lock for building it."""
+    holder = sys.modules.get(_POOL_HOLDER)
+    if holder is None:
+        holder = types.ModuleType(_POOL_HOLDER, "aihub_agent_pipe's shared HTTP clients (survives reloads)")
+        holder.clients = {}  # loop -> (version, httpx.AsyncClient)
+        holder.ssl_context = None
+        holder.ssl_lock = threading.Lock()
+        holder = sys.modules.setdefault(_POOL_HOLDER, holder)
+    return holder
+
+
 def _ssl_context() -> ssl.SSLContext:
-    """Built once: httpx builds a fresh one per client otherwise, ~20 ms on every chat turn."""
-    return httpx.create_ssl_context()
+    """Built once per process (blocking: it reads the CA bundle); call it off the event loop."""
+    pool = _pool()
+    with pool.ssl_lock:
+        if pool.ssl_context is None:
+            pool.ssl_context = httpx.create_ssl_context()
+        return pool.ssl_context
+
+
+async def shared_client() -> httpx.AsyncClient:
+    """This event loop's client, created on first use; the SSL context is built in a thread."""
+    loop = asyncio.get_running_loop()
+    pool = _pool()
+    entry = pool.clients.get(loop)
+    if entry is not None and entry[0] == _POOL_VERSION and not entry[1].is_closed:
+        return entry[1]
+    ssl_context = pool.ssl_context or await asyncio.to_thread(_ssl_context)
+    entry = pool.clients.get(loop)  # another chat may have created it while this one waited
+    if entry is not None and entry[0] == _POOL_VERSION and not entry[1].is_closed:
+        return entry[1]
+    for other in [other for other in pool.clients if other.is_closed()]:
+        del pool.clients[other]  # a closed loop's connections can never be used again
+    # A client of an older version of this file is dropped, not closed: chats still streaming on
+    # it keep it alive until they end.
+    client = httpx.AsyncClient(verify=ssl_context, limits=POOL_LIMITS, timeout=httpx.Timeout(300.0))
+    pool.clients[loop] = (_POOL_VERSION, client)
+    return client
 
 
 def requested_features(metadata: Mapping[str, Any], supported: Iterable[str]) -> list[str]:
@@ -1026,31 +1088,43 @@ def _short(detail: str) -> str:
 
 
 async def _agui_events(
-    client: httpx.AsyncClient, agent: AgentSpec, headers: dict[str, str], payload: dict[str, Any]
+    client: httpx.AsyncClient,
+    agent: AgentSpec,
+    headers: dict[str, str],
+    payload: dict[str, Any],
+    timeout: httpx.Timeout,
 ) -> AsyncIterator[Iterable[dict[str, Any]]]:
-    async with client.stream("POST", agent.url, json=payload, headers=headers) as response:
+    async with client.stream("POST", agent.url, json=payload, headers=headers, timeout=timeout) as response:
         async for batch in _sse_batches(response):
             # decoded lazily, so the first event's text is out before the rest of the read is parsed
             yield (event for event in map(_json_or_none, batch) if isinstance(event, dict))
 
 
 async def _openai_events(
-    client: httpx.AsyncClient, agent: AgentSpec, headers: dict[str, str], payload: dict[str, Any]
+    client: httpx.AsyncClient,
+    agent: AgentSpec,
+    headers: dict[str, str],
+    payload: dict[str, Any],
+    timeout: httpx.Timeout,
 ) -> AsyncIterator[list[dict[str, Any]]]:
     adapter = OpenAIChunkAdapter()
     url = agent.url.rstrip("/") + "/chat/completions"
-    async with client.stream("POST", url, json=payload, headers=headers) as response:
+    async with client.stream("POST", url, json=payload, headers=headers, timeout=timeout) as response:
+        done = False
         async for batch in _sse_batches(response):
+            if done:
+                continue  # read on to the body's end: the connection then goes back to the pool
             events: list[dict[str, Any]] = []
             for data in batch:
                 if data.strip() == "[DONE]":
-                    yield events + [{"type": "RUN_FINISHED"}]
-                    return
+                    done = True
+                    events.append({"type": "RUN_FINISHED"})
+                    break
                 chunk = _json_or_none(data)
                 if isinstance(chunk, dict):
                     events.extend(adapter.events(chunk))
             yield events
-    if adapter.finish_reason:  # some servers end without [DONE]
+    if adapter.finish_reason and not done:  # some servers end without [DONE]
         yield [{"type": "RUN_FINISHED"}]
 
 
