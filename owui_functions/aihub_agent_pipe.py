@@ -22,6 +22,7 @@ global: false
 
 import asyncio
 import html
+import http.cookiejar
 import json
 import logging
 import re
@@ -965,12 +966,23 @@ async def _pump(
             raise
         if recorder.finished:
             continue
-        for event in batch:  # yield per event: the first token must not wait for the batch
+        # The first text of a read goes out at once (the first token must not wait for the rest
+        # of the read to be parsed); the rest of the read goes out as one chunk, because Open WebUI
+        # spends more CPU on each yielded chunk than the pipe does on each event.
+        rest: list[str] | None = None
+        for event in batch:
             recorder.feed(event)
             for status in recorder.take_statuses():
                 await _emit(emitter, status)
-            for chunk in _safe_chunks(recorder.drain()):
-                yield chunk
+            text = recorder.drain()
+            if rest is not None:
+                rest.append(text)
+            elif text:
+                rest = []
+                for chunk in _safe_chunks(text):
+                    yield chunk
+        for chunk in _safe_chunks("".join(rest or ())):
+            yield chunk
 
 
 # --- connections: one pooled client per process (and event loop) ------------------------------
@@ -988,6 +1000,17 @@ POOL_LIMITS = httpx.Limits(
 FINISH_GRACE_SECONDS = 0.1  # how long the body's end may lag the run's end and keep the connection
 _POOL_HOLDER = "aihub_agent_pipe__connection_pool"
 _POOL_VERSION = 1  # bump when the client's configuration changes: a reload then builds a new one
+
+
+class _NoCookies(http.cookiejar.CookieJar):
+    """The client is shared by every user's chats: a cookie one agent response sets must never
+    ride along on another user's request, so none is kept."""
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        pass
+
+    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
+        pass
 
 
 def _pool() -> Any:
@@ -1026,7 +1049,9 @@ async def shared_client() -> httpx.AsyncClient:
         del pool.clients[other]  # a closed loop's connections can never be used again
     # A client of an older version of this file is dropped, not closed: chats still streaming on
     # it keep it alive until they end.
-    client = httpx.AsyncClient(verify=ssl_context, limits=POOL_LIMITS, timeout=httpx.Timeout(300.0))
+    client = httpx.AsyncClient(
+        verify=ssl_context, limits=POOL_LIMITS, timeout=httpx.Timeout(300.0), cookies=_NoCookies()
+    )
     pool.clients[loop] = (_POOL_VERSION, client)
     return client
 

@@ -1,6 +1,7 @@
 """The pipe's connections: one pooled client per process and event loop, reused by every chat,
 surviving a reload of the function file; the SSL context built once, off the event loop; a
-cancelled chat closing its agent request at once; enough connections for many chats at a time.
+cancelled chat closing its agent request at once; enough connections for many chats at a time;
+no cookie carried from one chat to the next; one network read handed on in at most two chunks.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class AgentServer:
 
     def __init__(self, *, slow: bool = False, barrier: int = 0) -> None:
         self.peers: list[tuple[str, int]] = []
+        self.cookies: list[str | None] = []
         self.disconnected = threading.Event()
         self.disconnected_at = 0.0
         self.deltas_sent = 0
@@ -54,11 +56,13 @@ class AgentServer:
             def do_POST(self) -> None:  # noqa: N802
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 server.peers.append(self.client_address)
+                server.cookies.append(self.headers.get("Cookie"))
                 if server._barrier is not None:
                     server._barrier.wait()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")
+                self.send_header("Set-Cookie", f"session=user-{len(server.peers)}; Path=/")
                 self.end_headers()
                 if slow:
                     self._slow()
@@ -209,3 +213,31 @@ def test_a_hundred_and_fifty_chats_at_once_each_get_a_connection() -> None:
         assert asyncio.run(all_at_once()) == ["Hi"] * chats
     finally:
         server.close()
+
+
+def test_a_cookie_an_agent_sets_is_never_sent_with_the_next_chat() -> None:
+    """The client is shared by every user: a session cookie from user A's answer must not go out
+    with user B's request."""
+    server = AgentServer()
+    try:
+        pipe = agent_pipe(server.url)
+
+        async def two_users() -> None:
+            await drive(pipe, "bp.agent", [{"role": "user", "content": "hi"}], user_id="alice")
+            await drive(pipe, "bp.agent", [{"role": "user", "content": "hi"}], user_id="bob")
+
+        asyncio.run(two_users())
+        assert len(server.cookies) == 2 and server.cookies == [None, None], server.cookies
+    finally:
+        server.close()
+
+
+def test_one_network_read_reaches_open_webui_as_at_most_two_chunks(sse_stub: Any) -> None:
+    """Open WebUI wraps every yielded chunk in a JSON chunk of its own: the first text of a read
+    goes out at once, the rest of the read as one chunk."""
+    turn = events(*(T(f"w{i} ") for i in range(50)), FINISHED)
+    sse_stub.behaviour.raw = "".join(f"data: {json.dumps(e)}\n\n" for e in turn).encode()  # one write
+    pipe = make_pipe([{"id": "bp.agent", "name": "Agent", "transport": "agui", "url": sse_stub.url}])
+    run = asyncio.run(drive(pipe, "bp.agent", [{"role": "user", "content": "hi"}]))
+    assert run.content == "".join(f"w{i} " for i in range(50))
+    assert run.chunks[0] == "w0 " and len([c for c in run.chunks if c]) <= 2, run.chunks
