@@ -186,12 +186,18 @@ async def concurrency_run(client: httpx.AsyncClient, pid: int, concurrency: int,
     first: dict[str, list[float]] = {w: [] for w in ways}
     last: dict[str, list[float]] = {w: [] for w in ways}
     cpu = dict.fromkeys(ways, 0.0)
+    errors: dict[str, list[str]] = {w: [] for w in ways}
     for r in range(rounds):
         for way in ways[r % 3:] + ways[:r % 3]:
             before = cpu_seconds(pid)
-            results = await asyncio.gather(*(chat(client, WAYS[way]) for _ in range(concurrency)))
+            results = await asyncio.gather(*(chat(client, WAYS[way]) for _ in range(concurrency)),
+                                           return_exceptions=True)
             cpu[way] += cpu_seconds(pid) - before
-            for f, l, text in results:
+            for result in results:
+                if isinstance(result, BaseException):
+                    errors[way].append(f"{type(result).__name__}: {result}"[:200])
+                    continue
+                f, l, text = result
                 check_answer(way, text, tokens)
                 first[way].append(f)
                 last[way].append(l)
@@ -204,6 +210,8 @@ async def concurrency_run(client: httpx.AsyncClient, pid: int, concurrency: int,
             "last_ms": round(statistics.median(last[way]) * 1000, 2),
             "last_p90_ms": round(quantile(last[way], 0.9) * 1000, 2),
             "cpu_ms_per_chat": round(cpu[way] / chats * 1000, 2),
+            "errors": len(errors[way]),
+            "first_errors": sorted(set(errors[way]))[:3],
         }
     base = out["ways"][BASELINE]
     for way in ways:
@@ -237,7 +245,8 @@ def print_concurrency(run: dict[str, Any]) -> None:
           f"   {'OWUI CPU ms/chat':>16}")
     for way, r in run["ways"].items():
         print(f"  {way:<18} {r['first_ms']:9.1f} {r['first_p90_ms']:8.1f} {r['first_ratio']:6.2f}   "
-              f"{r['last_ms']:9.1f} {r['last_p90_ms']:8.1f} {r['last_ratio']:6.2f}   {r['cpu_ms_per_chat']:16.1f}")
+              f"{r['last_ms']:9.1f} {r['last_p90_ms']:8.1f} {r['last_ratio']:6.2f}   {r['cpu_ms_per_chat']:16.1f}"
+              + (f"   {r['errors']} failed: {r['first_errors']}" if r["errors"] else ""))
 
 
 def print_in_a_row(run: dict[str, Any]) -> None:
@@ -247,7 +256,8 @@ def print_in_a_row(run: dict[str, Any]) -> None:
 
 
 async def run_all(args: argparse.Namespace, url: str, token: str, pid: int, backend_port: int) -> dict[str, Any]:
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=100)
+    # keep-alive shorter than uvicorn's 5 s, so the client never reuses a connection the server is closing
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=100, keepalive_expiry=2.0)
     headers = {"Authorization": f"Bearer {token}"}
     figures: dict[str, Any] = {"concurrency": [], "in_a_row": []}
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=300, limits=limits, trust_env=False) as client:

@@ -21,8 +21,8 @@ global: false
 # How it streams is the Recorder's docstring.
 
 import asyncio
+import codecs
 import html
-import http.cookiejar
 import json
 import logging
 import re
@@ -36,7 +36,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import httpx
+import aiohttp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 METADATA_KEY = "aihub_requested_features"
@@ -911,7 +911,8 @@ class Pipe:
         try:
             headers = self._headers(agent)
             client = await shared_client()
-            timeout = httpx.Timeout(self.valves.TIMEOUT_SECONDS)
+            seconds = self.valves.TIMEOUT_SECONDS
+            timeout = aiohttp.ClientTimeout(total=None, sock_connect=seconds, sock_read=seconds)
             source = _openai_events if agent.transport == "openai" else _agui_events
             events = source(client, agent, headers, payload, timeout)
             try:
@@ -921,12 +922,12 @@ class Pipe:
                 await events.aclose()  # a cancelled chat (stop) closes the agent's request here, at once
             if not recorder.finished:
                 recorder.finish(error="The agent's stream ended before the run finished.")
-        except (TimeoutError, httpx.TimeoutException):
+        except TimeoutError:  # aiohttp's timeouts are TimeoutErrors too
             recorder.finish(error=f"The agent did not finish within {self.valves.TIMEOUT_SECONDS:g} seconds.")
         except AgentHTTPError as exc:
             log.warning("aihub_agent_pipe: agent %s answered HTTP %s", agent.id, exc.status)
             recorder.finish(error=f"The agent answered HTTP {exc.status}. {exc.detail}".strip())
-        except httpx.TransportError as exc:
+        except aiohttp.ClientError as exc:
             log.warning("aihub_agent_pipe: agent %s connection failed (%s)", agent.id, type(exc).__name__)
             recorder.finish(error=f"Lost the connection to the agent ({type(exc).__name__}).")
         except PipeConfigError as exc:
@@ -986,31 +987,19 @@ async def _pump(
 
 
 # --- connections: one pooled client per process (and event loop) ------------------------------
-# A new client per chat turn costs a connection (and a TLS handshake) every turn, and httpx
-# builds an SSL context (~20 ms of CPU) for each. The pool lives in a holder registered in
-# sys.modules, so a reload of this file (Open WebUI re-executes it when the function changes)
+# A new client per chat turn costs a connection (and a TLS handshake) every turn, and an SSL
+# context (~20 ms of CPU) for each. The client is aiohttp's, as for Open WebUI's own OpenAI
+# connections: per network read it costs Open WebUI about half the CPU httpx does, and at 50
+# chats at a time Open WebUI's CPU is the chat's latency. The pool lives in a holder registered
+# in sys.modules, so a reload of this file (Open WebUI re-executes it when the function changes)
 # reuses the same connections instead of orphaning them. One client per event loop: a client's
 # connections belong to the loop that opened them (tests run several loops; Open WebUI one).
 
-POOL_LIMITS = httpx.Limits(
-    max_connections=1000,  # a streaming chat holds one connection for its whole run
-    max_keepalive_connections=100,
-    keepalive_expiry=5.0,  # under the idle timeout of common servers (uvicorn's is 5 s)
-)
+MAX_CONNECTIONS = 1000  # a streaming chat holds one connection for its whole run
+KEEPALIVE_SECONDS = 4.0  # under the idle timeout of common servers (uvicorn's and Node's are 5 s)
 FINISH_GRACE_SECONDS = 0.1  # how long the body's end may lag the run's end and keep the connection
 _POOL_HOLDER = "aihub_agent_pipe__connection_pool"
-_POOL_VERSION = 1  # bump when the client's configuration changes: a reload then builds a new one
-
-
-class _NoCookies(http.cookiejar.CookieJar):
-    """The client is shared by every user's chats: a cookie one agent response sets must never
-    ride along on another user's request, so none is kept."""
-
-    def extract_cookies(self, response: Any, request: Any) -> None:
-        pass
-
-    def set_cookie(self, cookie: http.cookiejar.Cookie) -> None:
-        pass
+_POOL_VERSION = 2  # bump when the client's configuration changes: a reload then builds a new one
 
 
 def _pool() -> Any:
@@ -1018,7 +1007,7 @@ def _pool() -> Any:
     holder = sys.modules.get(_POOL_HOLDER)
     if holder is None:
         holder = types.ModuleType(_POOL_HOLDER, "aihub_agent_pipe's shared HTTP clients (survives reloads)")
-        holder.clients = {}  # loop -> (version, httpx.AsyncClient)
+        holder.clients = {}  # loop -> (version, aiohttp.ClientSession)
         holder.ssl_context = None
         holder.ssl_lock = threading.Lock()
         holder = sys.modules.setdefault(_POOL_HOLDER, holder)
@@ -1026,31 +1015,41 @@ def _pool() -> Any:
 
 
 def _ssl_context() -> ssl.SSLContext:
-    """Built once per process (blocking: it reads the CA bundle); call it off the event loop."""
+    """Built once per process (blocking: it reads the CA store); call it off the event loop.
+
+    The system's CA store (and SSL_CERT_FILE), as Open WebUI's own connections use.
+    """
     pool = _pool()
     with pool.ssl_lock:
         if pool.ssl_context is None:
-            pool.ssl_context = httpx.create_ssl_context()
+            pool.ssl_context = ssl.create_default_context()
         return pool.ssl_context
 
 
-async def shared_client() -> httpx.AsyncClient:
+async def shared_client() -> aiohttp.ClientSession:
     """This event loop's client, created on first use; the SSL context is built in a thread."""
     loop = asyncio.get_running_loop()
     pool = _pool()
     entry = pool.clients.get(loop)
-    if entry is not None and entry[0] == _POOL_VERSION and not entry[1].is_closed:
+    if entry is not None and entry[0] == _POOL_VERSION and not entry[1].closed:
         return entry[1]
     ssl_context = pool.ssl_context or await asyncio.to_thread(_ssl_context)
     entry = pool.clients.get(loop)  # another chat may have created it while this one waited
-    if entry is not None and entry[0] == _POOL_VERSION and not entry[1].is_closed:
+    if entry is not None and entry[0] == _POOL_VERSION and not entry[1].closed:
         return entry[1]
     for other in [other for other in pool.clients if other.is_closed()]:
         del pool.clients[other]  # a closed loop's connections can never be used again
     # A client of an older version of this file is dropped, not closed: chats still streaming on
     # it keep it alive until they end.
-    client = httpx.AsyncClient(
-        verify=ssl_context, limits=POOL_LIMITS, timeout=httpx.Timeout(300.0), cookies=_NoCookies()
+    client = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(
+            limit=MAX_CONNECTIONS, limit_per_host=0, keepalive_timeout=KEEPALIVE_SECONDS, ssl=ssl_context
+        ),
+        # shared by every user's chats: a cookie one agent response sets must never ride along
+        # on another user's request
+        cookie_jar=aiohttp.DummyCookieJar(),
+        trust_env=True,  # HTTP(S)_PROXY and NO_PROXY, as before
+        timeout=aiohttp.ClientTimeout(total=None, sock_connect=300, sock_read=300),
     )
     pool.clients[loop] = (_POOL_VERSION, client)
     return client
@@ -1083,20 +1082,22 @@ async def _emit(emitter: EventEmitter, status: dict[str, Any]) -> None:
         log.debug("aihub_agent_pipe: event emitter failed", exc_info=True)
 
 
-async def _sse_batches(response: httpx.Response) -> AsyncIterator[list[str]]:
+async def _sse_batches(response: aiohttp.ClientResponse) -> AsyncIterator[list[str]]:
     """The data of the SSE events completed by each network read."""
-    if response.status_code >= 400:
-        detail = (await response.aread())[:200].decode("utf-8", "replace")
-        raise AgentHTTPError(response.status_code, _short(detail))
+    if response.status >= 400:
+        detail = (await response.content.read(200)).decode("utf-8", "replace")
+        raise AgentHTTPError(response.status, _short(detail))
     parser = SSEParser()
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")  # SSE is UTF-8 by definition
     pending = ""
-    async for text in response.aiter_text():
-        *lines, pending = (pending + text).split("\n")
+    async for raw in response.content.iter_any():
+        *lines, pending = (pending + decoder.decode(raw)).split("\n")
         batch = [
             data for line in lines if (data := parser.feed(line[:-1] if line.endswith("\r") else line)) is not None
         ]
         if batch:
             yield batch
+    pending += decoder.decode(b"", final=True)
     tail = [data for data in (parser.feed(pending) if pending else None, parser.flush()) if data is not None]
     if tail:
         yield tail
@@ -1113,28 +1114,28 @@ def _short(detail: str) -> str:
 
 
 async def _agui_events(
-    client: httpx.AsyncClient,
+    client: aiohttp.ClientSession,
     agent: AgentSpec,
     headers: dict[str, str],
     payload: dict[str, Any],
-    timeout: httpx.Timeout,
+    timeout: aiohttp.ClientTimeout,
 ) -> AsyncIterator[Iterable[dict[str, Any]]]:
-    async with client.stream("POST", agent.url, json=payload, headers=headers, timeout=timeout) as response:
+    async with client.post(agent.url, json=payload, headers=headers, timeout=timeout) as response:
         async for batch in _sse_batches(response):
             # decoded lazily, so the first event's text is out before the rest of the read is parsed
             yield (event for event in map(_json_or_none, batch) if isinstance(event, dict))
 
 
 async def _openai_events(
-    client: httpx.AsyncClient,
+    client: aiohttp.ClientSession,
     agent: AgentSpec,
     headers: dict[str, str],
     payload: dict[str, Any],
-    timeout: httpx.Timeout,
+    timeout: aiohttp.ClientTimeout,
 ) -> AsyncIterator[list[dict[str, Any]]]:
     adapter = OpenAIChunkAdapter()
     url = agent.url.rstrip("/") + "/chat/completions"
-    async with client.stream("POST", url, json=payload, headers=headers, timeout=timeout) as response:
+    async with client.post(url, json=payload, headers=headers, timeout=timeout) as response:
         done = False
         async for batch in _sse_batches(response):
             if done:

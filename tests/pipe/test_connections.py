@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import httpx
+import aiohttp
 import pytest
 from pipe_support import PIPE_FILE, FINISHED, T, drive, events, load_by_path, make_pipe, pipe_module
 
@@ -129,7 +129,7 @@ def test_chats_in_a_row_reuse_one_connection() -> None:
 
 
 def test_a_reloaded_function_file_reuses_the_same_client() -> None:
-    async def clients() -> tuple[httpx.AsyncClient, httpx.AsyncClient]:
+    async def clients() -> tuple[aiohttp.ClientSession, aiohttp.ClientSession]:
         first = await pipe_module.shared_client()
         reloaded = load_by_path("function_aihub_agent_pipe_reloaded", PIPE_FILE)  # Open WebUI re-execs the file
         return first, await reloaded.shared_client()
@@ -147,13 +147,13 @@ def test_each_event_loop_gets_its_own_client_and_closed_loops_are_forgotten() ->
 
 def test_ssl_context_is_built_once_and_never_on_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     built_on: list[str] = []
-    real = httpx.create_ssl_context
+    real = pipe_module.ssl.create_default_context
 
     def recording(*args: Any, **kwargs: Any) -> Any:
         built_on.append(threading.current_thread().name)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pipe_module.httpx, "create_ssl_context", recording)
+    monkeypatch.setattr(pipe_module.ssl, "create_default_context", recording)
     server = AgentServer()
     try:
         pipe = agent_pipe(server.url)
@@ -197,7 +197,7 @@ def test_a_cancelled_chat_closes_the_agent_request_at_once() -> None:
 
 
 def test_a_hundred_and_fifty_chats_at_once_each_get_a_connection() -> None:
-    """httpx's default pool (100 connections) would make the last 50 wait for a free one: here
+    """aiohttp's default pool (100 connections) would make the last 50 wait for a free one: here
     the agent answers none until all 150 are in, so a pool that small would time out."""
     chats = 150
     server = AgentServer(barrier=chats)

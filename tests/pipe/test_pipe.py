@@ -74,7 +74,7 @@ def test_file_imports_only_what_open_webui_ships() -> None:
         for line in source.splitlines()
         if line.startswith(("import ", "from ")) and not line.startswith("from __future__")
     }
-    allowed_third_party = {"httpx", "pydantic"}
+    allowed_third_party = {"aiohttp", "pydantic"}
     assert imported - set(sys.stdlib_module_names) <= allowed_third_party
 
 
@@ -237,7 +237,7 @@ def test_unreachable_agent_is_shown() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed when the block ends: nothing listens there
     run = run_pipe(make_pipe([_agent(f"http://127.0.0.1:{port}")]), "travel.concierge", HISTORY)
-    assert "Agent error: Lost the connection to the agent (ConnectError)." in run.content
+    assert "Agent error: Lost the connection to the agent (ClientConnectorError)." in run.content
 
 
 def test_sse_split_anywhere_with_crlf_comments_and_multiline_data_reads_the_same(sse_stub: SSEStub) -> None:
