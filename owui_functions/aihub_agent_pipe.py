@@ -31,6 +31,8 @@ import sys
 import threading
 import time
 import types
+import urllib.parse
+import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -1048,11 +1050,19 @@ async def shared_client() -> aiohttp.ClientSession:
         # shared by every user's chats: a cookie one agent response sets must never ride along
         # on another user's request
         cookie_jar=aiohttp.DummyCookieJar(),
-        trust_env=True,  # HTTP(S)_PROXY and NO_PROXY, as before
+        trust_env=False,  # with it, aiohttp looks up proxies and .netrc in a thread on every request; see _proxy_for
         timeout=aiohttp.ClientTimeout(total=None, sock_connect=300, sock_read=300),
     )
     pool.clients[loop] = (_POOL_VERSION, client)
     return client
+
+
+def _proxy_for(url: str) -> str | None:
+    """The HTTP(S)_PROXY for ``url`` unless NO_PROXY exempts it: environment reads only, no thread."""
+    parts = urllib.parse.urlsplit(url)
+    if urllib.request.proxy_bypass_environment(parts.hostname or ""):
+        return None
+    return urllib.request.getproxies_environment().get(parts.scheme)
 
 
 def requested_features(metadata: Mapping[str, Any], supported: Iterable[str]) -> list[str]:
@@ -1082,8 +1092,8 @@ async def _emit(emitter: EventEmitter, status: dict[str, Any]) -> None:
         log.debug("aihub_agent_pipe: event emitter failed", exc_info=True)
 
 
-async def _sse_batches(response: aiohttp.ClientResponse) -> AsyncIterator[list[str]]:
-    """The data of the SSE events completed by each network read."""
+async def _sse_batches(response: aiohttp.ClientResponse) -> AsyncIterator[Iterable[str]]:
+    """The data of the SSE events completed by each network read, each batch read through before the next."""
     if response.status >= 400:
         detail = (await response.content.read(200)).decode("utf-8", "replace")
         raise AgentHTTPError(response.status, _short(detail))
@@ -1092,11 +1102,11 @@ async def _sse_batches(response: aiohttp.ClientResponse) -> AsyncIterator[list[s
     pending = ""
     async for raw in response.content.iter_any():
         *lines, pending = (pending + decoder.decode(raw)).split("\n")
-        batch = [
-            data for line in lines if (data := parser.feed(line[:-1] if line.endswith("\r") else line)) is not None
-        ]
-        if batch:
-            yield batch
+        if lines:
+            # parsed as consumed: the first event of a large read is out before the rest is parsed
+            yield (
+                data for line in lines if (data := parser.feed(line[:-1] if line.endswith("\r") else line)) is not None
+            )
     pending += decoder.decode(b"", final=True)
     tail = [data for data in (parser.feed(pending) if pending else None, parser.flush()) if data is not None]
     if tail:
@@ -1120,7 +1130,9 @@ async def _agui_events(
     payload: dict[str, Any],
     timeout: aiohttp.ClientTimeout,
 ) -> AsyncIterator[Iterable[dict[str, Any]]]:
-    async with client.post(agent.url, json=payload, headers=headers, timeout=timeout) as response:
+    async with client.post(
+        agent.url, json=payload, headers=headers, timeout=timeout, proxy=_proxy_for(agent.url)
+    ) as response:
         async for batch in _sse_batches(response):
             # decoded lazily, so the first event's text is out before the rest of the read is parsed
             yield (event for event in map(_json_or_none, batch) if isinstance(event, dict))
@@ -1135,7 +1147,7 @@ async def _openai_events(
 ) -> AsyncIterator[list[dict[str, Any]]]:
     adapter = OpenAIChunkAdapter()
     url = agent.url.rstrip("/") + "/chat/completions"
-    async with client.post(url, json=payload, headers=headers, timeout=timeout) as response:
+    async with client.post(url, json=payload, headers=headers, timeout=timeout, proxy=_proxy_for(url)) as response:
         done = False
         async for batch in _sse_batches(response):
             if done:

@@ -241,3 +241,51 @@ def test_one_network_read_reaches_open_webui_as_at_most_two_chunks(sse_stub: Any
     run = asyncio.run(drive(pipe, "bp.agent", [{"role": "user", "content": "hi"}]))
     assert run.content == "".join(f"w{i} " for i in range(50))
     assert run.chunks[0] == "w0 " and len([c for c in run.chunks if c]) <= 2, run.chunks
+
+
+def test_after_the_first_chat_nothing_is_handed_to_a_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread hop per chat (aiohttp's own proxy and .netrc look-ups with trust_env) costs the
+    first token a scheduling delay on a busy server; the first chat makes one (the SSL context)."""
+    hops: list[str] = []
+    real = asyncio.BaseEventLoop.run_in_executor
+
+    def counting(self: Any, executor: Any, func: Any, *args: Any) -> Any:
+        hops.append(getattr(func, "__name__", repr(func)))
+        return real(self, executor, func, *args)
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "run_in_executor", counting)
+    server = AgentServer()
+    try:
+        pipe = agent_pipe(server.url)
+
+        async def chats() -> list[int]:
+            seen = []
+            for _ in range(3):
+                await drive(pipe, "bp.agent", [{"role": "user", "content": "hi"}])
+                seen.append(len(hops))
+            return seen
+
+        assert asyncio.run(chats()) == [1, 1, 1], hops
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize(
+    ("env", "url", "proxy"),
+    [
+        ({}, "https://agents.internal/x", None),
+        ({"HTTPS_PROXY": "http://proxy:3128"}, "https://agents.internal/x", "http://proxy:3128"),
+        ({"HTTPS_PROXY": "http://proxy:3128"}, "http://agents.internal/x", None),
+        ({"HTTP_PROXY": "http://proxy:3128", "NO_PROXY": "agents.internal"}, "http://agents.internal/x", None),
+        ({"HTTP_PROXY": "http://proxy:3128", "NO_PROXY": "other.internal"}, "http://agents.internal/x",
+         "http://proxy:3128"),
+    ],
+)
+def test_proxies_come_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], url: str, proxy: str | None
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert pipe_module._proxy_for(url) == proxy
