@@ -12,11 +12,11 @@ validate.py, which knows the whole catalog.
 from __future__ import annotations
 
 from typing import Annotated, Literal
-from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StringConstraints, field_validator
 
-from .capabilities import OVERRIDABLE_DEFAULTS
+from .text import describe, first_hidden
+from .urls import credential_in_url
 
 # Blueprint and agent ids become parts of a model id `<pipe>.<blueprint>.<agent>`: no dots,
 # no whitespace, short enough for Open WebUI's 256-character limit.
@@ -30,8 +30,43 @@ FeatureName = Annotated[
 CapabilityName = Annotated[
     str, StringConstraints(pattern=r"^[a-z][a-z0-9_.-]*$", min_length=1, max_length=128)
 ]
-EnvVarName = Annotated[str, StringConstraints(pattern=r"^[A-Z_][A-Z0-9_]*$", max_length=128)]
+# Variables that hold the Open WebUI admin token (or say where it is), and Open WebUI's own
+# signing and database secrets: a backend must never receive them, whoever reads the variable.
+TOKEN_VARIABLES = frozenset({"OPENWEBUI_TOKEN", "OPENWEBUI_TOKEN_FILE"})
+SERVER_SECRET_VARIABLES = frozenset({"WEBUI_SECRET_KEY", "WEBUI_JWT_SECRET_KEY", "DATABASE_URL", "REDIS_URL"})
+
+
+def _not_a_token_variable(name: str) -> str:
+    if name in TOKEN_VARIABLES:
+        raise ValueError(
+            f"{name} holds the Open WebUI admin token; a backend must never receive it: give the "
+            "backend a key of its own in another variable"
+        )
+    if name in SERVER_SECRET_VARIABLES:
+        raise ValueError(f"{name} is one of Open WebUI's own secrets; give the backend a key of its own in another variable")
+    return name
+
+
+EnvVarName = Annotated[
+    str,
+    StringConstraints(pattern=r"^[A-Z_][A-Z0-9_]*$", max_length=128),
+    AfterValidator(_not_a_token_variable),
+]
 Text = Annotated[str, StringConstraints(max_length=2000)]
+
+
+def _no_hidden_characters(value: str) -> str:
+    """Names are shown in plans, CI logs and the model picker: what a reader sees must be all there is."""
+    char = first_hidden(value)
+    if char is not None:
+        raise ValueError(
+            f"contains {describe(char)}: control characters and invisible or bidirectional "
+            "formatting characters are not allowed in names; remove it"
+        )
+    return value
+
+
+Name = Annotated[str, StringConstraints(min_length=1, max_length=255), AfterValidator(_no_hidden_characters)]
 
 
 class _Strict(BaseModel):
@@ -67,7 +102,7 @@ class CapabilityCatalog(_Strict):
 class FeatureDef(_Strict):
     """A custom chat feature: what its toggle shows in the chat input."""
 
-    title: Annotated[str, StringConstraints(min_length=1, max_length=80)]
+    title: Annotated[str, StringConstraints(min_length=1, max_length=80), AfterValidator(_no_hidden_characters)]
     description: Text = ""
     icon: str | None = None  # data:image/...;base64 URI, http(s) URL, or a file next to the YAML
 
@@ -79,7 +114,7 @@ class FeatureCatalog(_Strict):
 class GroupAccess(_Strict):
     """Readable by the members of these Open WebUI groups (by name, resolved on the instance)."""
 
-    groups: list[Annotated[str, StringConstraints(min_length=1, max_length=255)]]
+    groups: list[Name]
 
     @field_validator("groups")
     @classmethod
@@ -94,8 +129,9 @@ Access = Literal["public", "private"] | GroupAccess
 
 def _no_credentials(url: str | None) -> str | None:
     """A URL is written into the pipe's valves and shown in every diff: no secrets in it."""
-    if url and "@" in urlsplit(url).netloc:
-        raise ValueError("put no user or password in the URL; use api_key_env for the backend's key")
+    why = credential_in_url(url) if url else None
+    if why:
+        raise ValueError(f"{why}; a URL is shown in every plan, so use api_key_env for the backend's key")
     return url
 
 
@@ -104,13 +140,22 @@ BackendUrl = Annotated[
 ]
 
 
+ModelName = Annotated[str, StringConstraints(min_length=1, max_length=256), AfterValidator(_no_hidden_characters)]
+# Who reads the backend's key: `sync` (from its environment, into the pipe's API_KEYS valve) or
+# the Open WebUI `server` (from its own environment at chat time; sync writes only the name).
+KeyFrom = Literal["sync", "server"]
+
+
 class Backend(_Strict):
     """Where an agent runs, for the agent pipe."""
 
     transport: Literal["agui", "openai"] = "agui"
     url: BackendUrl
-    model: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
+    model: ModelName | None = None
     api_key_env: EnvVarName | None = None
+    api_key_from: KeyFrom = "sync"
+    # Plain http to a host that is not loopback: the key and the chats cross the network in clear.
+    insecure: StrictBool = False
 
 
 class BackendOverride(_Strict):
@@ -118,8 +163,10 @@ class BackendOverride(_Strict):
 
     transport: Literal["agui", "openai"] | None = None
     url: BackendUrl | None = None
-    model: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
+    model: ModelName | None = None
     api_key_env: EnvVarName | None = None
+    api_key_from: KeyFrom | None = None
+    insecure: StrictBool | None = None
 
 
 class Step(_Strict):
@@ -132,7 +179,7 @@ class Agent(_Strict):
     """One instance of a blueprint; it becomes one Open WebUI model row."""
 
     id: Identifier
-    name: Annotated[str, StringConstraints(min_length=1, max_length=255)]
+    name: Name
     description: Text = ""
     icon: str | None = None
     access: Access = "private"
@@ -143,24 +190,12 @@ class Agent(_Strict):
 
 class Blueprint(_Strict):
     id: Identifier
-    name: Annotated[str, StringConstraints(min_length=1, max_length=255)]
+    name: Name
     description: Text = ""
     icon: str | None = None
     backend: Backend | None = None
     # Overrides of the documented defaults in capabilities.OVERRIDABLE_DEFAULTS.
-    openwebui_capabilities: dict[str, bool] = Field(default_factory=dict)
+    openwebui_capabilities: dict[str, StrictBool] = Field(default_factory=dict)
     steps: list[Step] = Field(min_length=1)
     agents: list[Agent] = Field(min_length=1)
-
-    @field_validator("openwebui_capabilities")
-    @classmethod
-    def _only_overridable(cls, value: dict[str, bool]) -> dict[str, bool]:
-        unknown = sorted(set(value) - set(OVERRIDABLE_DEFAULTS))
-        if unknown:
-            allowed = ", ".join(sorted(OVERRIDABLE_DEFAULTS))
-            raise ValueError(
-                f"cannot set {', '.join(unknown)}; a blueprint may set only {allowed} "
-                "(the feature toggles follow its capabilities; memory, builtin_tools and "
-                "terminal stay off)"
-            )
-        return value
+    # Which keys openwebui_capabilities may hold is checked by the loader, which knows each key's line.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -19,11 +20,12 @@ from typing import Annotated, Any, Optional
 import httpx
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from . import __version__
 from .apply import ApplyReport, apply_plan
-from .client import TESTED_VERSIONS, OpenWebUIClient, check_url
-from .desired import FEATURE_FILTER_ID, build_desired
+from .client import TESTED_VERSIONS, OpenWebUIClient, check_url, http_log
+from .desired import FEATURE_FILTER_ID, build_desired, insecure_backends
 from .errors import ApplyError, BlueprintError, ConfigError, Problem, ProvisionError
 from .function_files import (
     FunctionFile,
@@ -37,6 +39,9 @@ from .observed import observe
 from .plan import Plan, make_plan
 from .render import render_orphans, render_plan
 from .state import Kind
+from .targets import TARGETS_FILE, Target, select_target, targets_problems
+from .text import visible
+from .variables import ALWAYS_SECRET, Variables
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 
@@ -55,29 +60,46 @@ class Output(str, Enum):
     json = "json"
 
 
-PathOpt = Annotated[Path, typer.Option("-p", "--path", help="Blueprint directory.")]
+class PlanOutput(str, Enum):
+    """diff and sync also speak Markdown: for a pull-request comment or a CI job summary."""
+
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+PathOpt = Annotated[Path, typer.Option("-p", "--path", metavar="DIR", help="Blueprint directory.")]
 FunctionsOpt = Annotated[
-    Path, typer.Option("--functions", help="Your own Open WebUI functions (used only if the folder exists).")
+    Path,
+    typer.Option("--functions", metavar="DIR", help="Your own Open WebUI functions (used only if the folder exists)."),
 ]
 BundleOpt = Annotated[
     Optional[Path],
     typer.Option(
         "--bundle",
+        metavar="DIR",
         hidden=True,  # for developing the bundle itself; users get the one inside the package
         help="Use this directory's function bundle instead of the installed one.",
     ),
 ]
-OutputOpt = Annotated[Output, typer.Option("-o", "--output", help="text or json (JSON on stdout).")]
+OutputOpt = Annotated[Output, typer.Option("-o", "--output", metavar="text|json", help="JSON goes to stdout.")]
+PlanOutputOpt = Annotated[
+    PlanOutput,
+    typer.Option(
+        "-o", "--output", metavar="text|json|markdown", help="markdown: for a pull request or $GITHUB_STEP_SUMMARY."
+    ),
+]
 UrlOpt = Annotated[
     Optional[str],
-    typer.Option("--url", envvar="OPENWEBUI_URL", help="Open WebUI base URL [env OPENWEBUI_URL]."),
+    typer.Option("--url", envvar="OPENWEBUI_URL", metavar="URL", help="Open WebUI base URL."),
 ]
 TokenFileOpt = Annotated[
     Optional[Path],
     typer.Option(
         "--token-file",
         envvar="OPENWEBUI_TOKEN_FILE",
-        help="File holding the admin API key [env OPENWEBUI_TOKEN_FILE]; otherwise OPENWEBUI_TOKEN is used.",
+        metavar="FILE",
+        help="File holding the admin API key; otherwise OPENWEBUI_TOKEN is used.",
     ),
 ]
 InsecureOpt = Annotated[
@@ -90,23 +112,37 @@ AdoptOpt = Annotated[
     Optional[list[str]],
     typer.Option(
         "--adopt",
+        metavar="KIND/ID",
         help="Take over an existing object without the ownership marker: KIND/ID, e.g. model/aihub_agent_pipe.x.y (repeatable).",
     ),
 ]
 DetailedOpt = Annotated[
     bool, typer.Option("--detailed-exitcode", help="Exit 2 when there are changes, 0 when none.")
 ]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds per HTTP request.")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Seconds per HTTP request.")]
 ParallelismOpt = Annotated[
     int,
     typer.Option(
         "--parallelism",
+        metavar="N",
         min=1,
         max=16,
         help="Model rows written at a time (functions stay sequential). 4 helps against a remote instance.",
     ),
 ]
 NoColorOpt = Annotated[bool, typer.Option("--no-color", help="No colours (also NO_COLOR).")]
+TargetOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--target",
+        envvar="PROVISION_TARGET",
+        metavar="NAME",
+        help="A target of the targets file: its URL, token and ${NAME} variables replace --url and the token settings.",
+    ),
+]
+TargetsFileOpt = Annotated[
+    Path, typer.Option("--targets-file", metavar="FILE", help="The targets file, relative to the current directory.")
+]
 
 
 @dataclass(frozen=True)
@@ -115,6 +151,7 @@ class Connection:
     token_file: Optional[Path]
     insecure: bool
     timeout: float
+    token_env: Optional[str] = "OPENWEBUI_TOKEN"  # a target's token_env; None: only the file
 
 
 def make_http_client(timeout: float) -> httpx.Client:
@@ -139,11 +176,11 @@ def _consoles(no_color: bool) -> tuple[Console, Console]:
     )
 
 
-def _read_token(token_file: Optional[Path]) -> str:
-    env_token = os.environ.get("OPENWEBUI_TOKEN", "").strip()
+def _read_token(token_file: Optional[Path], token_env: Optional[str] = "OPENWEBUI_TOKEN") -> str:
+    env_token = os.environ.get(token_env, "").strip() if token_env else ""
     if token_file is not None:
         if env_token:
-            raise ConfigError("both OPENWEBUI_TOKEN and --token-file are set; use one")
+            raise ConfigError(f"both {token_env} and --token-file are set; use one")
         try:
             raw = token_file.read_bytes()
         except OSError as exc:
@@ -155,16 +192,59 @@ def _read_token(token_file: Optional[Path]) -> str:
             raise ConfigError(f"token file {token_file} is empty")
         return token
     if not env_token:
+        if token_env != "OPENWEBUI_TOKEN":
+            raise ConfigError(f"no token: the target's token_env {token_env} is not set (it holds an admin's API key)")
         raise ConfigError("no token: set OPENWEBUI_TOKEN or pass --token-file (an admin's API key)")
     return env_token
 
 
-def _connect(conn: Connection) -> OpenWebUIClient:
+def _credentials(conn: Connection) -> tuple[str, str]:
+    """The checked base URL and the admin token."""
     if not conn.url:
         raise ConfigError("no Open WebUI URL: pass --url or set OPENWEBUI_URL")
     url = check_url(conn.url, insecure=conn.insecure)
-    token = _read_token(conn.token_file)
+    return url, _read_token(conn.token_file, conn.token_env)
+
+
+def _connect(conn: Connection, credentials: tuple[str, str] | None = None) -> OpenWebUIClient:
+    url, token = credentials or _credentials(conn)
     return OpenWebUIClient(base_url=url, token=token, http=make_http_client(conn.timeout))
+
+
+def _select_target(
+    ctx: typer.Context, name: Optional[str], targets_file: Path, conn: Connection
+) -> tuple[Connection, Optional[Target]]:
+    """With --target (or PROVISION_TARGET), the target's URL and token replace the defaults.
+
+    An explicit --url or --token-file as well is a usage error: two answers to where to connect.
+    OPENWEBUI_URL, OPENWEBUI_TOKEN and OPENWEBUI_TOKEN_FILE in the environment are ignored.
+    """
+    if not name:
+        return conn, None
+    for param, flag in (("url", "--url"), ("token_file", "--token-file")):
+        source = ctx.get_parameter_source(param) if param in ctx.params else None
+        if source is not None and source.name == "COMMANDLINE":
+            raise typer.BadParameter("--target says where to connect already; use one of the two", param_hint=f"'{flag}'")
+    target = select_target(name, targets_file)
+    return (
+        Connection(target.url, target.token_file, conn.insecure, conn.timeout, token_env=target.token_env),
+        target,
+    )
+
+
+def _variables(target: Optional[Target], strict: bool) -> Variables:
+    """What ${NAME} resolves from: the target's variables, then the environment."""
+    secrets = set(ALWAYS_SECRET)
+    if target is not None and target.token_env:
+        secrets.add(target.token_env)
+    return Variables(
+        values=target.variables if target else {},
+        env=dict(os.environ),
+        strict=strict,
+        target=target.name if target else None,
+        targets_file=target.file if target else TARGETS_FILE,
+        secret_names=frozenset(secrets),
+    )
 
 
 def _parse_adopt(values: Optional[list[str]]) -> set[tuple[Kind, str]]:
@@ -178,7 +258,10 @@ def _parse_adopt(values: Optional[list[str]]) -> set[tuple[Kind, str]]:
 
 
 def load_bundle(
-    path: Path, functions_dir: Optional[Path] = None, bundle: Optional[Path] = None
+    path: Path,
+    functions_dir: Optional[Path] = None,
+    bundle: Optional[Path] = None,
+    variables: Optional[Variables] = None,
 ) -> tuple[Catalog, tuple[FunctionFile, ...]]:
     """Offline checks shared by every command: blueprints, the bundle, the user's functions.
 
@@ -189,7 +272,7 @@ def load_bundle(
     catalog = None
     files: list[FunctionFile] = []
     try:
-        catalog = load_catalog(path)
+        catalog = load_catalog(path, variables)
     except BlueprintError as exc:
         problems.extend(exc.problems)
     source = bundle or bundle_dir()
@@ -230,50 +313,98 @@ def _reserved_ids(own: tuple[FunctionFile, ...], bundle_ids: set[str]) -> list[P
 def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Plan, OpenWebUIClient]:
     adopted = _parse_adopt(opts.adopt)
     prune = opts.prune
-    catalog, functions = load_bundle(opts.path, opts.functions, opts.bundle)
-    client = _connect(conn)
+    catalog, functions = load_bundle(opts.path, opts.functions, opts.bundle, opts.variables)
+    print_notes(catalog, err)
+    credentials = _credentials(conn)
+    client = _connect(conn, credentials)
     try:
         version = client.version()
         if not version.startswith(TESTED_VERSIONS):
             err.print(
-                f"Warning: Open WebUI {version or '(unknown version)'} is outside the tested range "
+                f"Warning: Open WebUI {visible(version) or '(unknown version)'} is outside the tested range "
                 f"({', '.join(v + 'x' for v in TESTED_VERSIONS)}); continuing.",
                 soft_wrap=True,
+                markup=False,
             )
         uses_groups = any(
             not isinstance(agent.access, str) for lb in catalog.blueprints for agent in lb.blueprint.agents
         )
         groups = {str(g.get("name")): str(g.get("id")) for g in client.list_groups()} if uses_groups else {}
         observed = observe(client.list_models(), client.list_functions())
-        desired = build_desired(catalog, functions, groups, env=os.environ)
+        # The token is passed so that no backend key variable may hold it.
+        desired = build_desired(
+            catalog, functions, groups, env=os.environ, token=credentials[1], token_variables=_token_variables(conn.token_env)
+        )
         return make_plan(desired, observed, prune=prune, adopt=adopted), client
     except BaseException:
         client.close()
         raise
 
 
-def _print_plan(plan: Plan, output: Output, out: Console, err: Console) -> None:
+def _token_variables(token_env: Optional[str]) -> set[str]:
+    """A target's own token variable (OPENWEBUI_TOKEN and OPENWEBUI_TOKEN_FILE are refused by name
+    in every blueprint already, blueprints.TOKEN_VARIABLES)."""
+    return {token_env} if token_env else set()
+
+
+def print_notes(catalog: Catalog, err: Console) -> None:
+    """Files in the blueprint directory that were not read, each with why, and every backend
+    allowed plain http off loopback, on stderr."""
+    for note in catalog.notes:
+        err.print(f"Note: {visible(str(note))}", soft_wrap=True, markup=False)
+    for agent, host in insecure_backends(catalog):
+        err.print(
+            f"Warning: {agent}: plain http to {visible(host)} (insecure: true): its key and its chats cross "
+            "the network in clear text.",
+            soft_wrap=True,
+            markup=False,
+        )
+
+
+def _print_plan(plan: Plan, opts: "RunOptions", out: Console, err: Console) -> None:
     data = plan.to_json()
-    if output is Output.json:
+    if opts.output is PlanOutput.json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    elif opts.output is PlanOutput.markdown:
+        from .render_markdown import render_markdown
+
+        title = f"provision plan for target {opts.target}" if opts.target else "provision plan"
+        sys.stdout.write(render_markdown(data, title))
     else:
         render_plan(data, out)
-    render_orphans(data, err)
+    if opts.output is not PlanOutput.markdown:  # the Markdown carries them itself
+        render_orphans(data, err)
 
 
-@app.command()
+@app.command(short_help="Check blueprints and functions offline.")
 def validate(
+    ctx: typer.Context,
     path: PathOpt = Path("blueprints"),
     functions: FunctionsOpt = Path("functions"),
     output: OutputOpt = Output.text,
+    target: TargetOpt = None,
+    targets_file: TargetsFileOpt = Path(TARGETS_FILE),
     no_color: NoColorOpt = False,
     bundle: BundleOpt = None,
 ) -> int:
-    """Check blueprints and function files offline: schema, references, function files."""
-    out, _ = _consoles(no_color)
+    """Check blueprints and function files offline: schema, references, function files.
+
+    With --target, every ${NAME} must also resolve from that target's variables or the
+    environment; without, only the references' syntax is checked.
+    """
+    out, err = _consoles(no_color)
     try:
-        catalog, files = load_bundle(path, functions, bundle)
-        desired = build_desired(catalog, files, groups=None)
+        selected = select_target(target, targets_file) if target else None
+        extra = targets_problems(targets_file) if selected is None and targets_file.is_file() else []
+        try:
+            catalog, files = load_bundle(path, functions, bundle, _variables(selected, strict=selected is not None))
+        except BlueprintError as exc:
+            raise BlueprintError([*exc.problems, *extra]) from None
+        if extra:
+            raise BlueprintError(extra)
+        desired = build_desired(
+            catalog, files, groups=None, token_variables=_token_variables(selected.token_env if selected else None)
+        )
     except BlueprintError as exc:
         if output is Output.json:  # the machine form of the problems; the text still goes to stderr
             problems = [dataclasses.asdict(p) for p in exc.problems]
@@ -284,8 +415,10 @@ def validate(
         "agents": len(desired.models),
         "functions": len(files),
     }
+    print_notes(catalog, err)
     if output is Output.json:
-        sys.stdout.write(json.dumps({"valid": True, **counts}) + "\n")
+        notes = [{"file": n.file, "message": n.message} for n in catalog.notes]
+        sys.stdout.write(json.dumps({"valid": True, **counts, "notes": notes}) + "\n")
     else:
         out.print(
             f"Valid: {counts['blueprints']} blueprints, {counts['agents']} agents, "
@@ -295,14 +428,17 @@ def validate(
     return EXIT_OK
 
 
-@app.command()
+@app.command(short_help="Show what sync would change; writes nothing.")
 def diff(
+    ctx: typer.Context,
     path: PathOpt = Path("blueprints"),
     functions: FunctionsOpt = Path("functions"),
-    output: OutputOpt = Output.text,
+    output: PlanOutputOpt = PlanOutput.text,
     detailed_exitcode: DetailedOpt = False,
     prune: PruneOpt = False,
     adopt: AdoptOpt = None,
+    target: TargetOpt = None,
+    targets_file: TargetsFileOpt = Path(TARGETS_FILE),
     url: UrlOpt = None,
     token_file: TokenFileOpt = None,
     insecure: InsecureOpt = False,
@@ -311,23 +447,30 @@ def diff(
     bundle: BundleOpt = None,
 ) -> int:
     """Show what sync would change on the instance, field by field. Writes nothing."""
+    conn, selected = _select_target(ctx, target, targets_file, Connection(url, token_file, insecure, timeout))
     return _run(
-        RunOptions(path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run=True, yes=True, bundle=bundle),
-        Connection(url, token_file, insecure, timeout),
+        RunOptions(
+            path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run=True, yes=True,
+            bundle=bundle, variables=_variables(selected, strict=True), target=target,
+        ),
+        conn,
     )
 
 
-@app.command()
+@app.command(short_help="Make the instance match the blueprints.")
 def sync(
+    ctx: typer.Context,
     path: PathOpt = Path("blueprints"),
     functions: FunctionsOpt = Path("functions"),
-    output: OutputOpt = Output.text,
+    output: PlanOutputOpt = PlanOutput.text,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show the plan (same as diff).")] = False,
     detailed_exitcode: DetailedOpt = False,
     prune: PruneOpt = False,
     adopt: AdoptOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     parallelism: ParallelismOpt = 1,
+    target: TargetOpt = None,
+    targets_file: TargetsFileOpt = Path(TARGETS_FILE),
     url: UrlOpt = None,
     token_file: TokenFileOpt = None,
     insecure: InsecureOpt = False,
@@ -336,9 +479,13 @@ def sync(
     bundle: BundleOpt = None,
 ) -> int:
     """Make the instance match the blueprints: functions, then models, then deletes."""
+    conn, selected = _select_target(ctx, target, targets_file, Connection(url, token_file, insecure, timeout))
     return _run(
-        RunOptions(path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run, yes, parallelism, bundle),
-        Connection(url, token_file, insecure, timeout),
+        RunOptions(
+            path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run, yes, parallelism,
+            bundle, _variables(selected, strict=True), target,
+        ),
+        conn,
     )
 
 
@@ -348,7 +495,7 @@ class RunOptions:
 
     path: Path
     functions: Path
-    output: Output
+    output: PlanOutput
     detailed_exitcode: bool
     prune: bool
     adopt: Optional[list[str]]
@@ -357,6 +504,8 @@ class RunOptions:
     yes: bool
     parallelism: int = 1
     bundle: Optional[Path] = None  # None: the bundle installed with provision
+    variables: Optional[Variables] = None  # None: ${NAME} syntax checked, nothing resolved
+    target: Optional[str] = None  # its name, for the Markdown title
 
 
 def _run(opts: RunOptions, conn: Connection) -> int:
@@ -364,19 +513,29 @@ def _run(opts: RunOptions, conn: Connection) -> int:
     out, err = _consoles(opts.no_color)
     plan, client = _build_plan(opts, conn, err)
     with client:
-        if opts.dry_run or plan.is_empty:
-            _print_plan(plan, opts.output, out, err)
+        if opts.dry_run:
+            _print_plan(plan, opts, out, err)
             return EXIT_CHANGES if opts.detailed_exitcode and not plan.is_empty else EXIT_OK
-        if opts.output is Output.text:
-            render_plan(plan.to_json(), out)
-            render_orphans(plan.to_json(), err)
+        if plan.is_empty:
+            if opts.output is PlanOutput.json:  # sync -o json always answers {"plan", "result"}
+                result = ApplyReport().to_json()
+                sys.stdout.write(json.dumps({"plan": plan.to_json(), "result": result}, indent=2) + "\n")
+            else:
+                _print_plan(plan, opts, out, err)
+            return EXIT_OK
+        if opts.output is not PlanOutput.json:
+            _print_plan(plan, opts, out, err)
         if not opts.yes and sys.stdin.isatty() and not os.environ.get("CI"):
             if not typer.confirm("Apply these changes?", default=False, err=True):
                 err.print("Nothing applied.")
                 return EXIT_ERROR
         report = _apply(plan, client, opts, err)
-        if opts.output is Output.json:
+        if opts.output is PlanOutput.json:
             sys.stdout.write(json.dumps({"plan": plan.to_json(), "result": report.to_json()}, indent=2) + "\n")
+        elif opts.output is PlanOutput.markdown:
+            from .render_markdown import result_markdown
+
+            sys.stdout.write(result_markdown(report.to_json()))
         else:
             applied = report.to_json()["applied"]
             out.print(
@@ -390,18 +549,25 @@ def _run(opts: RunOptions, conn: Connection) -> int:
 def _apply(plan: Plan, client: OpenWebUIClient, opts: RunOptions, err: Console) -> ApplyReport:
     from .progress import progress_reporter  # rich progress only when it will be seen
 
-    with progress_reporter(err, total=len(plan.changes), enabled=opts.output is Output.text) as tick:
+    with progress_reporter(err, total=len(plan.changes), enabled=opts.output is PlanOutput.text) as tick:
         try:
             return apply_plan(plan, client, parallelism=opts.parallelism, on_progress=tick)
         except ApplyError as exc:
-            if opts.output is Output.json:
+            if opts.output is PlanOutput.json:
                 sys.stdout.write(json.dumps({"plan": plan.to_json(), "result": exc.report.to_json()}, indent=2) + "\n")
+            elif opts.output is PlanOutput.markdown:
+                from .render_markdown import result_markdown
+
+                sys.stdout.write(result_markdown(exc.report.to_json()))
             raise
 
 
-@app.command("list")
+@app.command("list", short_help="Show what provision manages on the instance.")
 def list_managed(
+    ctx: typer.Context,
     output: OutputOpt = Output.text,
+    target: TargetOpt = None,
+    targets_file: TargetsFileOpt = Path(TARGETS_FILE),
     url: UrlOpt = None,
     token_file: TokenFileOpt = None,
     insecure: InsecureOpt = False,
@@ -414,7 +580,8 @@ def list_managed(
     from .listing import managed_agents, managed_functions
 
     out, _ = _consoles(no_color)
-    with _connect(Connection(url, token_file, insecure, timeout)) as client:
+    conn, _target = _select_target(ctx, target, targets_file, Connection(url, token_file, insecure, timeout))
+    with _connect(conn) as client:
         groups = {str(g.get("id")): str(g.get("name")) for g in client.list_groups()}
         agents = managed_agents(client.list_models(), groups)
         functions = managed_functions(client.list_functions())
@@ -425,27 +592,29 @@ def list_managed(
     table.add_column("agent", no_wrap=True)
     for column in ("name", "toggles", "on by default", "access"):
         table.add_column(column, overflow="fold")
-    for a in agents:
-        table.add_row(a["agent"], a["name"], ", ".join(a["features"]) or "-", ", ".join(a["defaults"]) or "-", a["access"])
+    for a in agents:  # rows come from the instance: show what a reader cannot see
+        cells = (a["agent"], a["name"], ", ".join(a["features"]) or "-", ", ".join(a["defaults"]) or "-", a["access"])
+        table.add_row(*(escape(visible(str(c))) for c in cells))
     out.print(table)
     table = Table(title=f"Functions ({len(functions)})", title_justify="left")
     for column in ("id", "type", "active", "global"):
         table.add_column(column, overflow="fold")
     for f in functions:
-        table.add_row(f["id"], f["type"] or "", "yes" if f["active"] else "no", "yes" if f["global"] else "no")
+        table.add_row(escape(visible(str(f["id"]))), escape(visible(str(f["type"] or ""))), "yes" if f["active"] else "no", "yes" if f["global"] else "no")
     out.print(table)
     return EXIT_OK
 
 
-@app.command()
+@app.command(short_help="Write the rendered toggle filters to a folder.")
 def generate(
-    out_dir: Annotated[Path, typer.Option("--out", help="Directory to write the toggle filters into.")],
+    out_dir: Annotated[Path, typer.Option("--out", metavar="DIR", help="Directory to write the toggle filters into.")],
     path: PathOpt = Path("blueprints"),
     no_color: NoColorOpt = False,
 ) -> int:
     """Write the toggle filters sync renders (one per custom feature) into a directory, to read them."""
-    out, _ = _consoles(no_color)
-    catalog = load_catalog(path)
+    out, err = _consoles(no_color)
+    catalog = load_catalog(path, _variables(None, strict=False))
+    print_notes(catalog, err)
     done = write_toggle_files(catalog, out_dir)
     for action, file in done:
         out.print(f"{action:8} {file}", soft_wrap=True)
@@ -454,29 +623,79 @@ def generate(
     return EXIT_OK
 
 
-@app.callback(invoke_without_command=False)
-def _root(
-    version: Annotated[bool, typer.Option("--version", help="Show the version and exit.")] = False,
-) -> None:
-    if version:
-        typer.echo(f"provision {__version__}")
+@app.command("version", short_help="Show the provision version.")
+def version_command() -> int:
+    """Show the provision version (the one recorded in the marker of what it writes)."""
+    typer.echo(_version_line())
+    return EXIT_OK
+
+
+def _version_line() -> str:
+    return f"provision {__version__}"
+
+
+def _print_version(value: bool) -> None:
+    if value:  # eager: runs before click asks for a command
+        typer.echo(_version_line())
         raise typer.Exit(0)
+
+
+_verbose_handler: Optional[logging.Handler] = None
+
+
+def _log_http_calls() -> None:
+    """Show client.http_log on stderr: method, path, status and time; never headers or bodies."""
+    global _verbose_handler
+    _stop_logging_http_calls()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("http: %(message)s"))
+    http_log.addHandler(handler)
+    http_log.setLevel(logging.INFO)
+    _verbose_handler = handler
+
+
+def _stop_logging_http_calls() -> None:
+    global _verbose_handler
+    if _verbose_handler is not None:
+        http_log.removeHandler(_verbose_handler)
+        http_log.setLevel(logging.NOTSET)
+        _verbose_handler = None
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_print_version, help="Show the version and exit."),
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("-v", "--verbose", help="Log each HTTP call (method, path, status, time) to stderr.")
+    ] = False,
+) -> None:
+    """Keep AI agents behind Open WebUI as blueprint YAML: validate, diff, sync."""
+    if verbose:
+        _log_http_calls()
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Entry point: run the app and map every outcome to 0, 1 or 2 in this one place."""
     err = Console(stderr=True, highlight=False, emoji=False, no_color=bool(os.environ.get("NO_COLOR")))
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        result: Any = app(args=argv, prog_name="provision", standalone_mode=False)
+        # Bare `provision` shows the help once, as --help does: not a usage error.
+        result: Any = app(args=args or ["--help"], prog_name="provision", standalone_mode=False)
     except typer.Exit as exc:  # --help, --version
         return int(exc.exit_code or 0)
     except typer.Abort:
         err.print("Aborted.")
         return EXIT_ERROR
     except typer.TyperException as exc:  # usage errors: 1, not click's 2
-        err.print(f"Error: {exc.format_message()}", soft_wrap=True, markup=False)
+        err.print(f"Error: {visible(exc.format_message(), keep=chr(10))}", soft_wrap=True, markup=False)
         return EXIT_ERROR
     except ProvisionError as exc:
-        err.print(f"Error: {exc}", soft_wrap=True, markup=False)
+        # Messages carry file names and server answers: escape what a reader could not see.
+        err.print(f"Error: {visible(str(exc), keep=chr(10))}", soft_wrap=True, markup=False)
         return EXIT_ERROR
+    finally:
+        _stop_logging_http_calls()
     return int(result) if isinstance(result, int) else EXIT_OK

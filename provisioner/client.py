@@ -7,7 +7,7 @@ echo what it was sent, so every error text is redacted (`redact`) before it is s
 
 from __future__ import annotations
 
-import ipaddress
+import logging
 import re
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -17,6 +17,11 @@ from urllib.parse import urlsplit
 import httpx
 
 from .errors import ApiError, ConfigError, UnreachableError
+from .urls import is_loopback
+
+# `provision -v` shows this logger on stderr: one line per HTTP call, method, path (no query),
+# status and time. Never headers, bodies, query strings or the token.
+http_log = logging.getLogger("provisioner.http")
 
 TESTED_VERSIONS = ("0.12.",)  # minor series the suite runs against (pinned: 0.12.4)
 RETRY_STATUSES = frozenset({409, 500, 502, 503, 504})
@@ -55,21 +60,12 @@ def check_url(url: str, *, insecure: bool) -> str:
         raise ConfigError(f"Open WebUI URL must look like https://host[:port], got {url!r}")
     if parts.username or parts.password:
         raise ConfigError("put credentials in OPENWEBUI_TOKEN or --token-file, not in the URL")
-    if parts.scheme == "http" and not insecure and not _is_loopback(parts.hostname):
+    if parts.scheme == "http" and not insecure and not is_loopback(parts.hostname):
         raise ConfigError(
             f"refusing plain HTTP to {parts.hostname}: the token would travel in clear text. "
             "Use https, or pass --insecure if you really mean it."
         )
     return url.strip().rstrip("/")
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class OpenWebUIClient:
@@ -238,7 +234,7 @@ class OpenWebUIClient:
         attempt = 0
         while True:
             try:
-                response = self._http.request(method, url, json=json, params=params, headers=self._headers)
+                response = self._send(method, url, path, attempt, json=json, params=params)
             except httpx.TimeoutException as exc:
                 if attempt < self._retries:
                     attempt = self._wait(attempt)
@@ -270,9 +266,27 @@ class OpenWebUIClient:
                 continue
             raise ApiError(method, path, status, detail, _hint(status, detail, attempt))
 
+    def _send(self, method: str, url: str, path: str, attempt: int, **kwargs: Any) -> httpx.Response:
+        """One HTTP call, logged for `-v` with its outcome and time (the path only: no query)."""
+        started = time.monotonic()
+        try:
+            response = self._http.request(method, url, headers=self._headers, **kwargs)
+        except httpx.TransportError as exc:
+            _log_call(method, path, type(exc).__name__, started, attempt)
+            raise
+        _log_call(method, path, str(response.status_code), started, attempt)
+        return response
+
     def _wait(self, attempt: int) -> int:
         self._sleep(self._backoff * (2**attempt))
         return attempt + 1
+
+
+def _log_call(method: str, path: str, outcome: str, started: float, attempt: int) -> None:
+    if http_log.isEnabledFor(logging.INFO):
+        elapsed = (time.monotonic() - started) * 1000
+        retry = f" (retry {attempt})" if attempt else ""
+        http_log.info("%s %s -> %s in %.0f ms%s", method, path, outcome, elapsed, retry)
 
 
 def _json(response: httpx.Response, method: str, path: str) -> Any:

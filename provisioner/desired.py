@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from . import __version__
 from .blueprints import GroupAccess
 from .capabilities import model_capabilities
 from .errors import BlueprintError, Problem
@@ -14,6 +15,7 @@ from .function_files import FunctionFile
 from .loader import Catalog, LoadedBlueprint
 from .state import MANAGED_BY, MARKER_KEY, InstanceState, ObjectState
 from .toggle_filters import toggle_filter_id
+from .urls import plain_http_host
 
 PIPE_FUNCTION_ID = "aihub_agent_pipe"
 FEATURE_FILTER_ID = "aihub_feature_filter"
@@ -31,12 +33,15 @@ def build_desired(
     functions: Sequence[FunctionFile],
     groups: Mapping[str, str] | None,
     env: Mapping[str, str] | None = None,
+    token: str | None = None,
+    token_variables: Collection[str] = (),
 ) -> InstanceState:
     """The desired instance.
 
     `groups` maps group name -> id and `env` holds the backends' API keys; None for either means
-    offline (`validate`): groups and secrets are not resolved. Raises BlueprintError naming the
-    file, line and field of every group or API-key variable that does not exist.
+    offline (`validate`): groups and secrets are not resolved. `token` is the admin token in use
+    and `token_variables` the variables a target reads it from: no backend key may be either. Raises BlueprintError naming the file, line and field of every
+    group or API-key variable that does not exist, and of every key variable holding the token.
     """
     problems: list[Problem] = []
     models: dict[str, ObjectState] = {}
@@ -44,7 +49,7 @@ def build_desired(
         for index, _agent in enumerate(lb.blueprint.agents):
             row = _model_row(lb, index, groups, problems)
             models[row.id] = row
-    pipe_valves = _pipe_valves(catalog, env, problems)
+    pipe_valves = _pipe_valves(catalog, env, token, frozenset(token_variables), problems)
     if problems:
         raise BlueprintError(problems)
     states = {f.id: function_state(f) for f in functions}
@@ -55,6 +60,7 @@ def build_desired(
             id=pipe.id,
             fields={**pipe.fields, **pipe_valves},
             sensitive=frozenset({PIPE_SECRET_VALVE}),
+            written_by=pipe.written_by,
         )
     return InstanceState(functions=states, models=dict(sorted(models.items())))
 
@@ -71,6 +77,7 @@ def function_state(f: FunctionFile) -> ObjectState:
             "is_global": f.is_global,
             f"meta.{MARKER_KEY}": {"managed_by": MANAGED_BY},
         },
+        written_by=__version__,
     )
 
 
@@ -79,48 +86,107 @@ PIPE_AGENTS_VALVE = "valves.AGENTS"
 PIPE_SECRET_VALVE = "valves.API_KEYS"
 
 
+def _effective_backend(lb: LoadedBlueprint, index: int) -> dict[str, Any]:
+    """The blueprint's backend with the agent's override laid over it."""
+    bp = lb.blueprint
+    agent = bp.agents[index]
+    base = bp.backend.model_dump() if bp.backend else {}
+    override = agent.backend.model_dump(exclude_none=True) if agent.backend else {}
+    defaults = {"transport": "agui", "url": None, "model": None, "api_key_env": None, "api_key_from": "sync", "insecure": False}
+    return {**defaults, **base, **override}
+
+
 def agent_backends(lb: LoadedBlueprint) -> list[dict[str, Any]]:
-    """The AGENTS valve entries of one blueprint: where each agent runs and what it supports."""
+    """The AGENTS valve entries of one blueprint: where each agent runs and what it supports.
+
+    An entry with a key names it (`api_key`) and says who reads it (`key_from`: `sync` wrote it
+    into API_KEYS, or the Open WebUI `server` reads it from its own environment at chat time);
+    `insecure: true` appears only on a backend that allowed plain http off loopback.
+    """
     bp = lb.blueprint
     entries = []
-    for agent in bp.agents:
-        base = bp.backend.model_dump() if bp.backend else {}
-        override = agent.backend.model_dump(exclude_none=True) if agent.backend else {}
-        backend = {"transport": "agui", "url": None, "model": None, "api_key_env": None, **base, **override}
-        entries.append(
-            {
-                "id": f"{bp.id}.{agent.id}",
-                "name": agent.name,
-                "transport": backend["transport"],
-                "url": backend["url"],
-                "model": backend["model"] or (f"{bp.id}.{agent.id}" if backend["transport"] == "openai" else None),
-                "api_key": backend["api_key_env"],
-                "features": sorted(lb.supported_features),
-            }
-        )
+    for index, agent in enumerate(bp.agents):
+        backend = _effective_backend(lb, index)
+        entry: dict[str, Any] = {
+            "id": f"{bp.id}.{agent.id}",
+            "name": agent.name,
+            "transport": backend["transport"],
+            "url": backend["url"],
+            "model": backend["model"] or (f"{bp.id}.{agent.id}" if backend["transport"] == "openai" else None),
+            "api_key": backend["api_key_env"],
+        }
+        if backend["api_key_env"]:
+            entry["key_from"] = backend["api_key_from"]
+        if backend["insecure"]:
+            entry["insecure"] = True
+        entry["features"] = sorted(lb.supported_features)
+        entries.append(entry)
     return entries
 
 
-def _pipe_valves(catalog: Catalog, env: Mapping[str, str] | None, problems: list[Problem]) -> dict[str, str]:
+def insecure_backends(catalog: Catalog) -> list[tuple[str, str]]:
+    """(agent, host) for every agent whose backend is plain http off loopback (`insecure: true`)."""
+    found = []
+    for lb in catalog.blueprints:
+        for index, agent in enumerate(lb.blueprint.agents):
+            backend = _effective_backend(lb, index)
+            host = plain_http_host(backend["url"] or "")
+            if host and backend["insecure"]:
+                found.append((f"{lb.blueprint.id}.{agent.id}", host))
+    return found
+
+
+def _key_path(lb: LoadedBlueprint, index: int) -> tuple[str | int, ...]:
+    """Where the agent's key variable is named: its own backend override, or the blueprint's."""
+    override = lb.blueprint.agents[index].backend
+    if override and override.api_key_env:
+        return ("agents", index, "backend", "api_key_env")
+    return ("backend", "api_key_env")
+
+
+def _pipe_valves(
+    catalog: Catalog,
+    env: Mapping[str, str] | None,
+    token: str | None,
+    token_variables: frozenset[str],
+    problems: list[Problem],
+) -> dict[str, str]:
     agents: list[dict[str, Any]] = []
     keys: dict[str, str] = {}
+    checked: set[tuple[str, str]] = set()
     for lb in catalog.blueprints:
         for index, entry in enumerate(agent_backends(lb)):
             agents.append(entry)  # every entry has a url: the loader checks that
             name = entry["api_key"]
-            if not name or env is None or name in keys:
+            if name in token_variables:
+                problems.append(
+                    lb.source.problem(
+                        _key_path(lb, index),
+                        f"{name} holds the target's Open WebUI admin token (its token_env); a backend must "
+                        "never receive it: give the backend a key of its own in another variable",
+                    )
+                )
                 continue
-            if env.get(name):
-                keys[name] = env[name]
+            if not name or env is None or (name, entry["key_from"]) in checked:
                 continue
-            override = lb.blueprint.agents[index].backend
-            path = (
-                ("agents", index, "backend", "api_key_env")
-                if override and override.api_key_env
-                else ("backend", "api_key_env")
-            )
+            checked.add((name, entry["key_from"]))
+            value = env.get(name, "")
+            if token and value and token.strip() in value:
+                problems.append(
+                    lb.source.problem(
+                        _key_path(lb, index),
+                        f"environment variable {name} holds the Open WebUI admin token in use; a backend "
+                        "must never receive it: give the backend a key of its own",
+                    )
+                )
+                continue
+            if entry["key_from"] == "server":
+                continue  # the Open WebUI server reads it at chat time; sync needs no value
+            if value:
+                keys[name] = value
+                continue
             problems.append(
-                lb.source.problem(path, f"environment variable {name} is not set (it holds this backend's API key)")
+                lb.source.problem(_key_path(lb, index), f"environment variable {name} is not set (it holds this backend's API key)")
             )
     return {
         PIPE_AGENTS_VALVE: json.dumps(agents, ensure_ascii=False, separators=(",", ":")),
@@ -158,7 +224,7 @@ def _model_row(
     icon = lb.agent_icons.get(agent.id)
     if icon:
         fields["meta.profile_image_url"] = icon
-    return ObjectState(kind="model", id=model_id(bp.id, agent.id), fields=fields)
+    return ObjectState(kind="model", id=model_id(bp.id, agent.id), fields=fields, written_by=__version__)
 
 
 def _grants(

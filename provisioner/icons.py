@@ -1,6 +1,6 @@
 """Turn a blueprint's `icon:` value into something Open WebUI will show.
 
-Accepted: an http(s) URL, a `data:image/...;base64,` URI, or a path to an image file next to the
+Accepted: an https URL without credentials, a `data:image/...;base64,` URI, or a path to an image file next to the
 YAML (inlined as a data URI). Open WebUI silently drops model images that are not PNG, JPEG, GIF
 or WebP data URIs, so SVG is accepted for toggle icons only.
 """
@@ -11,6 +11,8 @@ import base64
 import binascii
 import re
 from pathlib import Path
+
+from .urls import credential_in_url
 
 MAX_ICON_BYTES = 64 * 1024
 
@@ -42,7 +44,13 @@ def resolve_icon(value: str, base_dir: Path, *, allow_svg: bool) -> str:
     allowed = MODEL_IMAGE_TYPES | ({"image/svg+xml"} if allow_svg else set())
     kinds = "PNG, JPEG, GIF, WebP" + (" or SVG" if allow_svg else "")
     value = value.strip()
-    if re.match(r"^https?://\S+$", value):
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", value):
+        # Every chat user's browser loads an icon URL and anyone can read it in the model list.
+        if not re.match(r"^https://\S+$", value, re.IGNORECASE):
+            raise ValueError("an icon URL must be https:// (every chat user's browser loads it)")
+        why = credential_in_url(value)
+        if why:
+            raise ValueError(f"{why}; every chat user can read an icon's URL")
         return value
     if value.startswith("data:"):
         match = _DATA_URI.match(value)

@@ -16,11 +16,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .blueprints import Agent, Blueprint, Capability, CapabilityCatalog, FeatureCatalog, FeatureDef
+from .blueprints import Agent, Blueprint, Capability, CapabilityCatalog, FeatureCatalog, FeatureDef, GroupAccess
+from .capabilities import CAPABILITY_KEYS, OVERRIDABLE_DEFAULTS
 from .errors import BlueprintError, Problem
 from .features import NATIVE_FEATURES, RESERVED_FEATURE_NAMES
 from .icons import resolve_icon
-from .yaml_source import PathKey, SourceFile, read_yaml
+from .urls import plain_http_host
+from .variables import Variables, expand
+from .yaml_source import PathKey, SourceFile, format_path, read_yaml
 
 CAPABILITIES_FILE = "capabilities.yaml"
 FEATURES_FILE = "features.yaml"
@@ -49,10 +52,18 @@ class Catalog:
     features: Mapping[str, FeatureDef]  # custom features only
     feature_icons: Mapping[str, str | None]
     blueprints: tuple[LoadedBlueprint, ...]
+    # Files in the directory that were not read, each with why (printed as notes, not errors).
+    notes: tuple[Problem, ...] = ()
 
 
-def load_catalog(root: Path) -> Catalog:
-    """Read and check `root`; raise BlueprintError listing every problem found."""
+def load_catalog(root: Path, variables: Variables | None = None) -> Catalog:
+    """Read and check `root`; raise BlueprintError listing every problem found.
+
+    `${NAME}` references in string values are expanded first (variables.py); without
+    `variables`, only their syntax is checked and unresolved ones become placeholders.
+    """
+    variables = variables or Variables()
+    used: list[tuple[str, SourceFile, PathKey]] = []
     display_root = str(root)
     if not root.exists():
         raise BlueprintError([Problem(display_root, None, "", "directory not found")])
@@ -61,7 +72,7 @@ def load_catalog(root: Path) -> Catalog:
 
     problems: list[Problem] = []
     files = _yaml_files(root, problems)
-    if not any(os.path.lexists(root / name) for name in (CAPABILITIES_FILE, "capabilities.yml")):
+    if not any(is_yaml_name(p.name) and Path(p.name).stem.lower() == "capabilities" for p in _entries(root)):
         problems.append(
             Problem(str(root / CAPABILITIES_FILE), None, "", "missing: the capability catalog is required")
         )
@@ -76,20 +87,22 @@ def load_catalog(root: Path) -> Catalog:
     features_broken = False  # features.yaml exists but does not load
     for path in files:
         if path.name == CAPABILITIES_FILE:
-            cap_source, catalog = _load_model(path, CapabilityCatalog, problems)
+            cap_source, catalog = _load_model(path, CapabilityCatalog, problems, variables, used)
             if catalog:
                 capabilities = dict(catalog.capabilities)
         elif path.name == FEATURES_FILE:
-            feature_source, feature_catalog = _load_model(path, FeatureCatalog, problems)
+            feature_source, feature_catalog = _load_model(path, FeatureCatalog, problems, variables, used)
             features_broken = feature_catalog is None
             if feature_catalog:
                 features = dict(feature_catalog.features)
 
     feature_icons = _check_features(features, feature_source, root, problems)
     known_features = NATIVE_FEATURES | set(features)
+    bad_serves: set[str] = set()  # capabilities whose `serves` is already reported
     if cap_source and not features_broken:  # else every custom feature would look unknown
         for name, cap in capabilities.items():
             if cap.serves and cap.serves not in known_features:
+                bad_serves.add(name)
                 problems.append(
                     cap_source.problem(
                         ("capabilities", name, "serves"),
@@ -101,22 +114,40 @@ def load_catalog(root: Path) -> Catalog:
 
     loaded: list[LoadedBlueprint] = []
     for path in blueprint_files:
-        source, blueprint = _load_model(path, Blueprint, problems)
+        source, blueprint = _load_model(path, Blueprint, problems, variables, used)
         if source and blueprint:
-            result = _check_blueprint(blueprint, source, capabilities, root, problems)
+            result = _check_blueprint(blueprint, source, capabilities, root, problems, bad_serves, cap_source)
             if result:
                 loaded.append(result)
     _check_unique_blueprint_ids(loaded, problems)
+    _check_no_key_in_variables(loaded, used, problems)
 
     if problems:
         raise BlueprintError(problems)
+    icons = [f.icon for f in features.values()] + [
+        icon for lb in loaded for icon in (lb.blueprint.icon, *(a.icon for a in lb.blueprint.agents))
+    ]
+    read = {_resolved(f) for f in files} | _icon_files(root, icons)
     return Catalog(
         root=root,
         capabilities=capabilities,
         features=features,
         feature_icons=feature_icons,
         blueprints=tuple(sorted(loaded, key=lambda lb: lb.blueprint.id)),
+        notes=tuple(_unread_files(root, read)),
     )
+
+
+def _entries(root: Path) -> list[Path]:
+    try:
+        return list(root.iterdir())
+    except OSError:
+        return []  # _yaml_files reports it
+
+
+def is_yaml_name(name: str) -> bool:
+    """`.yaml` and `.yml` in any letter case: a file saved as `desk.YAML` is a blueprint too."""
+    return not name.startswith(".") and Path(name).suffix.lower() in (".yaml", ".yml")
 
 
 def _yaml_files(root: Path, problems: list[Problem]) -> list[Path]:
@@ -127,16 +158,80 @@ def _yaml_files(root: Path, problems: list[Problem]) -> list[Path]:
         problems.append(Problem(str(root), None, "", f"cannot list directory: {exc.strerror or exc}"))
         return files
     for entry in entries:
-        if entry.name.startswith(".") or entry.suffix not in (".yaml", ".yml"):
-            continue
-        if entry.stem in ("capabilities", "features") and entry.name not in RESERVED_FILES:
-            problems.append(Problem(str(entry), None, "", f"rename to {entry.stem}.yaml (provision reads only that name)"))
+        if not is_yaml_name(entry.name):
+            continue  # named in a note by _unread_files
+        stem = Path(entry.name).stem
+        if stem.lower() in ("capabilities", "features") and entry.name not in RESERVED_FILES:
+            problems.append(Problem(str(entry), None, "", f"rename to {stem.lower()}.yaml (provision reads only that name)"))
             continue
         if not entry.is_file():  # follows symlinks; never opens a FIFO or a device
             problems.append(Problem(str(entry), None, "", not_a_file(entry)))
             continue
         files.append(entry)
     return files
+
+
+# A blueprint directory in a big repository could hold thousands of unrelated files: name this
+# many, count the rest, and stop looking after MAX_SURVEYED entries.
+MAX_NOTES = 50
+MAX_SURVEYED = 10_000
+
+
+def _unread_files(root: Path, read: set[Path]) -> list[Problem]:
+    """A note for every file under `root` that provision did not read, saying why.
+
+    A blueprint saved under another name (`desk.yaml.bak`, `team/desk.yaml`, `.desk.yaml`) is
+    otherwise skipped without a word, and its agents silently drop out of the pipe.
+    """
+    notes: list[Problem] = []
+    extra = surveyed = 0
+    for directory, dirnames, filenames in os.walk(root, onerror=lambda _exc: None):
+        surveyed += len(dirnames) + len(filenames)
+        if surveyed > MAX_SURVEYED:
+            notes.append(Problem(str(root), None, "", f"more than {MAX_SURVEYED} files: the rest were not looked at"))
+            break
+        here = Path(directory)
+        hidden = sorted(d for d in dirnames if d.startswith("."))
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        unread = [
+            (here / d, "hidden directory, not read") for d in hidden
+        ] + [
+            (here / f, _why_unread(here / f))
+            for f in sorted(filenames)
+            if _resolved(here / f) not in read
+        ]
+        for path, why in unread:
+            if len(notes) < MAX_NOTES:
+                notes.append(Problem(str(path), None, "", why))
+            else:
+                extra += 1
+    if extra:
+        notes.append(Problem(str(root), None, "", f"{extra} more files not read"))
+    return notes
+
+
+def _why_unread(path: Path) -> str:
+    if path.name.startswith("."):
+        return "hidden file, not read"
+    if path.suffix.lower() in (".yaml", ".yml"):
+        return "not read: blueprints are read only from the top level of the blueprint directory"
+    return "not read: not a .yaml/.yml file, and no blueprint or feature uses it as an icon"
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop: never one of the files read
+        return path
+
+
+def _icon_files(root: Path, values: list[str | None]) -> set[Path]:
+    """The files that icon values name (URLs and data URIs name none)."""
+    return {
+        _resolved(root / value.strip())
+        for value in values
+        if value and not value.strip().startswith(("data:", "http://", "https://"))
+    }
 
 
 def not_a_file(path: Path) -> str:
@@ -147,7 +242,11 @@ def not_a_file(path: Path) -> str:
 
 
 def _load_model(
-    path: Path, model: type[M], problems: list[Problem]
+    path: Path,
+    model: type[M],
+    problems: list[Problem],
+    variables: Variables | None = None,
+    used: list[tuple[str, SourceFile, PathKey]] | None = None,
 ) -> tuple[SourceFile | None, M | None]:
     source, read_problems = read_yaml(path, str(path))
     problems.extend(read_problems)
@@ -159,18 +258,52 @@ def _load_model(
         found = "an empty file" if source.data is None else _describe(source.data)
         problems.append(source.problem((), f"expected a mapping (`key: value` lines) at the top level, found {found}"))
         return source, None
-    try:
-        return source, model.model_validate(source.data)
-    except ValidationError as exc:
-        problems.extend(pydantic_problems(exc, source))
+    expanded = expand(source, variables or Variables())
+    if used is not None:
+        used.extend((name, source, where) for name, where in expanded.used)
+    if expanded.problems:
+        problems.extend(expanded.problems)
         return source, None
+    try:
+        return source, model.model_validate(expanded.data)
+    except ValidationError as exc:
+        found = pydantic_problems(exc, source)
+        # Offline, a value built from an unknown variable holds a placeholder: its own checks
+        # wait for `validate --target`; the rest of the file is still checked.
+        placeholders = {format_path(where) for where in expanded.unresolved}
+        kept = [p for p in found if p.field not in placeholders]
+        if not kept:
+            where, name = next(iter(expanded.unresolved.items()))
+            kept = [source.problem(where, f"cannot be checked until ${{{name}}} is known; run `provision validate --target NAME`")]
+        problems.extend(kept)
+        return source, None
+
+
+def _check_no_key_in_variables(
+    loaded: list[LoadedBlueprint], used: list[tuple[str, SourceFile, PathKey]], problems: list[Problem]
+) -> None:
+    """A variable that is also a backend's api_key_env holds a secret: refuse to expand it."""
+    key_names = {
+        backend.api_key_env
+        for lb in loaded
+        for backend in [lb.blueprint.backend, *(a.backend for a in lb.blueprint.agents)]
+        if backend is not None and backend.api_key_env
+    }
+    for name, source, where in used:
+        if name in key_names:
+            problems.append(
+                source.problem(
+                    where,
+                    f"${{{name}}} is a backend's API key (api_key_env); secrets never go into blueprint values",
+                )
+            )
 
 
 _ALL_FIELDS = {
     name
     for model in (Blueprint, Agent, CapabilityCatalog, Capability, FeatureCatalog, FeatureDef)
     for name in model.model_fields
-} | {"groups", "transport", "url", "model", "api_key_env", "calls"}
+} | {"groups", "transport", "url", "model", "api_key_env", "api_key_from", "insecure", "calls"} | {"targets", "token_env", "token_file", "variables"}
 
 def pydantic_problems(exc: ValidationError, source: SourceFile) -> list[Problem]:
     """One Problem per pydantic error, with the loc mapped onto the YAML's own path and line."""
@@ -207,6 +340,8 @@ def _message(error: dict[str, Any], loc: PathKey) -> str:
     kind = error["type"]
     if kind == "missing":
         return "required field is missing"
+    if kind == "bool_type":
+        return f"expected true or false (a YAML boolean, unquoted), found {_describe(error.get('input'))}"
     if kind == "extra_forbidden":
         name = str(loc[-1]) if loc else ""
         return f"unknown field{_suggest(name, _ALL_FIELDS)}"
@@ -311,29 +446,42 @@ def _check_blueprint(
     capabilities: Mapping[str, Capability],
     root: Path,
     problems: list[Problem],
+    bad_serves: set[str] | frozenset[str] = frozenset(),
+    cap_source: SourceFile | None = None,
 ) -> LoadedBlueprint | None:
     before = len(problems)
     supported: set[str] = set()
+    calls_bad_serves = False  # then a default's "not supported" only repeats that error
     _check_unique(blueprint.steps, "steps", "step", source, problems)
+    _check_backends(blueprint, source, problems)
     for s, step in enumerate(blueprint.steps):
+        check_no_repeats(step.calls, ("steps", s, "calls"), source, problems)
         for c, name in enumerate(step.calls):
             cap = capabilities.get(name)
             if cap is None:
                 if capabilities:  # without a catalog every call would be reported again
+                    where = cap_source.path if cap_source else CAPABILITIES_FILE
                     problems.append(
                         source.problem(
                             ("steps", s, "calls", c),
-                            f"unknown capability {name!r}{_suggest(name, capabilities)}",
+                            f"unknown capability {name!r}{_suggest(name, capabilities)}; "
+                            f"capabilities are defined in {where}",
                         )
                     )
+            elif name in bad_serves:
+                calls_bad_serves = True
             elif cap.serves:
                 supported.add(cap.serves)
+    _check_openwebui_capabilities(blueprint, source, problems)
     _check_unique(blueprint.agents, "agents", "agent", source, problems)
     for a, agent in enumerate(blueprint.agents):
+        check_no_repeats(agent.defaults, ("agents", a, "defaults"), source, problems)
+        if isinstance(agent.access, GroupAccess):
+            check_no_repeats(agent.access.groups, ("agents", a, "access", "groups"), source, problems)
         if not blueprint.backend and not (agent.backend and agent.backend.url):
             problems.append(source.problem(("agents", a), "no backend: set backend.url on the blueprint or on this agent"))
         for d, feature in enumerate(agent.defaults):
-            if feature not in supported and capabilities:  # without a catalog nothing is supported
+            if feature not in supported and capabilities and not calls_bad_serves:  # without a catalog nothing is supported
                 have = ", ".join(sorted(supported)) or "none"
                 problems.append(
                     source.problem(
@@ -362,6 +510,76 @@ def _icon(
     except ValueError as exc:
         problems.append(source.problem(path, str(exc)))
         return None
+
+
+def check_no_repeats(values: list[str], path: PathKey, source: SourceFile, problems: list[Problem]) -> None:
+    """A value listed twice is an error (it would be written twice, e.g. a doubled defaultFilterIds)."""
+    first: dict[str, int] = {}
+    for index, value in enumerate(values):
+        if value in first:
+            problems.append(
+                source.problem(
+                    (*path, index),
+                    f"{value!r} is listed twice (first at line {source.line(*path, first[value])}); list each once",
+                )
+            )
+        else:
+            first[value] = index
+
+
+def _check_backends(blueprint: Blueprint, source: SourceFile, problems: list[Problem]) -> None:
+    """Plain http only to loopback unless the backend says `insecure: true`; a key read on the
+    server needs the variable's name."""
+    base = blueprint.backend
+    if base is not None:
+        _check_backend(base.url, base.insecure, base.api_key_from, base.api_key_env, ("backend",), source, problems)
+    for a, agent in enumerate(blueprint.agents):
+        over = agent.backend
+        if over is None:
+            continue
+        insecure = over.insecure if over.insecure is not None else bool(base and base.insecure)
+        key_from = over.api_key_from or (base.api_key_from if base else "sync")
+        key_env = over.api_key_env or (base.api_key_env if base else None)
+        url = over.url or (base.url if base else None)
+        if over.url or over.api_key_from or over.insecure is not None:
+            _check_backend(url, insecure, key_from, key_env, ("agents", a, "backend"), source, problems)
+
+
+def _check_backend(
+    url: str | None, insecure: bool, key_from: str, key_env: str | None, path: PathKey, source: SourceFile, problems: list[Problem]
+) -> None:
+    host = plain_http_host(url) if url else None
+    if host and not insecure:
+        problems.append(
+            source.problem(
+                (*path, "url"),
+                f"plain http to {host}, which is not loopback: the key and every chat would cross the "
+                "network in clear text. Use https, or add `insecure: true` to this backend if you mean it",
+            )
+        )
+    if key_from == "server" and not key_env:
+        problems.append(
+            source.problem(
+                (*path, "api_key_from"),
+                "`api_key_from: server` needs `api_key_env`: the name of the variable the Open WebUI server reads",
+            )
+        )
+
+
+def _check_openwebui_capabilities(blueprint: Blueprint, source: SourceFile, problems: list[Problem]) -> None:
+    """Each key of openwebui_capabilities must be one a blueprint may set; errors on the key's line."""
+    allowed = ", ".join(OVERRIDABLE_DEFAULTS)
+    for key in blueprint.openwebui_capabilities:
+        if key in OVERRIDABLE_DEFAULTS:
+            continue
+        if key in CAPABILITY_KEYS:
+            why = (
+                f"cannot set {key}; a blueprint may set only {allowed} (the feature toggles follow "
+                "its capabilities; memory, builtin_tools and terminal stay off)"
+            )
+        else:
+            why = f"unknown Open WebUI capability {key!r}{_suggest(key, OVERRIDABLE_DEFAULTS)}; a blueprint may set {allowed}"
+        problems.append(source.problem(("openwebui_capabilities", key), why))
 
 
 def _check_unique(items: list[Any], field: str, noun: str, source: SourceFile, problems: list[Problem]) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from .capabilities import CAPABILITY_KEYS
 from .desired import normalize_grants
-from .state import MARKER_KEY, InstanceState, ObjectState, get_path, is_managed
+from .state import MARKER_KEY, InstanceState, ObjectState, get_path, is_managed, split_marker
 
 MODEL_PATHS: tuple[str, ...] = (
     "name",
@@ -42,7 +42,8 @@ def observe(models: Iterable[Mapping[str, Any]], functions: Iterable[Mapping[str
 def observed_model(raw: Mapping[str, Any]) -> ObjectState:
     fields = {path: get_path(raw, path) for path in MODEL_PATHS}
     fields["access_grants"] = normalize_grants(raw.get("access_grants"))
-    return ObjectState("model", str(raw["id"]), fields, is_managed(raw.get("meta")), raw)
+    fields[f"meta.{MARKER_KEY}"], version = split_marker(fields[f"meta.{MARKER_KEY}"])
+    return ObjectState("model", str(raw["id"]), fields, is_managed(raw.get("meta")), raw, written_by=version)
 
 
 def observed_function(raw: Mapping[str, Any]) -> ObjectState:
@@ -50,4 +51,5 @@ def observed_function(raw: Mapping[str, Any]) -> ObjectState:
     valves = raw.get("valves")
     if isinstance(valves, Mapping):
         fields.update({f"valves.{key}": value for key, value in valves.items()})
-    return ObjectState("function", str(raw["id"]), fields, is_managed(raw.get("meta")), raw)
+    fields[f"meta.{MARKER_KEY}"], version = split_marker(fields[f"meta.{MARKER_KEY}"])
+    return ObjectState("function", str(raw["id"]), fields, is_managed(raw.get("meta")), raw, written_by=version)

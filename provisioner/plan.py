@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import OwnershipError, PruneRefusedError
 from .function_files import content_hash
-from .state import InstanceState, Kind, ObjectState, set_path
+from .state import BUNDLE_PREFIX, MARKER_KEY, VERSION_KEY, InstanceState, Kind, ObjectState, get_path, set_path
 
 FORMAT_VERSION = "1"
 COMMIT_MESSAGE = "provision sync (aihub-provision)"
@@ -48,6 +48,9 @@ class Change:
     action: Action
     fields: tuple[FieldChange, ...] = ()
     body: Mapping[str, Any] | None = field(default=None, repr=False)
+    # A bundle function whose content the installed provision changes: (version on the
+    # instance, None if it recorded none; version installed).
+    upgrade: tuple[str | None, str] | None = None
 
     def changed(self, *paths: str) -> bool:
         """True when any changed field is one of `paths` or lies under one (`valves` → `valves.X`)."""
@@ -90,6 +93,7 @@ class Plan:
                         {"path": f.path, "before": _shown(f, f.before), "after": _shown(f, f.after)}
                         for f in c.fields
                     ],
+                    **({"upgrade": {"from": c.upgrade[0], "to": c.upgrade[1]}} if c.upgrade else {}),
                 }
                 for c in self.changes
             ],
@@ -178,7 +182,16 @@ def _update(target: ObjectState, live: ObjectState) -> Change | None:
     )
     if not fields:
         return None
-    return Change(target.kind, target.id, Action.UPDATE, fields, _write_body(target, base=live.raw))
+    upgrade = None
+    if (
+        target.kind == "function"
+        and target.id.startswith(BUNDLE_PREFIX)
+        and target.written_by
+        and live.written_by != target.written_by
+        and any(f.path == "content" for f in fields)
+    ):
+        upgrade = (live.written_by, target.written_by)
+    return Change(target.kind, target.id, Action.UPDATE, fields, _write_body(target, base=live.raw), upgrade)
 
 
 def remerge_model_form(live: Mapping[str, Any], change: Change) -> dict[str, Any]:
@@ -192,6 +205,9 @@ def remerge_model_form(live: Mapping[str, Any], change: Change) -> dict[str, Any
     for field_change in change.fields:
         if field_change.path != "access_grants":
             set_path(body, field_change.path, copy.deepcopy(field_change.after))
+    marker = get_path(change.body or {}, f"meta.{MARKER_KEY}")
+    if isinstance(marker, dict):  # with the version of this provision
+        body["meta"][MARKER_KEY] = copy.deepcopy(marker)
     return body
 
 
@@ -220,6 +236,9 @@ def _write_body(target: ObjectState, base: Mapping[str, Any] | None) -> dict[str
             continue  # flipped through toggle endpoints, not written
         else:
             set_path(body, path, copy.deepcopy(value))
+    marker = body.get("meta", {}).get(MARKER_KEY) if isinstance(body.get("meta"), dict) else None
+    if isinstance(marker, dict) and target.written_by:
+        body["meta"][MARKER_KEY] = {**marker, VERSION_KEY: target.written_by}
     if valves:
         live_valves = base.get("valves") if base else None
         # The valves endpoint replaces the stored dict: keep the ones an admin set.

@@ -1,8 +1,9 @@
 """Plan -> text for people, from the same dict as the JSON form, so the two cannot disagree.
 
 Writes only to the rich Console it is given. Secrets are masked before they get here
-(Plan.to_json). A plan of hundreds of changes stays readable: summary first (and last), one
-line per object with its whole id (lines are never wrapped or cut), and for updates one line
+(Plan.to_json); control and bidirectional characters in ids, paths and values are printed as
+`\\uXXXX` escapes (text.visible), so a name cannot disguise what a reviewer reads in a CI log. A plan of hundreds of
+changes stays readable: summary first (and last), one line per object with its whole id (lines are never wrapped or cut), and for updates one line
 per changed value: structured values are shown key by key (`meta.aihub.features`) and entry by
 entry (`valves.AGENTS[fleet-17.agent-00].features`), and any other long value is cut to the part
 that changed, so a 100 KB valve that differs in one entry never shows as two identical ends.
@@ -16,6 +17,8 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+
+from .text import visible
 
 _STYLE = {"create": "green", "update": "yellow", "delete": "red"}
 _SYMBOL = {"create": "+", "update": "~", "delete": "-"}
@@ -39,30 +42,53 @@ def render_plan(plan_json: dict[str, Any], out: Console) -> None:
         out.print("No changes. Open WebUI matches the blueprints.", soft_wrap=True)
         return
     out.print(summary_line(plan_json["summary"]), soft_wrap=True)
+    for line in upgrade_lines(plan_json):
+        out.print(escape(line), soft_wrap=True)
     out.print()
-    width = max(len(c["id"]) for c in changes)
+    width = max(len(_shown(c["id"])) for c in changes)
     for change in changes:
         action = change["action"]
         style = _STYLE[action]
         note = "  (managed by provision)" if action == "delete" else ""
+        if change.get("upgrade"):
+            note = f"  (bundle changed: {upgrade_text(change['upgrade'])})"
         out.print(
             f"  [{style}]{_SYMBOL[action]}[/{style}] {change['kind']:<9} "
-            f"{escape(change['id']):<{width}}  {action}{note}",
+            f"{_shown(change['id']):<{width}}  {action}{note}",
             soft_wrap=True,
         )
         if action != "update":
             continue
         leaves = [leaf for f in change["fields"] for leaf in leaf_changes(f["path"], f["before"], f["after"])]
-        path_width = max((len(path) for path, _, _ in leaves), default=0)
+        path_width = max((len(_shown(path)) for path, _, _ in leaves), default=0)
         for path, before, after in leaves:
             shown_before, shown_after = short_pair(before, after)
             out.print(
-                f"      [yellow]~[/yellow] {escape(path):<{path_width}}  "
-                f"{escape(shown_before)} -> {escape(shown_after)}",
+                f"      [yellow]~[/yellow] {_shown(path):<{path_width}}  "
+                f"{_shown(shown_before)} -> {_shown(shown_after)}",
                 soft_wrap=True,
             )
     out.print()
     out.print(summary_line(plan_json["summary"]), soft_wrap=True)
+
+
+def upgrade_text(upgrade: dict[str, Any]) -> str:
+    """'provision 0.1.0 on the instance -> 0.2.0 installed'."""
+    before = f"provision {upgrade['from']}" if upgrade.get("from") else "an earlier provision"
+    return f"{before} on the instance -> {upgrade['to']} installed"
+
+
+def upgrade_lines(plan_json: dict[str, Any]) -> list[str]:
+    """After an upgrade of provision: which bundle functions it changes, and between which versions."""
+    by_versions: dict[tuple[Any, Any], list[str]] = {}
+    for change in plan_json["changes"]:
+        if change.get("upgrade"):
+            key = (change["upgrade"].get("from"), change["upgrade"]["to"])
+            by_versions.setdefault(key, []).append(change["id"])
+    return [
+        f"Upgrade: {', '.join(ids)} changed between {upgrade_text({'from': old, 'to': new})}."
+        for (old, new), ids in by_versions.items()
+    ]
 
 
 def render_orphans(plan_json: dict[str, Any], err: Console) -> None:
@@ -75,7 +101,12 @@ def render_orphans(plan_json: dict[str, Any], err: Console) -> None:
         soft_wrap=True,
     )
     for item in orphans:
-        err.print(f"  {item['kind']} {escape(item['id'])}", soft_wrap=True)
+        err.print(f"  {item['kind']} {_shown(item['id'])}", soft_wrap=True)
+
+
+def _shown(text: str) -> str:
+    """Text as a reader may see it: hidden characters (U+202E, NUL, ESC) as escapes, no markup."""
+    return escape(visible(text))
 
 
 def leaf_changes(path: str, before: Any, after: Any) -> Iterator[tuple[str, Any, Any]]:
@@ -138,7 +169,7 @@ def short_pair(before: Any, after: Any) -> tuple[str, str]:
 def _text(value: Any) -> str:
     if value is _ABSENT:
         return "(absent)"
-    if isinstance(value, str) and value.startswith("sha256:"):
+    if isinstance(value, str) and (value.startswith("sha256:") or value == "(sensitive)"):
         return value
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 

@@ -16,6 +16,10 @@ Kind = Literal["function", "model"]
 
 MANAGED_BY = "aihub-provision"
 MARKER_KEY = "aihub"  # meta.aihub on every model row and function the project owns
+# The marker's key for the provision version that last wrote the object. It is written on every
+# write but never compared, so upgrading provision alone changes nothing on the instance.
+VERSION_KEY = "version"
+BUNDLE_PREFIX = "aihub_"  # ids of the functions shipped with provision (users may not take them)
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,16 @@ class ObjectState:
     raw: Mapping[str, Any] | None = None
     # Field paths whose values are secrets: compared, never shown.
     sensitive: frozenset[str] = frozenset()
+    # The provision version that wrote it (observed) or will write it (desired); None: unknown.
+    written_by: str | None = None
+
+
+def split_marker(marker: Any) -> tuple[Any, str | None]:
+    """The ownership marker without its version (the part compared), and the version."""
+    if not isinstance(marker, dict) or VERSION_KEY not in marker:
+        return marker, None
+    version = marker.get(VERSION_KEY)
+    return {k: v for k, v in marker.items() if k != VERSION_KEY}, str(version) if version else None
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@
 PyYAML's composed node tree knows where each node starts; we walk it once, before building any
 Python data, to map each path (keys and list indexes) to a 1-based line, so any later error can
 name its line. The same walk refuses what PyYAML would accept silently or choke on later:
-duplicate keys (collapsed), keys that are not text (`123:`, `yes:`), tags other than plain YAML
-(`!!python/object`), alias bombs and recursive aliases.
+duplicate keys (collapsed), keys that are not text (`123:`, `yes:`), any explicit tag
+(`!!python/object`, `!!binary`, even `!!str`), alias bombs and recursive aliases.
 """
 
 from __future__ import annotations
@@ -45,20 +45,26 @@ class _TooDeepError(yaml.MarkedYAMLError):
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that stops composing past MAX_DEPTH, with a line, before Python's recursion limit."""
+    """SafeLoader that stops composing past MAX_DEPTH, with a line, before Python's recursion
+    limit, and remembers every node that carries an explicit tag (`!!binary`, `!!str`, `!foo`)."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._depth = 0
+        self.tagged: dict[int, str] = {}  # id() of each node written with a tag -> the tag
 
     def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
+        event = self.peek_event()
         if self._depth > MAX_DEPTH:
-            raise _TooDeepError(problem_mark=self.peek_event().start_mark)
+            raise _TooDeepError(problem_mark=event.start_mark)
         self._depth += 1
         try:
-            return super().compose_node(parent, index)
+            node = super().compose_node(parent, index)
         finally:
             self._depth -= 1
+        if not isinstance(event, yaml.AliasEvent) and getattr(event, "tag", None) is not None:
+            self.tagged[id(node)] = event.tag
+        return node
 
 
 @dataclass(frozen=True)
@@ -104,8 +110,10 @@ def read_yaml(path: Path, display: str) -> tuple[SourceFile | None, list[Problem
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         return None, [Problem(display, line, "", f"not UTF-8 text (byte {raw[exc.start]:#04x}); save the file as UTF-8")]
+    loader: _Loader | None = None
     try:
-        node = yaml.compose(text, Loader=_Loader)
+        loader = _Loader(text)  # the reader checks for control characters here
+        node = loader.get_single_node()
     except _TooDeepError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
         return None, [Problem(display, line, "", _TOO_DEEP)]
@@ -117,9 +125,12 @@ def read_yaml(path: Path, display: str) -> tuple[SourceFile | None, list[Problem
         return None, [Problem(display, line, "", f"control character U+{char:04X} is not allowed in YAML; remove it")]
     except RecursionError:  # not expected past _Loader's limit; never a traceback
         return None, [Problem(display, None, "", _TOO_DEEP)]
-    if node is None:
+    finally:
+        if loader is not None:
+            loader.dispose()
+    if node is None or loader is None:
         return SourceFile(display, None, {}), []
-    walker = _Walker(display)
+    walker = _Walker(display, loader.tagged)
     try:
         walker.walk(node, (), 0)
     except _Stop as exc:
@@ -138,22 +149,51 @@ def read_yaml(path: Path, display: str) -> tuple[SourceFile | None, list[Problem
 def _syntax_problem(display: str, exc: yaml.MarkedYAMLError) -> Problem:
     mark = exc.problem_mark or exc.context_mark
     line = mark.line + 1 if mark else None
+    column = f" at column {mark.column + 1}" if mark else ""
     reason = str(exc.problem or exc.context)
     if exc.problem and exc.context:  # "while parsing a flow sequence", where it started
         start = exc.context_mark.line + 1 if exc.context_mark else None
         reason += f" ({exc.context}{f' started on line {start}' if start and start != line else ''})"
     if "expected a single document" in reason:
-        reason = "a second YAML document starts here ('---'); put each blueprint in a file of its own"
-    elif "'\\t'" in reason:
+        return Problem(display, line, "", "a second YAML document starts here ('---'); put each blueprint in a file of its own")
+    if "'\\t'" in reason:
         reason += "; indent with spaces, not tabs"
-    return Problem(display, line, "", f"YAML syntax error: {reason}")
+    hint = syntax_hint(reason)
+    return Problem(display, line, "", f"YAML syntax error{column}: {reason}{f'. Hint: {hint}' if hint else ''}")
+
+
+# PyYAML's wording -> what usually went wrong, in plain words (first match wins).
+_HINTS: tuple[tuple[str, str], ...] = (
+    ("'\\t'", ""),  # the reason already says it
+    ("flow sequence", "a [list] written on one line must end with ] on that line; quote items that hold : , [ or ]"),
+    ("flow mapping", "a {mapping} written on one line must end with } on that line; quote values that hold : , { or }"),
+    ("mapping values are not allowed", "a value holds ': ' (quote the whole value) or this line is indented deeper than its key"),
+    ("could not find expected ':'", "a line inside a mapping lacks 'key: value', or a quoted value is not closed"),
+    ("did not find expected key", "this line is not indented like the keys above it"),
+    ("did not find expected '-' indicator", "this line is not indented like the list items above it"),
+    ("expected <block end>", "this line is not indented like the lines above it"),
+    ("unexpected end of stream", "a quote, [ or { is opened but never closed"),
+    ("found undefined alias", "*name refers to an anchor &name that is not defined; quote the value if * is meant as text"),
+    ("expected alphabetic or numeric character", "* and & start YAML aliases and anchors; quote the value if it is text"),
+    ("cannot start any token", "a value cannot start with this character; put the value in quotes"),
+    ("found unknown escape character", "inside \"double quotes\" a backslash starts an escape; use 'single quotes' or write \\\\"),
+)
+
+
+def syntax_hint(reason: str) -> str:
+    """A one-line hint for a YAML syntax error, or "" when there is none worth giving."""
+    for needle, hint in _HINTS:
+        if needle in reason:
+            return hint
+    return "YAML often notices a mistake a line late: check the line above too"
 
 
 class _Walker:
     """One pass over the node tree: lines of every path, plus the problems found on the way."""
 
-    def __init__(self, display: str) -> None:
+    def __init__(self, display: str, tagged: dict[int, str]) -> None:
         self.display = display
+        self.tagged = tagged
         self.lines: dict[PathKey, int] = {}
         self.problems: list[Problem] = []
         self.count = 0
@@ -173,11 +213,12 @@ class _Walker:
         if depth > MAX_DEPTH:
             raise _Stop(line, path[:1], _TOO_DEEP)
         self.lines.setdefault(path, line)
-        if node.tag not in _SAFE_TAGS:
-            tag = node.tag.replace(_TAG_PREFIX, "!!")
+        if node.tag not in _SAFE_TAGS or id(node) in self.tagged:
+            # Any tag, even `!!str`: a blueprint is plain text, numbers, booleans, lists and mappings.
+            tag = self.tagged.get(id(node), node.tag).replace(_TAG_PREFIX, "!!")
             self._problem(node, path, f"YAML tag {tag!r} is not allowed; write plain values (text, numbers, lists, mappings)")
         elif isinstance(node, yaml.ScalarNode) and node.tag != _TAG_PREFIX + "str":
-            try:  # an explicit `!!int abc` or `!!bool maybe` would only fail later, without a line
+            try:  # e.g. a timestamp out of range would only fail later, without a line
                 self.constructor.construct_object(node)
             except (yaml.YAMLError, ValueError, KeyError, OverflowError):
                 self._problem(node, path, f"{node.value!r} is not a valid {node.tag.replace(_TAG_PREFIX, '!!')}")
@@ -197,7 +238,7 @@ class _Walker:
                 self._problem(key_node, path, "a key must be plain text, not a list or mapping")
                 continue
             child = (*path, key_node.value)
-            if key_node.tag not in _SAFE_TAGS:
+            if key_node.tag not in _SAFE_TAGS or id(key_node) in self.tagged:
                 self.walk(key_node, child, depth + 1)  # reports the tag
                 continue
             if key_node.tag != _TAG_PREFIX + "str":

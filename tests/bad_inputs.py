@@ -6,7 +6,8 @@ Each case is a directory under tests/data/bad_blueprints/<case>/ with
 - `expect.yaml`: `about` (what is wrong), `errors` (each `file`, `line`, `field`, `message`, in
   the order provision prints them; `message` is a substring), and optionally
   `remove_functions: [file, ...]`, `needs_instance: true`
-  (only `sync` can tell: groups and environment variables live outside the files), `xfail:
+  (only `sync` can tell: groups and environment variables live outside the files), `env:`
+  (variables sync runs with; `$OPENWEBUI_TOKEN` stands for the admin token in use), `xfail:
   <reason>` (a known bug outside the loader; the case passes once it is fixed).
 
 What git cannot hold (symlink loops, FIFOs, empty directories, 2 MB files, bytes that are not
@@ -59,6 +60,11 @@ class Case:
     remove_functions: tuple[str, ...] = ()
     needs_instance: bool = False
     xfail: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+
+    def environment(self, token: str) -> dict[str, str]:
+        """The case's variables, with `$OPENWEBUI_TOKEN` replaced by `token`."""
+        return {name: value.replace("$OPENWEBUI_TOKEN", token) for name, value in self.env}
 
     @property
     def dir(self) -> Path:
@@ -82,6 +88,7 @@ def load_cases() -> list[Case]:
                 remove_functions=tuple(data.get("remove_functions", ())),
                 needs_instance=data.get("needs_instance", False),
                 xfail=data.get("xfail"),
+                env=tuple(sorted((data.get("env") or {}).items())),
             )
         )
     return cases

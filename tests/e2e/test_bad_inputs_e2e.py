@@ -73,6 +73,8 @@ def test_sync_of_a_bad_blueprint_set_writes_nothing(
     monkeypatch.setenv("OPENWEBUI_TOKEN", baseline.owui.token)
     monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
     monkeypatch.delenv(UNSET_KEY_VARIABLE, raising=False)
+    for name, value in case.environment(baseline.owui.token).items():
+        monkeypatch.setenv(name, value)
     recorder = record_cli_requests(monkeypatch)
 
     code = cli.main(["sync", *ARGS, "--yes"])

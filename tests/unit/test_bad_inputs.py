@@ -95,11 +95,11 @@ def test_what_only_the_instance_knows_passes_validate(case: Case, workspace: Pat
 
 
 def test_hardening_leaves_ordinary_yaml_alone(tmp_path: Path) -> None:
-    # Anchors with merge keys, a quoted 'yes' as a key and explicit !!str are plain YAML, not
+    # Anchors with merge keys, a quoted 'yes' as a key and a quoted number are plain YAML, not
     # attacks: they load, and a merged agent gets its own model row.
     root = tmp_path / "bp"
     root.mkdir()
-    (root / "capabilities.yaml").write_text('capabilities:\n  summarise: {description: !!str 42}\n  "yes": {}\n')
+    (root / "capabilities.yaml").write_text('capabilities:\n  summarise: {description: "42"}\n  "yes": {}\n')
     (root / "desk.yaml").write_text(
         "id: desk\nname: Desk\nbackend: {url: http://127.0.0.1:8700/desk}\n"
         "steps:\n  - {id: main, calls: [summarise, 'yes']}\n"

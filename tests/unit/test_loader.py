@@ -133,7 +133,7 @@ def test_custom_feature_cannot_reuse_a_native_name(tmp_path: Path) -> None:
 def test_capability_overrides_are_limited(tmp_path: Path) -> None:
     root = write_blueprint_dir(tmp_path, [blueprint("demo", openwebui_capabilities={"memory": True})])
     [problem] = problems_of(root)
-    assert "openwebui_capabilities: cannot set memory" in problem
+    assert "openwebui_capabilities.memory: cannot set memory" in problem
 
 
 def test_icon_that_is_not_an_image_is_rejected(tmp_path: Path) -> None:
@@ -158,5 +158,5 @@ def test_backend_url_with_credentials_is_refused(tmp_path: Path) -> None:
     bp["backend"]["url"] = "https://agent:hunter2@agents.internal/demo"
     root = write_blueprint_dir(tmp_path, [bp])
     [problem] = problems_of(root)
-    assert "backend.url:" in problem and "no user or password" in problem
+    assert "backend.url:" in problem and "a user or password in the URL" in problem
     assert "hunter2" not in problem

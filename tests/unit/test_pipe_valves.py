@@ -44,9 +44,9 @@ def test_agents_valve_lists_every_agent_with_its_backend(keyed: Path) -> None:
     agents = json.loads(pipe.fields["valves.AGENTS"])
     assert agents == [
         {"id": "desk.a", "name": "A", "transport": "agui", "url": "http://127.0.0.1:8700/desk", "model": None,
-         "api_key": "DESK_KEY", "features": ["web_search"]},
+         "api_key": "DESK_KEY", "key_from": "sync", "features": ["web_search"]},
         {"id": "desk.b", "name": "B", "transport": "openai", "url": "http://127.0.0.1:8701/v1", "model": "desk.b",
-         "api_key": "DESK_KEY", "features": ["web_search"]},
+         "api_key": "DESK_KEY", "key_from": "sync", "features": ["web_search"]},
     ]
     assert json.loads(pipe.fields["valves.API_KEYS"]) == {"DESK_KEY": SECRET}
     assert pipe.sensitive == {"valves.API_KEYS"}

@@ -14,6 +14,7 @@ import functools
 import http.server
 import json
 import logging
+import re
 import socket
 import threading
 import traceback
@@ -220,7 +221,7 @@ def test_no_command_prints_or_logs_a_secret(owui, bundle, provision, tmp_path: P
     assert provision("validate", *bundle)[0] == 0
     assert provision("validate", *bundle, "-o", "json")[0] == 0
     assert provision("generate", "-p", bundle[1], "--out", str(tmp_path / "generated"))[0] == 0
-    for command in (["diff"], ["diff", "-o", "json"], ["sync", "--dry-run"], ["sync", "--dry-run", "-o", "json"]):
+    for command in (["diff"], ["diff", "-o", "json"], ["diff", "-o", "markdown"], ["sync", "--dry-run"], ["sync", "--dry-run", "-o", "json"]):
         assert provision(*command, *bundle)[0] == 0
     code, out, _ = provision("sync", *bundle, "-o", "json")
     assert code == 0 and json.loads(out)["result"]["failed"] == []
@@ -238,6 +239,7 @@ def test_no_command_prints_or_logs_a_secret(owui, bundle, provision, tmp_path: P
     [change] = json.loads(out)["changes"]
     assert change["fields"] == [{"path": "valves.API_KEYS", "before": "(sensitive)", "after": "(sensitive)"}]
     assert provision("diff", *bundle)[0] == 0
+    assert "| `valves.API_KEYS` | `(sensitive)` | `(sensitive)` |" in provision("diff", *bundle, "-o", "markdown")[1]
     assert provision("sync", *bundle)[0] == 0
     assert provision.exceptions == []
     assert not any(leaks(" ".join(argv)) for argv in provision.argv)  # the secrets came from env only
@@ -391,6 +393,24 @@ def test_a_token_that_cannot_be_a_header_value_is_refused_before_any_request(tok
         OpenWebUIClient(base_url="http://127.0.0.1:9", token=token, http=httpx.Client(transport=httpx.MockTransport(sent.append)))
     assert not token or token not in str(info.value)
     assert sent == []
+
+
+# --- provision -v --------------------------------------------------------------------------------
+
+
+def test_verbose_output_names_each_call_and_no_secret(owui, bundle, provision) -> None:
+    for command in (["diff"], ["sync"], ["sync", "-o", "json"], ["list"]):
+        code, out, err = provision("-v", *command, *(bundle if command[0] != "list" else []))
+        assert code == 0 and "http: GET /api/v1/models/all -> 200 in " in err and "http:" not in out
+    assert any("valves/update" in r.getMessage() for r in provision.caplog.records if r.name == "provisioner.http")
+
+
+@pytest.mark.parametrize("responder", [echo_everything(500), echo_everything(401), _valve_echo("verbatim"), _valve_echo("cut-by-server")],
+                         ids=["500-echo", "401-echo", "valves-echo", "valves-cut"])
+def test_verbose_output_of_a_failing_sync_shows_no_secret(owui, bundle, provision, responder: Responder) -> None:
+    owui.responders.append(responder)
+    code, _, err = provision("-v", "sync", *bundle)
+    assert code == 1 and re.search(r"^http: (GET|POST) /\S* -> (500|401|400) in \d+ ms", err, re.M), err
 
 
 # --- plain HTTP ----------------------------------------------------------------------------------

@@ -1,0 +1,122 @@
+"""Plan -> GitHub-flavoured Markdown, for a pull-request comment or $GITHUB_STEP_SUMMARY.
+
+Reads the same dict as the JSON form and the text renderer (secrets are already masked there).
+Summary first, then a table with one row per object, then the changed fields of each updated
+object. A long plan collapses its details in `<details>` so the comment stays short.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .render import leaf_changes, short_pair, summary_line
+from .text import visible
+
+_SYMBOL = {"create": "+", "update": "~", "delete": "-"}
+# More objects than this, or more changed fields than MAX_OPEN_FIELDS: details start collapsed.
+MAX_OPEN_ROWS = 10
+MAX_OPEN_FIELDS = 20
+
+
+def render_markdown(plan_json: dict[str, Any], title: str = "provision plan") -> str:
+    """The whole plan as Markdown text, ending with a newline."""
+    changes = plan_json["changes"]
+    lines = [f"### {title}", ""]
+    if not changes:
+        lines += ["**No changes.** Open WebUI matches the blueprints.", ""]
+        lines += _orphans(plan_json)
+        return "\n".join(lines)
+    lines += [f"**{summary_line(plan_json['summary'])}**", ""]
+    upgraded = [c for c in changes if c.get("upgrade")]
+    if upgraded:
+        ids = ", ".join(_code(c["id"]) for c in upgraded)
+        lines += [f"> Upgrade: the installed provision changes {ids}.", ""]
+
+    table = ["| | kind | id | action |", "|---|---|---|---|"]
+    for change in changes:
+        note = ""
+        if change["action"] == "delete":
+            note = " (managed by provision)"
+        elif change.get("upgrade"):
+            note = f" (bundle changed: {_upgrade(change['upgrade'])})"
+        table.append(f"| {_SYMBOL[change['action']]} | {change['kind']} | {_code(change['id'])} | {change['action']}{note} |")
+    lines += _collapsible(f"{len(changes)} objects", table, open_=len(changes) <= MAX_OPEN_ROWS)
+
+    sections: list[str] = []
+    field_count = 0
+    for change in changes:
+        if change["action"] != "update":
+            continue
+        leaves = [leaf for f in change["fields"] for leaf in leaf_changes(f["path"], f["before"], f["after"])]
+        field_count += len(leaves)
+        sections += [f"#### {change['kind']} {_code(change['id'])}", "", "| field | before | after |", "|---|---|---|"]
+        for path, before, after in leaves:
+            shown_before, shown_after = short_pair(before, after)
+            sections.append(f"| {_code(path)} | {_code(shown_before)} | {_code(shown_after)} |")
+        sections.append("")
+    if sections:
+        updated = sum(1 for c in changes if c["action"] == "update")
+        label = f"Field changes: {field_count} in {updated} updated object{'s' if updated != 1 else ''}"
+        open_ = len(changes) <= MAX_OPEN_ROWS and field_count <= MAX_OPEN_FIELDS
+        lines += _collapsible(label, sections, open_=open_)
+    lines += _orphans(plan_json)
+    return "\n".join(lines)
+
+
+def _upgrade(upgrade: dict[str, Any]) -> str:
+    """Both versions, as code: the one on the instance is whatever an admin could write there."""
+    before = f"provision {_code(str(upgrade['from']))}" if upgrade.get("from") else "an earlier provision"
+    return f"{before} on the instance -> {_code(str(upgrade['to']))} installed"
+
+
+def _collapsible(label: str, body: list[str], *, open_: bool) -> list[str]:
+    """`body` as it is when short; inside a closed <details> when long."""
+    while body and body[-1] == "":
+        body = body[:-1]
+    if open_:
+        return [*body, ""]
+    return ["<details>", f"<summary>{_html(label)}</summary>", "", *body, "", "</details>", ""]
+
+
+def _orphans(plan_json: dict[str, Any]) -> list[str]:
+    orphans = plan_json.get("orphans") or []
+    if not orphans:
+        return []
+    lines = [
+        f"{len(orphans)} managed object(s) are no longer in the blueprints and are kept; `--prune` would delete them:",
+        "",
+    ]
+    lines += [f"- {o['kind']} {_code(o['id'])}" for o in orphans]
+    return [*lines, ""]
+
+
+def result_markdown(result: dict[str, Any]) -> str:
+    """What sync applied, after the plan."""
+    applied = result["applied"]
+    lines = [
+        f"**Applied: {applied['add']} added, {applied['change']} changed, {applied['destroy']} destroyed.**",
+        "",
+    ]
+    for failure in result.get("failed") or []:
+        lines.append(f"- failed: {failure['kind']} {_code(failure['id'])} ({failure['action']}): {_code(failure['error'])}")
+    for skipped in result.get("not_attempted") or []:
+        lines.append(f"- not attempted: {skipped['kind']} {_code(skipped['id'])} ({skipped['action']})")
+    return "\n".join(lines) + "\n"
+
+
+def _code(text: str) -> str:
+    """`text` as an inline code span that is safe inside a table cell."""
+    text = _cell(text)
+    fence = "``" if "`" in text else "`"
+    pad = " " if text.startswith("`") or text.endswith("`") or fence == "``" else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _cell(text: str) -> str:
+    """One line, with the table's column separator escaped (GitHub honours `\\|` in code spans too),
+    and control or bidirectional characters (U+202E, NUL, ESC) shown as escapes (text.visible)."""
+    return visible(text, keep="\r\n").replace("\r", " ").replace("\n", " ").replace("|", "\\|")
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,144 @@
+"""`-o markdown`: golden output for the plan forms a pull request shows, and the CLI wiring.
+
+Regenerate a golden file after a deliberate change with `UPDATE_GOLDEN=1 scripts/test
+tests/unit/test_render_markdown.py`, and read the diff before committing it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from provisioner.cli import main
+from provisioner.render_markdown import render_markdown, result_markdown
+from tests.builders import REPO
+from tests.fake_owui import FakeOpenWebUI, fake_instance_for_cli
+
+GOLDEN = REPO / "tests" / "data" / "markdown"
+TOKEN = "sk-markdown-test-token-0123456789"
+SAMPLES = ["-p", str(REPO / "blueprints"), "--bundle", str(REPO / "owui_functions")]
+
+SMALL: dict[str, Any] = {
+    "format_version": "1",
+    "summary": {"add": 1, "change": 3, "destroy": 1},
+    "changes": [
+        {
+            "kind": "function", "id": "aihub_agent_pipe", "action": "update",
+            "fields": [
+                {"path": "content", "before": "sha256:1a2b3c4d5e6f", "after": "sha256:9f8e7d6c5b4a"},
+                {"path": "valves.API_KEYS", "before": "(sensitive)", "after": "(sensitive)"},
+            ],
+            "upgrade": {"from": "0.1.0", "to": "0.2.0"},
+        },
+        {
+            "kind": "function", "id": "pii|redact", "action": "update",
+            "fields": [{"path": "meta.description", "before": "Masks `e-mail`", "after": "Masks e-mail | phone"}],
+        },
+        {"kind": "model", "id": "aihub_agent_pipe.support-desk.billing", "action": "create", "fields": []},
+        {
+            "kind": "model", "id": "aihub_agent_pipe.policy-faq.default", "action": "update",
+            "fields": [
+                {"path": "meta.capabilities.web_search", "before": True, "after": False},
+                {"path": "meta.aihub", "before": {"managed_by": "aihub-provision", "features": []},
+                 "after": {"managed_by": "aihub-provision", "features": ["web_search"]}},
+            ],
+        },
+        {"kind": "model", "id": "aihub_agent_pipe.old.agent", "action": "delete", "fields": []},
+    ],
+    "orphans": [],
+}
+
+
+def _long() -> dict[str, Any]:
+    changes = [
+        {
+            "kind": "model", "id": f"aihub_agent_pipe.fleet.agent-{i:02}", "action": "update",
+            "fields": [{"path": "meta.description", "before": f"old {i}", "after": f"new {i}"}],
+        }
+        for i in range(12)
+    ]
+    return {
+        "format_version": "1", "summary": {"add": 0, "change": 12, "destroy": 0}, "changes": changes,
+        "orphans": [{"kind": "model", "id": "aihub_agent_pipe.gone.agent"}],
+    }
+
+
+EMPTY: dict[str, Any] = {"format_version": "1", "summary": {"add": 0, "change": 0, "destroy": 0}, "changes": [], "orphans": []}
+
+
+def _check(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8"), f"differs from {path}"
+
+
+@pytest.mark.parametrize(
+    "name, plan, title",
+    [
+        ("small.md", SMALL, "provision plan for target staging"),
+        ("long.md", _long(), "provision plan"),
+        ("empty.md", EMPTY, "provision plan"),
+    ],
+)
+def test_markdown_matches_golden(name: str, plan: dict[str, Any], title: str) -> None:
+    _check(name, render_markdown(plan, title))
+
+
+def test_small_plan_is_open_and_long_plan_collapsed() -> None:
+    small, long = render_markdown(SMALL), render_markdown(_long())
+    assert "<details>" not in small
+    assert long.count("<details>") == 2 and long.index("**Plan: 0 to add, 12 to change") < long.index("<details>")
+
+
+def test_secrets_stay_masked_and_pipes_cannot_break_the_table() -> None:
+    text = render_markdown(SMALL)
+    assert "| `valves.API_KEYS` | `(sensitive)` | `(sensitive)` |" in text
+    for line in text.splitlines():
+        if line.startswith("| ") and "pii" in line:
+            cells = line.replace("\\|", "").strip("|").split("|")
+            assert len(cells) in (3, 4), line
+
+
+def test_result_markdown_lists_failures() -> None:
+    result = {
+        "applied": {"add": 1, "change": 0, "destroy": 0},
+        "failed": [{"kind": "model", "id": "m", "action": "update", "error": "Open WebUI answered 500"}],
+        "not_attempted": [{"kind": "model", "id": "n", "action": "delete"}],
+    }
+    _check("result.md", result_markdown(result))
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeOpenWebUI:
+    with fake_instance_for_cli(monkeypatch, TOKEN) as server:
+        yield server
+
+
+def test_diff_and_sync_print_markdown(capsys, fake: FakeOpenWebUI) -> None:
+    assert main(["diff", *SAMPLES, "-o", "markdown", "--detailed-exitcode"]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("### provision plan\n\n**Plan: ") and "| + | model | `aihub_agent_pipe.policy-faq.default` | create |" in out
+    assert main(["sync", *SAMPLES, "-o", "markdown", "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("### provision plan\n") and "**Applied: " in out
+    assert main(["sync", *SAMPLES, "-o", "markdown"]) == 0
+    assert "**No changes.**" in capsys.readouterr().out
+
+
+def test_sync_json_prints_plan_and_result_even_with_nothing_to_change(capsys, fake: FakeOpenWebUI) -> None:
+    assert main(["sync", *SAMPLES, "--yes"]) == 0
+    capsys.readouterr()
+    assert main(["sync", *SAMPLES, "-o", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == {"plan", "result"} and data["plan"]["changes"] == []
+    assert data["result"]["applied"] == {"add": 0, "change": 0, "destroy": 0} and data["result"]["failed"] == []
+
+
+def test_validate_does_not_take_markdown(capsys) -> None:
+    assert main(["validate", *SAMPLES, "-o", "markdown"]) == 1
+    assert "markdown" in capsys.readouterr().err
