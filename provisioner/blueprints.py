@@ -30,6 +30,10 @@ FeatureName = Annotated[
 CapabilityName = Annotated[
     str, StringConstraints(pattern=r"^[a-z][a-z0-9_.-]*$", min_length=1, max_length=128)
 ]
+# A function id in the user's functions folder (`filters:` / `actions:`): the file's stem.
+FunctionId = Annotated[
+    str, StringConstraints(pattern=r"^[a-z_][a-z0-9_]*$", min_length=1, max_length=128)
+]
 # Variables that hold the Open WebUI admin token (or say where it is), and Open WebUI's own
 # signing and database secrets: a backend must never receive them, whoever reads the variable.
 TOKEN_VARIABLES = frozenset({"OPENWEBUI_TOKEN", "OPENWEBUI_TOKEN_FILE"})
@@ -186,6 +190,9 @@ class Agent(_Strict):
     # Toggles that start on in a new chat; each must be a feature the blueprint supports.
     defaults: list[FeatureName] = Field(default_factory=list)
     backend: BackendOverride | None = None
+    # The user's own functions (functions/), attached after the blueprint's own.
+    filters: list[FunctionId] = Field(default_factory=list)
+    actions: list[FunctionId] = Field(default_factory=list)
 
 
 class Blueprint(_Strict):
@@ -196,6 +203,10 @@ class Blueprint(_Strict):
     backend: Backend | None = None
     # Overrides of the documented defaults in capabilities.OVERRIDABLE_DEFAULTS.
     openwebui_capabilities: dict[str, StrictBool] = Field(default_factory=dict)
+    # The user's own functions (functions/) on every agent: filters run after the feature
+    # filter and the toggles (meta.filterIds), actions are buttons under answers (meta.actionIds).
+    filters: list[FunctionId] = Field(default_factory=list)
+    actions: list[FunctionId] = Field(default_factory=list)
     steps: list[Step] = Field(min_length=1)
     agents: list[Agent] = Field(min_length=1)
     # Which keys openwebui_capabilities may hold is checked by the loader, which knows each key's line.

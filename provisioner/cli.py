@@ -11,6 +11,7 @@ import dataclasses
 import json
 import logging
 import os
+import secrets
 import sys
 from dataclasses import dataclass
 from enum import Enum
@@ -24,8 +25,9 @@ from rich.markup import escape
 
 from . import __version__
 from .apply import ApplyReport, apply_plan
+from .attachments import check_attachments
 from .client import TESTED_VERSIONS, OpenWebUIClient, check_url, http_log
-from .desired import FEATURE_FILTER_ID, build_desired, insecure_backends
+from .desired import FEATURE_FILTER_ID, build_desired, history_signing_key, insecure_backends
 from .errors import ApplyError, BlueprintError, ConfigError, Problem, ProvisionError
 from .function_files import (
     FunctionFile,
@@ -288,14 +290,19 @@ def load_bundle(
     bundle_ids = {f.id for f in files}
     if catalog is not None:
         files.extend(rendered_toggle_functions(catalog))
+    own: tuple[FunctionFile, ...] = ()
+    own_loaded = True
     if functions_dir is not None and functions_dir.exists():
         try:
             own = load_function_files(functions_dir)
         except BlueprintError as exc:
             problems.extend(exc.problems)
+            own_loaded = False
         else:
             problems.extend(_reserved_ids(own, bundle_ids))
             files.extend(own)
+    if catalog is not None and own_loaded:  # else every attached id would look unknown
+        problems.extend(check_attachments(catalog, own, reserved=bundle_ids, functions_dir=functions_dir))
     if problems or catalog is None:
         raise BlueprintError(problems)
     return catalog, tuple(files)
@@ -331,9 +338,16 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
         )
         groups = {str(g.get("name")): str(g.get("id")) for g in client.list_groups()} if uses_groups else {}
         observed = observe(client.list_models(), client.list_functions())
+        signing_key = history_signing_key(observed, fresh=secrets.token_urlsafe(32))
         # The token is passed so that no backend key variable may hold it.
         desired = build_desired(
-            catalog, functions, groups, env=os.environ, token=credentials[1], token_variables=_token_variables(conn.token_env)
+            catalog,
+            functions,
+            groups,
+            env=os.environ,
+            token=credentials[1],
+            token_variables=_token_variables(conn.token_env),
+            signing_key=signing_key,
         )
         return make_plan(desired, observed, prune=prune, adopt=adopted), client
     except BaseException:
@@ -620,6 +634,27 @@ def generate(
         out.print(f"{action:8} {file}", soft_wrap=True)
     if not done:
         out.print("Toggle filters are up to date.")
+    return EXIT_OK
+
+
+@app.command(short_help="Start a blueprint repo (here or in DIRECTORY).")
+def init(
+    directory: Annotated[Path, typer.Argument(help="Where to create the blueprint repo (default: here).")] = Path("."),
+    no_color: NoColorOpt = False,
+) -> int:
+    """Start a blueprint repo: blueprints, features, your functions, targets, CI for GitHub and GitLab."""
+    from .scaffold import init_repo
+
+    out, _ = _consoles(no_color)
+    for path in init_repo(directory):
+        out.print(f"created  {path}", soft_wrap=True, markup=False)
+    where = "" if directory == Path(".") else f"cd {directory} && "
+    out.print(
+        f"\nNext: {where}provision validate; then set the tokens named in targets.yaml and run "
+        "provision diff --target staging. See README.md.",
+        soft_wrap=True,
+        markup=False,
+    )
     return EXIT_OK
 
 

@@ -7,6 +7,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from . import __version__
+from .attachments import attached
 from .blueprints import GroupAccess
 from .capabilities import model_capabilities
 from .errors import BlueprintError, Problem
@@ -35,13 +36,17 @@ def build_desired(
     env: Mapping[str, str] | None = None,
     token: str | None = None,
     token_variables: Collection[str] = (),
+    signing_key: str | None = None,
 ) -> InstanceState:
     """The desired instance.
 
     `groups` maps group name -> id and `env` holds the backends' API keys; None for either means
     offline (`validate`): groups and secrets are not resolved. `token` is the admin token in use
-    and `token_variables` the variables a target reads it from: no backend key may be either. Raises BlueprintError naming the file, line and field of every
-    group or API-key variable that does not exist, and of every key variable holding the token.
+    and `token_variables` the variables a target reads it from: no backend key may be either.
+    `signing_key` is the pipe's HISTORY_SIGNING_KEY (the live one, or a fresh one when the
+    instance has none: see `history_signing_key`); None leaves that valve out. Raises
+    BlueprintError naming the file, line and field of every group or API-key variable that does
+    not exist, and of every key variable holding the token.
     """
     problems: list[Problem] = []
     models: dict[str, ObjectState] = {}
@@ -50,6 +55,8 @@ def build_desired(
             row = _model_row(lb, index, groups, problems)
             models[row.id] = row
     pipe_valves = _pipe_valves(catalog, env, token, frozenset(token_variables), problems)
+    if signing_key:
+        pipe_valves[PIPE_SIGNING_VALVE] = signing_key
     if problems:
         raise BlueprintError(problems)
     states = {f.id: function_state(f) for f in functions}
@@ -59,7 +66,7 @@ def build_desired(
             kind="function",
             id=pipe.id,
             fields={**pipe.fields, **pipe_valves},
-            sensitive=frozenset({PIPE_SECRET_VALVE}),
+            sensitive=frozenset({PIPE_SECRET_VALVE, PIPE_SIGNING_VALVE}),
             written_by=pipe.written_by,
         )
     return InstanceState(functions=states, models=dict(sorted(models.items())))
@@ -84,6 +91,17 @@ def function_state(f: FunctionFile) -> ObjectState:
 # The agent pipe's valves that sync writes (the pipe's Valves class declares the same names).
 PIPE_AGENTS_VALVE = "valves.AGENTS"
 PIPE_SECRET_VALVE = "valves.API_KEYS"
+# Signs the tool blocks the pipe renders, so an edited chat cannot forge a tool call next turn.
+PIPE_SIGNING_VALVE = "valves.HISTORY_SIGNING_KEY"
+SIGNING_KEY_MIN_LENGTH = 32
+
+
+def history_signing_key(observed: InstanceState, fresh: str) -> str:
+    """The live pipe's signing key when it has a usable one (a normal sync never rotates it, or
+    every signed tool block in every chat would stop counting), else `fresh`."""
+    pipe = observed.functions.get(PIPE_FUNCTION_ID)
+    live = pipe.fields.get(PIPE_SIGNING_VALVE) if pipe is not None else None
+    return live if isinstance(live, str) and len(live) >= SIGNING_KEY_MIN_LENGTH else fresh
 
 
 def _effective_backend(lb: LoadedBlueprint, index: int) -> dict[str, Any]:
@@ -210,7 +228,12 @@ def _model_row(
             f"meta.capabilities.{key}": value
             for key, value in model_capabilities(supported, bp.openwebui_capabilities).items()
         },
-        "meta.filterIds": [FEATURE_FILTER_ID, *(toggle_filter_id(f) for f in custom)],
+        "meta.filterIds": [
+            FEATURE_FILTER_ID,
+            *(toggle_filter_id(f) for f in custom),
+            *attached(bp, agent, "filters"),  # the user's own run after ours
+        ],
+        "meta.actionIds": attached(bp, agent, "actions"),
         "meta.defaultFeatureIds": [f for f in agent.defaults if is_native(f)],
         "meta.defaultFilterIds": [toggle_filter_id(f) for f in agent.defaults if not is_native(f)],
         f"meta.{MARKER_KEY}": {
