@@ -7,7 +7,7 @@ Usage (from the repository root)::
     .venv/bin/python bench/owui_chat.py --concurrency 1 10 --rounds 5 --in-a-row 0   # quicker
 
 One throwaway Open WebUI (scripts/openwebui-local) and one scripted backend process
-(bench/fixtures/scripted_backend.py: a lead-in, a tool call, a summary, ``--rate`` tokens per
+(bench/scripted_backend.py: a lead-in, a tool call, a summary, ``--rate`` tokens per
 second) serve three ways to the same turn, all through Open WebUI's streaming chat endpoint
 (``POST /api/chat/completions``, ``stream: true``):
 
@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 PIPE_FILE = REPO / "owui_functions" / "aihub_agent_pipe.py"
-BACKEND = REPO / "bench" / "fixtures" / "scripted_backend.py"
+BACKEND = REPO / "bench" / "scripted_backend.py"
 WAYS = {
     "openai-connection": "bench-agent",
     "pipe-openai": "aihub_agent_pipe.bench.openai",
