@@ -8,10 +8,9 @@ from typing import Any
 
 from . import __version__
 from .attachments import attached
-from .blueprints import GroupAccess
+from .blueprints import GroupAccess, Suggestion
 from .capabilities import model_capabilities
 from .errors import BlueprintError, Problem
-from .features import is_native
 from .function_files import FunctionFile
 from .loader import Catalog, LoadedBlueprint
 from .state import MANAGED_BY, MARKER_KEY, InstanceState, ObjectState
@@ -218,7 +217,6 @@ def _model_row(
     bp = lb.blueprint
     agent = bp.agents[index]
     supported = sorted(lb.supported_features)
-    custom = [f for f in supported if not is_native(f)]
     fields: dict[str, Any] = {
         "name": agent.name,
         "base_model_id": None,
@@ -228,14 +226,16 @@ def _model_row(
             f"meta.capabilities.{key}": value
             for key, value in model_capabilities(supported, bp.openwebui_capabilities).items()
         },
+        # Every supported feature, native or custom, is one of the bundle's toggle filters, so it
+        # shows whatever Open WebUI's instance-wide switches say (README "How features work").
         "meta.filterIds": [
             FEATURE_FILTER_ID,
-            *(toggle_filter_id(f) for f in custom),
+            *(toggle_filter_id(f) for f in supported),
             *attached(bp, agent, "filters"),  # the user's own run after ours
         ],
         "meta.actionIds": attached(bp, agent, "actions"),
-        "meta.defaultFeatureIds": [f for f in agent.defaults if is_native(f)],
-        "meta.defaultFilterIds": [toggle_filter_id(f) for f in agent.defaults if not is_native(f)],
+        "meta.defaultFeatureIds": [],
+        "meta.defaultFilterIds": [toggle_filter_id(f) for f in agent.defaults],
         f"meta.{MARKER_KEY}": {
             "managed_by": MANAGED_BY,
             "blueprint": bp.id,
@@ -247,7 +247,18 @@ def _model_row(
     icon = lb.agent_icons.get(agent.id)
     if icon:
         fields["meta.profile_image_url"] = icon
+    suggestions = agent.suggestions if agent.suggestions is not None else bp.suggestions
+    if suggestions is not None:  # unset: the row keeps what an admin chose
+        fields["meta.suggestion_prompts"] = [suggestion_prompt(s) for s in suggestions]
+    if bp.tags is not None or agent.tags is not None:
+        names = [*(bp.tags or []), *(agent.tags or [])]
+        fields["meta.tags"] = [{"name": name} for name in dict.fromkeys(names)]
     return ObjectState(kind="model", id=model_id(bp.id, agent.id), fields=fields, written_by=__version__)
+
+
+def suggestion_prompt(suggestion: Suggestion) -> dict[str, Any]:
+    """A suggestion as Open WebUI's chat placeholder reads it: two title lines and the prompt."""
+    return {"title": [suggestion.title, suggestion.subtitle], "content": suggestion.prompt}
 
 
 def _grants(
