@@ -1166,7 +1166,9 @@ class Pipe:
                 raise StreamEndedEarly
         except Exception as exc:  # the chat must get an answer, never a broken stream
             message = failure_text(exc, agent.url, self.valves.TIMEOUT_SECONDS, scrubber, started=recorder.segments)
-            if isinstance(exc, (PipeConfigError, AgentHTTPError, StreamEndedEarly, TimeoutError, httpx.TransportError)):
+            if isinstance(exc, (PipeConfigError, AgentHTTPError, StreamEndedEarly, TimeoutError, OSError)) or (
+                _kinds(exc) & (_CONNECT_FAILURES | _TRANSPORT_FAILURES)
+            ):
                 log.warning("aihub_agent_pipe: agent %s: %s", agent.id, scrubber.error(message))
             else:
                 trace = "".join(traceback.format_exception(exc))
@@ -1225,15 +1227,25 @@ def _host(url: str) -> str:
         return "its configured address"
 
 
+# What a failed request raised, by class name, so the texts below hold for any HTTP client
+# (httpx today; aiohttp's names are listed too).
+_CONNECT_FAILURES = {"ConnectError", "ConnectTimeout", "ClientConnectorError", "ConnectionTimeoutError"}
+_TRANSPORT_FAILURES = {"TransportError", "ClientError"}
+
+
+def _kinds(exc: BaseException) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
+
+
 def _connect_reason(exc: BaseException) -> str:
-    chain, cause = [], exc  # httpx wraps the socket's error: read the whole chain
+    chain, cause = [], exc  # the client wraps the socket's error: read the whole chain
     while cause is not None and len(chain) < 5:
         chain.append(cause)
         cause = cause.__cause__ or cause.__context__
     text = " ".join(str(e) for e in chain).lower()
     if any(isinstance(e, ConnectionRefusedError) for e in chain):
         return "connection refused: nothing listens there"
-    if isinstance(exc, httpx.ConnectTimeout) or "timed out" in text:
+    if _kinds(exc) & {"ConnectTimeout", "ConnectionTimeoutError"} or "timed out" in text:
         return "connecting timed out"
     if "refused" in text:
         return "connection refused: nothing listens there"
@@ -1265,15 +1277,16 @@ def failure_text(
             reason = "error"
         detail = scrubber.error(_short(scrubber.redact(exc.detail)))
         return f"The agent at {host} answered HTTP {exc.status} {reason}" + (f": {detail}" if detail else ".")
-    if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
+    kinds = _kinds(exc)
+    if kinds & _CONNECT_FAILURES:
         return f"The agent cannot be reached at {host} ({_connect_reason(exc)})."
     if isinstance(exc, TimeoutError):
         return f"The agent did not finish within {timeout:g} seconds, so the run was stopped.{incomplete}"
-    if isinstance(exc, httpx.TimeoutException):
+    if "TimeoutException" in kinds:
         return f"The agent at {host} sent nothing for {timeout:g} seconds, so the run was stopped.{incomplete}"
     if isinstance(exc, StreamEndedEarly):
         return f"The agent's stream ended before the run finished.{incomplete}"
-    if isinstance(exc, httpx.TransportError):
+    if kinds & _TRANSPORT_FAILURES or isinstance(exc, OSError):
         when = "while it was answering" if incomplete else "before it answered"
         return f"The connection to the agent at {host} broke {when} ({type(exc).__name__}).{incomplete}"
     return f"The agent pipe failed ({type(exc).__name__}); the Open WebUI log has the details.{incomplete}"

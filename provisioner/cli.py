@@ -677,10 +677,11 @@ def generate(
 
 @app.command(short_help="Start a blueprint repo (here or in DIRECTORY).")
 def init(
-    directory: Annotated[Path, typer.Argument(help="Where to create the blueprint repo (default: here).")] = Path("."),
+    directory: Annotated[Path, typer.Argument(metavar="DIR", show_default=False, hidden=True)] = Path("."),
     no_color: NoColorOpt = False,
 ) -> int:
-    """Start a blueprint repo: blueprints, features, your functions, targets, CI for GitHub and GitLab."""
+    """Start a blueprint repo in DIR (default: here): blueprints, features, your functions, targets,
+    CI for GitHub and GitLab. Never overwrites a file."""
     from .scaffold import init_repo
 
     out, _ = _consoles(no_color)
