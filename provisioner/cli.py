@@ -629,12 +629,16 @@ def generate(
     return EXIT_OK
 
 
-@app.command(short_help="Start a blueprint repo (here or in DIRECTORY).")
+@app.command(short_help="Start a blueprint repo (here or in DIR).")
 def init(
-    directory: Annotated[Path, typer.Argument(help="Where to create the blueprint repo (default: here).")] = Path("."),
+    directory: Annotated[
+        Path,
+        typer.Argument(metavar="DIR", hidden=True),  # described in the docstring: typer would print a `<path>` placeholder
+    ] = Path("."),
     no_color: NoColorOpt = False,
 ) -> int:
-    """Start a blueprint repo: blueprints, features, your functions, targets, CI for GitHub and GitLab."""
+    """Start a blueprint repo in DIR (default: the current directory): blueprints, features, your
+    functions, targets, CI for GitHub and GitLab. Never overwrites a file."""
     from .scaffold import init_repo
 
     out, _ = _consoles(no_color)
