@@ -7,8 +7,10 @@ Not a test. Run from the project root:
 1. Parsing and rendering in process: a canned AG-UI SSE stream (text deltas, tool calls with
    arguments and results, reasoning) goes through the pipe's SSE parser, json.loads, the
    recorder and drain(), with no network. Reported as events per second.
+   Once with no keys, once as pipe() builds the recorder with three API keys and a history
+   signing key (text scrubbed delta by delta, tool blocks signed), interleaved.
 2. The same stream end to end over loopback: a local HTTP server serves it and pipe() reads it,
-   as Open WebUI would call it. Reported as events per second.
+   as Open WebUI would call it (three keys, a signing key). Reported as events per second.
 3. First token: time from sending the request to the first text, (a) reading the SSE stream
    directly with one long-lived httpx client and stopping at the first TEXT_MESSAGE_CONTENT (the
    best case for a direct reader), (a') the same with a new client and connection per request,
@@ -80,13 +82,27 @@ def sse(events: list[dict[str, Any]]) -> bytes:
     return "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
 
 
-def bench_in_process(pipe: ModuleType, payload: bytes, count: int) -> float:
-    """Events per second through SSE parsing + json + recorder + drain, no network."""
+KEYS = {"KEY_A": "sk-live-4f9c2a7d1e8b3f60a5c9", "KEY_B": "tok_Zq8w3xYy7LmN2pQ5rS", "KEY_C": "b1e2c3d4-e5f6-7a8b-9c0d"}
+SIGNING_KEY = "bench-history-signing-key-4a1f0c9e7d2b5a8f"
+
+
+def bench_in_process(pipe: ModuleType, payload: bytes, count: int, *, keyed: bool = False) -> float:
+    """Events per second through SSE parsing + json + recorder + drain, no network.
+
+    ``keyed``: the recorder as pipe() builds it with three API keys and a signing key (every text
+    delta scrubbed, every tool block signed); otherwise with no keys (markup escaping only).
+    """
     lines = payload.decode().split("\n")
     best = float("inf")
     for _ in range(3):
         start = time.perf_counter()
-        parser, recorder, out = pipe.SSEParser(), pipe.Recorder(), []
+        if keyed:
+            recorder = pipe.Recorder(
+                scrubber=pipe.Scrubber([*KEYS.values(), SIGNING_KEY]), signer=pipe.Signer(SIGNING_KEY)
+            )
+        else:
+            recorder = pipe.Recorder()
+        parser, out = pipe.SSEParser(), []
         for line in lines:
             data = parser.feed(line)
             if data is not None:
@@ -128,8 +144,10 @@ class CannedServer:
 
 def make_pipe(pipe: ModuleType, url: str) -> Any:
     instance = pipe.Pipe()
-    agent = {"id": "bench.agent", "name": "Bench", "transport": "agui", "url": url, "features": []}
-    instance.valves = instance.Valves(AGENTS=json.dumps([agent]))
+    agent = {"id": "bench.agent", "name": "Bench", "transport": "agui", "url": url, "features": [], "api_key": "KEY_A"}
+    instance.valves = instance.Valves(
+        AGENTS=json.dumps([agent]), API_KEYS=json.dumps(KEYS), HISTORY_SIGNING_KEY=SIGNING_KEY
+    )
     return instance
 
 
@@ -213,7 +231,10 @@ def main() -> None:
     pipe = load_pipe()
     events = canned_events(args.events)
     payload = sse(events)
-    in_process = bench_in_process(pipe, payload, len(events))
+    in_process, keyed = [], []
+    for _ in range(3):  # interleaved, so a busy machine slows both alike
+        in_process.append(bench_in_process(pipe, payload, len(events)))
+        keyed.append(bench_in_process(pipe, payload, len(events), keyed=True))
     # First token: text comes right after RUN_STARTED, then a typical turn's worth of events.
     opening = [
         events[0],
@@ -224,7 +245,11 @@ def main() -> None:
     net = asyncio.run(bench_network(pipe, short, payload, len(events), args.rounds))
 
     print(f"events in the canned stream:           {len(events)} ({len(payload) / 1e6:.1f} MB of SSE)")
-    print(f"parse + render, in process:            {in_process:,.0f} events/s")
+    print(f"parse + render, in process:            {max(in_process):,.0f} events/s (no keys)")
+    print(
+        f"  same, 3 keys masked + blocks signed: {max(keyed):,.0f} events/s "
+        f"({max(keyed) / max(in_process):.2f}x of no keys)"
+    )
     print(f"pipe() end to end over loopback:       {net['e2e_events_per_s']:,.0f} events/s")
     print(
         f"first token, httpx reading SSE itself: {net['direct_ms']:.2f} ms median (p90 {net['direct_p90_ms']:.2f} ms)"

@@ -17,21 +17,31 @@ global: false
 #   - an error:     a "> [!CAUTION]" alert at the end, after everything that had streamed.
 # Extra attributes (message_id, result_id on tool calls, id on reasoning) carry the AG-UI ids so
 # the next turn can rebuild the transcript: parse_content() is the inverse of render_segments().
+# A tool block also carries ``sig``, an HMAC of its fields under the HISTORY_SIGNING_KEY valve: only
+# a block the pipe itself rendered becomes a tool call next turn; an edited or made-up block reaches
+# the agent as plain text, and "<details" in the agent's own text is written as "&lt;details".
+# Every key the pipe holds is masked in everything it shows or logs (the Scrubber).
 #
 # How it streams is the Recorder's docstring.
 
 import asyncio
 import functools
+import hashlib
+import hmac
 import html
+import http
 import json
 import logging
+import os
 import re
 import ssl
 import time
+import traceback
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import quote, quote_plus, urlsplit
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -61,6 +71,8 @@ class ToolCall:
     arguments: str = ""
     result: str | None = None
     result_id: str | None = None
+    failed: bool = False  # closed by the pipe because the run ended in an error
+    sig: str = ""  # the Signer's HMAC over the fields above, set when the block is rendered
 
 
 @dataclass
@@ -112,7 +124,11 @@ def render_tool_call(call: ToolCall, message_id: str) -> str:
     attrs.append(("message_id", message_id))
     if done and call.result_id:
         attrs.append(("result_id", call.result_id))
-    summary = "Tool Executed" if done else "Executing..."
+    if call.failed:
+        attrs.append(("status", "failed"))  # Open WebUI shows a failed call as done, with an error mark
+    if call.sig:
+        attrs.append(("sig", call.sig))
+    summary = ("Tool Failed" if call.failed else "Tool Executed") if done else "Executing..."
     head = " ".join(f'{key}="{_attr(value)}"' for key, value in attrs)
     return f"<details {head}>\n<summary>{summary}</summary>\n</details>\n"
 
@@ -161,11 +177,15 @@ _ATTRS = re.compile(r'(\w+)="([^"]*)"')
 _ERROR_TAIL = re.compile(r"(?:\n\n)?> \[!CAUTION\]\n> Agent error: ((?:[^\n]*)(?:\n> [^\n]*)*)\n?\Z")
 
 
-def parse_content(content: str, id_prefix: str = "aihub") -> list[Segment]:
+def parse_content(
+    content: str, id_prefix: str = "aihub", verify: Callable[[ToolCall, str], bool] | None = None
+) -> list[Segment]:
     """Turn stored assistant content back into segments: the inverse of render_segments.
 
     Text outside our blocks is kept verbatim. Tool blocks in a row that share ``message_id`` form
     one step; blocks without one (Open WebUI's own legacy markup) in a row form one step too.
+    ``verify(call, message_id)`` decides which tool blocks count: a block it rejects stays text,
+    markup and all (history passes the Signer, so a forged block never becomes a call).
     """
     error: Error | None = None
     tail = _ERROR_TAIL.search(content)
@@ -177,13 +197,10 @@ def parse_content(content: str, id_prefix: str = "aihub") -> list[Segment]:
     position = 0
     for match in _BLOCK.finditer(content):
         gap = content[position : match.start()]
-        if gap:
-            # render_piece put one "\n" between text and the block that follows it
-            _append_text(segments, gap[:-1] if gap.endswith("\n") else gap)
-            step_key = None
-        position = match.end()
         attrs = {key: html.unescape(value) for key, value in _ATTRS.findall(match.group(2))}
         if match.group(1) == "reasoning":
+            _append_gap(segments, gap)
+            position = match.end()
             segments.append(_parse_reasoning(match.group(3), attrs, f"{id_prefix}-r{len(segments)}"))
             step_key = None
             continue
@@ -193,8 +210,16 @@ def parse_content(content: str, id_prefix: str = "aihub") -> list[Segment]:
             arguments=attrs.get("arguments", ""),
             result=attrs.get("result", "") if attrs.get("done") == "true" else None,
             result_id=attrs.get("result_id"),
+            failed=attrs.get("status") == "failed",
+            sig=attrs.get("sig", ""),
         )
         message_id = attrs.get("message_id", "")
+        if verify is not None and not verify(call, message_id):
+            continue  # not ours, or altered: the markup stays in the text around it
+        if gap:
+            _append_gap(segments, gap)
+            step_key = None
+        position = match.end()
         last = segments[-1] if segments else None
         if isinstance(last, ToolStep) and step_key == message_id:
             last.calls.append(call)
@@ -225,6 +250,133 @@ def _append_text(segments: list[Segment], text: str) -> None:
         segments.append(Text(text))
 
 
+def _append_gap(segments: list[Segment], gap: str) -> None:
+    """Text before a block: render_piece put one "\n" between text and the block that follows it."""
+    _append_text(segments, gap[:-1] if gap.endswith("\n") else gap)
+
+
+# --- secrets and signatures --------------------------------------------------------------------
+
+REDACTED = "[redacted]"
+WITHHELD = "The agent's message was withheld because it repeats part of a secret."
+# A server may echo a key shortened (an excerpt, a truncated header): a piece this long of a key
+# in an error text withholds the whole text.
+SECRET_FRAGMENT = 8
+_MARKUP = ("<details", "</details")  # what Open WebUI's Markdown turns into a (tool) block
+
+
+def secret_forms(secret: str) -> set[str]:
+    """The ways a key shows up in a server's echo: whole, URL-encoded, JSON- and HTML-escaped."""
+    forms = {
+        secret,
+        quote(secret, safe=""),
+        quote(secret),
+        quote_plus(secret),
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        html.escape(secret),
+    }
+    forms |= {re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), f) for f in forms}
+    return {f for f in forms if f}
+
+
+class Scrubber:
+    """Masks every key the pipe holds in what it shows or logs, and defuses block markup in text.
+
+    ``redact`` is for whole values (tool arguments and results, reasoning, statuses, log lines);
+    ``error`` also withholds a text that still holds a piece of a key; ``text`` also writes
+    "<details" as "&lt;details", so an agent's text never renders as a tool block. Text streams
+    in deltas, so ``stable_length`` says how much of it can go out now: a tail that may be the
+    start of a key or of the markup waits for the next delta.
+    """
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+        self._forms = sorted({f for s in self._secrets for f in secret_forms(s)}, key=len, reverse=True)
+        alternatives = [re.escape(f) for f in self._forms]
+        self._redact = re.compile("|".join(alternatives)) if alternatives else None
+        self._text = re.compile("|".join([*alternatives, r"(?i:</?details)"]))
+        self._longest = max([len(f) for f in self._forms] + [len(m) for m in _MARKUP])
+        self._by_first: dict[str, list[str]] = {}
+        for form in self._forms:
+            self._by_first.setdefault(form[0], []).append(form)
+        self._starts = re.compile("[" + re.escape("".join({*self._by_first, "<"})) + "]")
+
+    def redact(self, value: str) -> str:
+        return self._redact.sub(REDACTED, value) if self._redact and value else value
+
+    def error(self, message: str) -> str:
+        message = self.redact(message)
+        for secret in self._secrets:
+            size = min(SECRET_FRAGMENT, len(secret))
+            if any(secret[i : i + size] in message for i in range(len(secret) - size + 1)):
+                return WITHHELD
+        return message
+
+    def text(self, value: str) -> str:
+        return self._text.sub(self._text_match, value) if value else value
+
+    def _text_match(self, match: re.Match[str]) -> str:
+        found = match.group(0)
+        return "&lt;" + found[1:] if found[:1] == "<" and found.lower() in _MARKUP else REDACTED
+
+    def stable_length(self, value: str) -> int:
+        """How much of ``value`` can be passed to ``text`` now without cutting a key or markup apart."""
+        tail = value[-(self._longest - 1) :] if self._longest > 1 else ""
+        cut = len(value)
+        for candidate in self._starts.finditer(tail):  # earliest start first: the longest partial
+            rest = tail[candidate.start() :]
+            forms = self._by_first.get(rest[0], ())
+            lowered = rest.lower()
+            if any(len(f) > len(rest) and f.startswith(rest) for f in forms) or any(
+                len(m) > len(rest) and m.startswith(lowered) for m in _MARKUP
+            ):
+                cut = len(value) - len(rest)
+                break
+        if cut < len(value):  # a whole key or tag may still straddle the cut (overlapping keys)
+            for match in self._text.finditer(value, max(0, cut - self._longest)):
+                if match.start() < cut < match.end():
+                    return match.start()
+        return cut
+
+
+def unescape_markup(text: str) -> str:
+    """The agent's own text as it wrote it (history): the inverse of Scrubber.text's markup step."""
+    return re.sub(r"&lt;(/?details)", r"<\1", text, flags=re.I)
+
+
+class Signer:
+    """HMAC-SHA256 over a tool block's fields with the HISTORY_SIGNING_KEY valve.
+
+    A chat's stored messages can be edited by the user (Open WebUI lets anyone edit an answer)
+    and the agent's own text could imitate the markup, so the next turn trusts a tool block only
+    when its ``sig`` matches: then the agent gets back a call and result that really happened.
+    Without a key nothing is signed and nothing verifies.
+    """
+
+    def __init__(self, key: str) -> None:
+        self._key = key.encode()
+
+    def sign(self, call: ToolCall, message_id: str) -> str:
+        if not self._key:
+            return ""
+        fields = [
+            "aihub-tool-v1",
+            message_id,
+            call.id,
+            call.name,
+            call.arguments,
+            call.result,
+            call.result_id,
+            call.failed,
+        ]
+        payload = json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode()
+        return hmac.new(self._key, payload, hashlib.sha256).hexdigest()
+
+    def verify(self, call: ToolCall, message_id: str) -> bool:
+        return bool(self._key and call.sig) and hmac.compare_digest(call.sig, self.sign(call, message_id))
+
+
 # --- the recorder: events in, ordered segments and stable output out -------------------------
 
 
@@ -249,6 +401,10 @@ class Recorder:
     segment; a call closes the open text; calls in a row are one step (parallel calls); a result
     ends the step for new calls but fills its own call wherever it is; reasoning in a row is one
     block; text or reasoning between calls splits the step.
+
+    What the agent sent passes the ``scrubber`` (keys masked, markup defused; text may wait a delta
+    for that) and a tool step is signed by the ``signer`` when it goes out. A run that ends in an
+    error closes its calls that have no result as failed, so none keeps spinning in the chat.
     """
 
     def __init__(
@@ -257,7 +413,12 @@ class Recorder:
         clock: Callable[[], float] = time.monotonic,
         new_id: Callable[[str], str] = lambda kind: f"{kind}-{uuid.uuid4().hex}",
         input_ids: Iterable[str] = (),
+        scrubber: Scrubber | None = None,
+        signer: Signer | None = None,
     ) -> None:
+        self.scrubber = scrubber or Scrubber()
+        self.signer = signer
+        self._tail = ""  # text of the open segment that waits for the next delta (see Scrubber)
         self.segments: list[Segment] = []
         self.statuses: list[dict[str, Any]] = []
         self.finished = False
@@ -374,20 +535,29 @@ class Recorder:
                 message_id
                 and self._text_message
                 and message_id != self._text_message
-                and not segment.text[-1:].isspace()
+                and not (segment.text + self._tail)[-1:].isspace()
             ):
                 delta = "\n\n" + delta  # another message continues the paragraph flow
-            segment.text += delta
+            self._add_text(segment, delta)
             self._text_message = message_id or self._text_message
             return
         if not delta.strip():
             self._pending_ws += delta
             return
         self._open_step = None
-        self.segments.append(Text(self._pending_ws + delta))
+        segment = Text("")
+        self.segments.append(segment)
+        self._add_text(segment, self._pending_ws + delta)
         self._pending_ws = ""
         self._text_open = True
         self._text_message = message_id
+
+    def _add_text(self, segment: Text, delta: str) -> None:
+        """Append what can go out now, scrubbed; keep a tail that may be a key's or markup's start."""
+        pending = self._tail + delta
+        cut = self.scrubber.stable_length(pending)
+        segment.text += self.scrubber.text(pending[:cut])
+        self._tail = pending[cut:]
 
     def tool_call(self, call_id: str, name: str, parent_id: str | None = None) -> None:
         """A call joins the open step (parallel calls) or opens a new one; text is closed."""
@@ -461,7 +631,14 @@ class Recorder:
         self._close_text()
         self._open_step = None
         if error:
+            error = self.scrubber.error(error)
             self.error = error
+            for segment in self.segments:
+                if isinstance(segment, ToolStep) and not self._is_emitted(segment):
+                    for call in segment.calls:
+                        if call.result is None:
+                            call.result = "Error: the run ended before this tool returned a result."
+                            call.failed = True
             self.segments.append(Error(error))
         self.finished = True
         self.statuses.append(
@@ -484,6 +661,7 @@ class Recorder:
             elif not self._is_stable(segment):
                 break
             else:
+                self._seal(segment)
                 out.append(render_piece(self.segments[index - 1] if index else None, segment))
             self._emitted_ids.add(id(segment))
             self._emitted += 1
@@ -491,10 +669,15 @@ class Recorder:
         return "".join(out)
 
     def render(self) -> str:
+        if self.finished:
+            for segment in self.segments[self._emitted :]:
+                self._seal(segment)
         return render_segments(self.segments)
 
     def take_statuses(self) -> list[dict[str, Any]]:
         statuses, self.statuses = self.statuses, []
+        for status in statuses:
+            status["description"] = self.scrubber.redact(status["description"])
         return statuses
 
     # -- helpers ----------------------------------------------------------------------------------
@@ -511,7 +694,28 @@ class Recorder:
     def _is_emitted(self, segment: Segment) -> bool:
         return id(segment) in self._emitted_ids
 
+    def _seal(self, segment: Segment) -> None:
+        """Final values of a segment that goes out now: keys masked, tool blocks signed."""
+        redact = self.scrubber.redact
+        if isinstance(segment, ToolStep):
+            segment.message_id = redact(segment.message_id)
+            for call in segment.calls:
+                call.id, call.name, call.arguments = redact(call.id), redact(call.name), redact(call.arguments)
+                if call.result is not None:
+                    call.result = redact(call.result)
+                if call.result_id:
+                    call.result_id = redact(call.result_id)
+                if self.signer is not None:
+                    call.sig = self.signer.sign(call, segment.message_id)
+        elif isinstance(segment, Reasoning):
+            segment.id, segment.text = redact(segment.id), redact(segment.text)
+
     def _close_text(self) -> None:
+        if self._tail and self._text_open:
+            segment = self.segments[-1]
+            assert isinstance(segment, Text)
+            segment.text += self.scrubber.text(self._tail)
+        self._tail = ""
         self._text_open = False
         self._text_message = None
         self._pending_ws = ""
@@ -580,49 +784,46 @@ def _message_text(content: Any) -> str:
     return _str(content)
 
 
-def to_agui_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def history_verifier(signer: Signer | None) -> Callable[[ToolCall, str], bool]:
+    """Which tool blocks of a history become calls: those the pipe signed, unaltered. (A genuine
+    block copied elsewhere stays genuine: the call and its result did happen.)"""
+    return signer.verify if signer is not None else (lambda call, message_id: False)
+
+
+def unverified_tool_text(message: Mapping[str, Any]) -> str:
+    """A client-supplied tool call or tool result (OpenAI-shaped history) as plain text: the pipe
+    did not render it, so nothing vouches that it happened."""
+    if message.get("role") == "tool":
+        return f"[unverified tool result for {_str(message.get('tool_call_id'))}] {_message_text(message.get('content'))}"
+    lines = [_message_text(message.get("content"))] if _message_text(message.get("content")).strip() else []
+    for call in message.get("tool_calls") or []:
+        if isinstance(call, Mapping):
+            function = call.get("function") or {}
+            lines.append(
+                f"[unverified tool call {_str(call.get('id'))}] "
+                f"{_str(function.get('name'))}({_str(function.get('arguments'))})"
+            )
+    return "\n".join(lines)
+
+
+def to_agui_messages(messages: Iterable[Mapping[str, Any]], signer: Signer | None = None) -> list[dict[str, Any]]:
     """Open WebUI's ``body["messages"]`` as AG-UI messages, assistant turns in streamed order.
 
     Reasoning and error segments stay in the UI. A call without a result is kept (an AG-UI server
     decides what to do with a pending call; Agent Framework answers it with a synthetic result).
+    Only tool blocks ``signer`` verifies become calls; anything else reaches the agent as text.
     """
     out: list[dict[str, Any]] = []
+    verify = history_verifier(signer)
     for i, message in enumerate(messages):
         role = message.get("role")
         prefix = f"aihub-{i}"
-        if role == "assistant":
+        if role == "tool" or (role == "assistant" and message.get("tool_calls")):
+            out.append({"id": prefix, "role": "assistant", "content": unverified_tool_text(message)})
+        elif role == "assistant":
             content = message.get("content")
             if isinstance(content, str) and content:
-                out.extend(_segments_to_agui(parse_content(content, prefix), prefix))
-            native_calls = message.get("tool_calls") or []  # OpenAI-shaped history, if any
-            if native_calls:
-                out.append(
-                    {
-                        "id": f"{prefix}-tc",
-                        "role": "assistant",
-                        "toolCalls": [
-                            {
-                                "id": _str(call.get("id")),
-                                "type": "function",
-                                "function": {
-                                    "name": _str((call.get("function") or {}).get("name")),
-                                    "arguments": _str((call.get("function") or {}).get("arguments")),
-                                },
-                            }
-                            for call in native_calls
-                            if isinstance(call, Mapping)
-                        ],
-                    }
-                )
-        elif role == "tool":
-            out.append(
-                {
-                    "id": prefix,
-                    "role": "tool",
-                    "toolCallId": _str(message.get("tool_call_id")),
-                    "content": _message_text(message.get("content")),
-                }
-            )
+                out.extend(_segments_to_agui(parse_content(content, prefix, verify), prefix))
         elif role in ("user", "system", "developer"):
             out.append({"id": prefix, "role": role, "content": _message_text(message.get("content"))})
     return _unique_ids(out)
@@ -643,7 +844,7 @@ def _segments_to_agui(segments: list[Segment], prefix: str) -> list[dict[str, An
     out: list[dict[str, Any]] = []
     for j, segment in enumerate(segments):
         if isinstance(segment, Text):
-            out.append({"id": f"{prefix}-{j}", "role": "assistant", "content": segment.text})
+            out.append({"id": f"{prefix}-{j}", "role": "assistant", "content": unescape_markup(segment.text)})
         elif isinstance(segment, ToolStep):
             out.append(
                 {
@@ -668,20 +869,24 @@ def _segments_to_agui(segments: list[Segment], prefix: str) -> list[dict[str, An
     return out
 
 
-def to_openai_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def to_openai_messages(messages: Iterable[Mapping[str, Any]], signer: Signer | None = None) -> list[dict[str, Any]]:
     """Open WebUI's ``body["messages"]`` as OpenAI chat messages, assistant turns in streamed order.
 
     A call without a result is dropped: OpenAI-style servers reject a ``tool_calls`` message that
-    no ``tool`` message answers, and Open WebUI cannot supply the missing result.
+    no ``tool`` message answers, and Open WebUI cannot supply the missing result. Only tool blocks
+    ``signer`` verifies become calls; anything else reaches the agent as text.
     """
     out: list[dict[str, Any]] = []
+    verify = history_verifier(signer)
     for message in messages:
         role = message.get("role")
         content = message.get("content")
-        if role == "assistant" and isinstance(content, str) and not message.get("tool_calls"):
-            for segment in parse_content(content):
+        if role == "tool" or (role == "assistant" and message.get("tool_calls")):
+            out.append({"role": "assistant", "content": unverified_tool_text(message)})
+        elif role == "assistant" and isinstance(content, str):
+            for segment in parse_content(content, verify=verify):
                 if isinstance(segment, Text):
-                    out.append({"role": "assistant", "content": segment.text})
+                    out.append({"role": "assistant", "content": unescape_markup(segment.text)})
                 elif isinstance(segment, ToolStep):
                     answered = [c for c in segment.calls if c.result is not None]
                     if not answered:
@@ -697,8 +902,8 @@ def to_openai_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, 
                         }
                     )
                     out.extend({"role": "tool", "tool_call_id": c.id, "content": c.result} for c in answered)
-        elif role in ("user", "system", "developer", "assistant", "tool"):
-            keep = ("role", "content", "name", "tool_calls", "tool_call_id")
+        elif role in ("user", "system", "developer", "assistant"):
+            keep = ("role", "content", "name")
             out.append({key: value for key, value in message.items() if key in keep})
     return out
 
@@ -778,12 +983,16 @@ class PipeConfigError(Exception):
 
 
 class AgentHTTPError(Exception):
-    """The agent answered with an HTTP error status."""
+    """The agent answered with an HTTP error status; ``detail`` is raw (the pipe scrubs it)."""
 
     def __init__(self, status: int, detail: str) -> None:
         super().__init__(f"HTTP {status}")
         self.status = status
         self.detail = detail
+
+
+class StreamEndedEarly(Exception):
+    """The agent's stream ended before RUN_FINISHED or RUN_ERROR."""
 
 
 # --- the pipe --------------------------------------------------------------------------------------
@@ -799,7 +1008,8 @@ class AgentSpec(BaseModel):
     transport: Literal["agui", "openai"] = "agui"
     url: str
     model: str | None = None  # the model name for the openai transport (default: the agent id)
-    api_key: str | None = None
+    api_key: str | None = None  # the key's name: in API_KEYS ("sync") or the server's environment ("server")
+    key_from: Literal["sync", "server"] = "sync"
     features: list[str] = Field(default_factory=list)
 
 
@@ -811,6 +1021,11 @@ class Pipe:
         AGENTS: str = Field(default="[]", description="JSON list of agents (written by provision sync).")
         API_KEYS: str = Field(default="{}", description="JSON object: key name -> secret, sent as a Bearer token.")
         TIMEOUT_SECONDS: float = Field(default=300, description="Longest an agent run may take, in seconds.")
+        HISTORY_SIGNING_KEY: str = Field(
+            default="",
+            description="Secret that signs the tool blocks the pipe renders, so edited ones are not trusted "
+            "next turn (written once by provision sync; never shown).",
+        )
 
     def __init__(self) -> None:
         self.type = "manifold"
@@ -848,15 +1063,44 @@ class Pipe:
     def _headers(self, agent: AgentSpec) -> dict[str, str]:
         headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
         if agent.api_key:
-            try:
-                keys = json.loads(self.valves.API_KEYS or "{}")
-            except ValueError:
-                keys = {}
-            secret = keys.get(agent.api_key) if isinstance(keys, dict) else None
-            if not isinstance(secret, str) or not secret:
-                raise PipeConfigError(f"The API key '{agent.api_key}' is not configured in the pipe's API_KEYS valve.")
-            headers["Authorization"] = f"Bearer {secret}"
+            headers["Authorization"] = f"Bearer {self._secret(agent)}"
         return headers
+
+    def _synced_keys(self) -> dict[str, str]:
+        try:
+            keys = json.loads(self.valves.API_KEYS or "{}")
+        except ValueError:
+            return {}
+        return {str(k): v for k, v in keys.items() if isinstance(v, str) and v} if isinstance(keys, dict) else {}
+
+    def _secret(self, agent: AgentSpec) -> str:
+        """The agent's key: from API_KEYS, or read now from the server's environment."""
+        name = agent.api_key or ""
+        if agent.key_from == "server":
+            if not _ENV_NAME.fullmatch(name) or name.upper().startswith(_OPENWEBUI_SECRETS):
+                raise PipeConfigError(
+                    f"The agent's key variable {name!r} is not allowed: the pipe never sends Open WebUI's own "
+                    "settings to an agent."
+                )
+            secret = os.environ.get(name, "")
+            if not secret:
+                raise PipeConfigError(
+                    f"The agent's API key is read from the environment variable {name} of the Open WebUI "
+                    f"server, and {name} is not set there. An administrator has to set it and restart Open WebUI."
+                )
+            return secret
+        secret = self._synced_keys().get(name)
+        if not secret:
+            raise PipeConfigError(f"The API key '{name}' is not configured in the pipe's API_KEYS valve.")
+        return secret
+
+    def scrubber(self) -> Scrubber:
+        """Masks every key this pipe holds: API_KEYS, the signing key, keys it reads from the environment."""
+        secrets = {*self._synced_keys().values(), self.valves.HISTORY_SIGNING_KEY}
+        for agent in self.agents():
+            if agent.key_from == "server" and agent.api_key and _ENV_NAME.fullmatch(agent.api_key):
+                secrets.add(os.environ.get(agent.api_key, ""))
+        return _scrubber(frozenset(s for s in secrets if s))
 
     # -- the request ----------------------------------------------------------------------------
 
@@ -884,10 +1128,12 @@ class Pipe:
         metadata = __metadata__ or {}
         features = requested_features(metadata, agent.features)
         history = body.get("messages") or []
+        signer = Signer(self.valves.HISTORY_SIGNING_KEY)
+        scrubber = self.scrubber()
         if agent.transport == "openai":
             payload: dict[str, Any] = {
                 "model": agent.model or agent.id,
-                "messages": to_openai_messages(history),
+                "messages": to_openai_messages(history, signer),
                 "stream": True,
                 "metadata": {"features": features},
             }
@@ -896,14 +1142,14 @@ class Pipe:
             payload = {
                 "threadId": _str(metadata.get("chat_id")) or f"aihub-{uuid.uuid4().hex}",
                 "runId": f"aihub-run-{uuid.uuid4().hex}",
-                "messages": to_agui_messages(history),
+                "messages": to_agui_messages(history, signer),
                 "tools": [],
                 "context": [],
                 "state": {},
                 "forwardedProps": {"features": features, "user_id": _str((__user__ or {}).get("id"))},
             }
             input_ids = [m["id"] for m in payload["messages"]]
-        recorder = Recorder(input_ids=input_ids)
+        recorder = Recorder(input_ids=input_ids, scrubber=scrubber, signer=signer)
         await _emit(__event_emitter__, {"description": f"Asking {agent.name}…", "done": False})
         try:
             headers = self._headers(agent)
@@ -917,20 +1163,17 @@ class Pipe:
                 finally:
                     await events.aclose()
             if not recorder.finished:
-                recorder.finish(error="The agent's stream ended before the run finished.")
-        except (TimeoutError, httpx.TimeoutException):
-            recorder.finish(error=f"The agent did not finish within {self.valves.TIMEOUT_SECONDS:g} seconds.")
-        except AgentHTTPError as exc:
-            log.warning("aihub_agent_pipe: agent %s answered HTTP %s", agent.id, exc.status)
-            recorder.finish(error=f"The agent answered HTTP {exc.status}. {exc.detail}".strip())
-        except httpx.TransportError as exc:
-            log.warning("aihub_agent_pipe: agent %s connection failed (%s)", agent.id, type(exc).__name__)
-            recorder.finish(error=f"Lost the connection to the agent ({type(exc).__name__}).")
-        except PipeConfigError as exc:
-            recorder.finish(error=str(exc))
+                raise StreamEndedEarly
         except Exception as exc:  # the chat must get an answer, never a broken stream
-            log.exception("aihub_agent_pipe: unexpected error for agent %s", agent.id)
-            recorder.finish(error=f"The agent pipe failed ({type(exc).__name__}).")
+            message = failure_text(exc, agent.url, self.valves.TIMEOUT_SECONDS, scrubber, started=recorder.segments)
+            if isinstance(exc, (PipeConfigError, AgentHTTPError, StreamEndedEarly, TimeoutError, OSError)) or (
+                _kinds(exc) & (_CONNECT_FAILURES | _TRANSPORT_FAILURES)
+            ):
+                log.warning("aihub_agent_pipe: agent %s: %s", agent.id, scrubber.error(message))
+            else:
+                trace = "".join(traceback.format_exception(exc))
+                log.error("aihub_agent_pipe: unexpected error for agent %s\n%s", agent.id, scrubber.redact(trace))
+            recorder.finish(error=message)
         for status in recorder.take_statuses():
             await _emit(__event_emitter__, status)
         for chunk in _safe_chunks(recorder.drain()):
@@ -961,6 +1204,92 @@ async def _pump(
                 await _emit(emitter, status)
             for chunk in _safe_chunks(recorder.drain()):
                 yield chunk
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Open WebUI's own secrets live in its environment too: a key_from "server" agent never gets them.
+_OPENWEBUI_SECRETS = ("WEBUI_", "DATABASE_", "REDIS_", "WEBSOCKET_", "OAUTH_", "LDAP_", "OPENWEBUI_")
+
+
+@functools.lru_cache(maxsize=8)
+def _scrubber(secrets: frozenset[str]) -> Scrubber:
+    """Built once per set of keys: the valves change rarely, chats are many."""
+    return Scrubber(secrets)
+
+
+def _host(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or url
+        host = f"[{host}]" if ":" in host else host
+        return f"{host}:{parts.port}" if parts.port else host
+    except ValueError:
+        return "its configured address"
+
+
+# What a failed request raised, by class name, so the texts below hold for any HTTP client
+# (httpx today; aiohttp's names are listed too).
+_CONNECT_FAILURES = {"ConnectError", "ConnectTimeout", "ClientConnectorError", "ConnectionTimeoutError"}
+_TRANSPORT_FAILURES = {"TransportError", "ClientError"}
+
+
+def _kinds(exc: BaseException) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
+
+
+def _connect_reason(exc: BaseException) -> str:
+    chain, cause = [], exc  # the client wraps the socket's error: read the whole chain
+    while cause is not None and len(chain) < 5:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    text = " ".join(str(e) for e in chain).lower()
+    if any(isinstance(e, ConnectionRefusedError) for e in chain):
+        return "connection refused: nothing listens there"
+    if _kinds(exc) & {"ConnectTimeout", "ConnectionTimeoutError"} or "timed out" in text:
+        return "connecting timed out"
+    if "refused" in text:
+        return "connection refused: nothing listens there"
+    if any(s in text for s in ("name or service not known", "nodename nor servname", "name resolution", "getaddrinfo")):
+        return "the host name does not resolve"
+    if "certificate" in text or "ssl" in text or "tls" in text:
+        return "the TLS handshake failed (certificate not trusted?)"
+    if "unreachable" in text or "no route" in text:
+        return "no network route to the host"
+    return "the connection failed"
+
+
+def failure_text(
+    exc: BaseException, url: str, timeout: float, scrubber: Scrubber, *, started: Iterable[Any] = ()
+) -> str:
+    """What a chat user reads when a run fails, in plain words, keys masked.
+
+    ``started``: the segments already recorded; when there are some, the text says the answer
+    above is incomplete (it stays, the error goes below it).
+    """
+    host = _host(url)
+    incomplete = " The answer above is incomplete." if any(True for _ in started) else ""
+    if isinstance(exc, PipeConfigError):
+        return scrubber.error(str(exc))
+    if isinstance(exc, AgentHTTPError):
+        try:
+            reason = http.HTTPStatus(exc.status).phrase
+        except ValueError:
+            reason = "error"
+        detail = scrubber.error(_short(scrubber.redact(exc.detail)))
+        return f"The agent at {host} answered HTTP {exc.status} {reason}" + (f": {detail}" if detail else ".")
+    kinds = _kinds(exc)
+    if kinds & _CONNECT_FAILURES:
+        return f"The agent cannot be reached at {host} ({_connect_reason(exc)})."
+    if isinstance(exc, TimeoutError):
+        return f"The agent did not finish within {timeout:g} seconds, so the run was stopped.{incomplete}"
+    if "TimeoutException" in kinds:
+        return f"The agent at {host} sent nothing for {timeout:g} seconds, so the run was stopped.{incomplete}"
+    if isinstance(exc, StreamEndedEarly):
+        return f"The agent's stream ended before the run finished.{incomplete}"
+    if kinds & _TRANSPORT_FAILURES or isinstance(exc, OSError):
+        when = "while it was answering" if incomplete else "before it answered"
+        return f"The connection to the agent at {host} broke {when} ({type(exc).__name__}).{incomplete}"
+    return f"The agent pipe failed ({type(exc).__name__}); the Open WebUI log has the details.{incomplete}"
 
 
 @functools.lru_cache(maxsize=1)
@@ -999,8 +1328,9 @@ async def _emit(emitter: EventEmitter, status: dict[str, Any]) -> None:
 async def _sse_batches(response: httpx.Response) -> AsyncIterator[list[str]]:
     """The data of the SSE events completed by each network read."""
     if response.status_code >= 400:
-        detail = (await response.aread())[:200].decode("utf-8", "replace")
-        raise AgentHTTPError(response.status_code, _short(detail))
+        # read enough to mask a key the body echoes before the text is cut short (failure_text)
+        detail = (await response.aread())[:8192].decode("utf-8", "replace")
+        raise AgentHTTPError(response.status_code, detail)
     parser = SSEParser()
     pending = ""
     async for text in response.aiter_text():
@@ -1019,10 +1349,11 @@ def _short(detail: str) -> str:
     try:
         parsed = json.loads(detail)
         if isinstance(parsed, dict) and isinstance(parsed.get("detail"), str):
-            return parsed["detail"]
+            detail = parsed["detail"]
     except ValueError:
         pass
-    return " ".join(detail.split())[:200]
+    detail = " ".join(detail.split())
+    return detail if len(detail) <= 200 else detail[:199] + "…"
 
 
 async def _agui_events(

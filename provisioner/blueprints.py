@@ -173,6 +173,22 @@ class BackendOverride(_Strict):
     insecure: StrictBool | None = None
 
 
+class Suggestion(_Strict):
+    """A prompt card on a new chat (Open WebUI's `meta.suggestion_prompts`): a title, an optional
+    second line, and the prompt a click puts into the input."""
+
+    title: Annotated[str, StringConstraints(min_length=1, max_length=80), AfterValidator(_no_hidden_characters)]
+    subtitle: Annotated[str, StringConstraints(max_length=120), AfterValidator(_no_hidden_characters)] = ""
+    prompt: Annotated[str, StringConstraints(min_length=1, max_length=2000)]
+
+
+# Tags group models in Open WebUI's model selector (`meta.tags`).
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=48), AfterValidator(_no_hidden_characters)]
+# None: the blueprint says nothing, and what an admin set on the row stays; [] means "none".
+Suggestions = Annotated[list[Suggestion] | None, Field(max_length=20)]
+Tags = Annotated[list[Tag] | None, Field(max_length=20)]
+
+
 class Step(_Strict):
     id: Identifier
     description: Text = ""
@@ -193,6 +209,9 @@ class Agent(_Strict):
     # The user's own functions (functions/), attached after the blueprint's own.
     filters: list[FunctionId] = Field(default_factory=list)
     actions: list[FunctionId] = Field(default_factory=list)
+    # Replace the blueprint's suggestions for this agent; tags add to the blueprint's.
+    suggestions: Suggestions = None
+    tags: Tags = None
 
 
 class Blueprint(_Strict):
@@ -209,4 +228,6 @@ class Blueprint(_Strict):
     actions: list[FunctionId] = Field(default_factory=list)
     steps: list[Step] = Field(min_length=1)
     agents: list[Agent] = Field(min_length=1)
+    suggestions: Suggestions = None
+    tags: Tags = None
     # Which keys openwebui_capabilities may hold is checked by the loader, which knows each key's line.

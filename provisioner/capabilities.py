@@ -37,8 +37,9 @@ OVERRIDABLE_DEFAULTS: Mapping[str, bool] = {
     "status_updates": True,
 }
 
-# Keys that would make Open WebUI do agent work itself: always off on agent rows.
-ALWAYS_OFF: tuple[str, ...] = ("memory", "builtin_tools", "terminal")
+# Keys that would make Open WebUI do agent work itself, or show its own toggle for a feature the
+# agent does (the native features reach agents through the bundle's toggle filters): always off.
+ALWAYS_OFF: tuple[str, ...] = ("memory", "builtin_tools", "terminal", *sorted(NATIVE_FEATURES))
 
 
 def model_capabilities(
@@ -46,10 +47,12 @@ def model_capabilities(
 ) -> dict[str, bool]:
     """The full capability object for an agent row, in Open WebUI's key order.
 
-    The three native toggles follow the features the agent supports.
+    The three native feature keys are off whatever the agent supports: with them off Open WebUI
+    neither shows its own toggle nor runs its own search, image generation or code interpreter
+    for the agent; the agent's supported features show as the bundle's toggle filters instead.
+    `supported_features` is accepted so callers need not know that.
     """
-    supported = set(supported_features)
+    del supported_features
     values: dict[str, bool] = {**OVERRIDABLE_DEFAULTS, **(overrides or {})}
     values.update({key: False for key in ALWAYS_OFF})
-    values.update({feature: feature in supported for feature in NATIVE_FEATURES})
     return {key: values[key] for key in CAPABILITY_KEYS}

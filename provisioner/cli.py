@@ -11,6 +11,7 @@ import dataclasses
 import json
 import logging
 import os
+import secrets
 import sys
 from dataclasses import dataclass
 from enum import Enum
@@ -26,7 +27,7 @@ from . import __version__
 from .apply import ApplyReport, apply_plan
 from .attachments import check_attachments
 from .client import TESTED_VERSIONS, OpenWebUIClient, check_url, http_log
-from .desired import FEATURE_FILTER_ID, build_desired, insecure_backends
+from .desired import FEATURE_FILTER_ID, PIPE_FUNCTION_ID, build_desired, history_signing_key, insecure_backends
 from .errors import ApplyError, BlueprintError, ConfigError, Problem, ProvisionError
 from .function_files import (
     FunctionFile,
@@ -35,14 +36,18 @@ from .function_files import (
     rendered_toggle_functions,
     write_toggle_files,
 )
+from .kept import keep_orphan_agents
 from .loader import Catalog, load_catalog
 from .observed import observe
 from .plan import Plan, make_plan
-from .render import render_orphans, render_plan
+from .render import render_notes, render_orphans, render_plan
+from .features import NATIVE_FEATURES
 from .state import Kind
 from .targets import TARGETS_FILE, Target, select_target, targets_problems
 from .text import visible
 from .variables import ALWAYS_SECRET, Variables
+from .toggle_filters import toggle_filter_id
+from .wrappers import find_wrappers, render_wrappers, with_owner_names
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 
@@ -336,15 +341,49 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
             not isinstance(agent.access, str) for lb in catalog.blueprints for agent in lb.blueprint.agents
         )
         groups = {str(g.get("name")): str(g.get("id")) for g in client.list_groups()} if uses_groups else {}
-        observed = observe(client.list_models(), client.list_functions())
+        rows = client.list_models()
+        observed = observe(rows, client.list_functions())
+        signing_key = history_signing_key(observed, fresh=secrets.token_urlsafe(32))
         # The token is passed so that no backend key variable may hold it.
         desired = build_desired(
-            catalog, functions, groups, env=os.environ, token=credentials[1], token_variables=_token_variables(conn.token_env)
+            catalog,
+            functions,
+            groups,
+            env=os.environ,
+            token=credentials[1],
+            token_variables=_token_variables(conn.token_env),
+            signing_key=signing_key,
         )
-        return make_plan(desired, observed, prune=prune, adopt=adopted), client
+        desired, kept_notes = keep_orphan_agents(desired, observed, prune=prune)
+        agent_ids = set(desired.models) | {i for i, m in observed.models.items() if m.managed}
+        wrappers = _named_wrappers(client, find_wrappers(rows, agent_ids))
+        plan = make_plan(
+            desired, observed, prune=prune, adopt=adopted, orphan_notes=kept_notes, wrappers=wrappers,
+            notes=native_toggle_notes(catalog),
+        )
+        return plan, client
     except BaseException:
         client.close()
         raise
+
+
+def native_toggle_notes(catalog: Catalog) -> list[str]:
+    """How the native features the blueprints use reach agents (README "How features work")."""
+    native = sorted({f for lb in catalog.blueprints for f in lb.supported_features} & NATIVE_FEATURES)
+    if not native:
+        return []
+    return [
+        f"{', '.join(native)} reach agents as the bundle's own toggles "
+        f"({', '.join(toggle_filter_id(f) for f in native)}), on any instance configuration; "
+        "Open WebUI's own toggles for them stay off on agent rows, so it never runs them for an agent."
+    ]
+
+
+def _named_wrappers(client: OpenWebUIClient, wrappers: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Wrappers with their owners' names (one read per owner; wrappers are rare)."""
+    owners = {w["owner"] for w in wrappers if w["owner"]}
+    users = {owner: client.get_user(owner) or {} for owner in sorted(owners)}
+    return with_owner_names(wrappers, users)
 
 
 def _token_variables(token_env: Optional[str]) -> set[str]:
@@ -378,8 +417,10 @@ def _print_plan(plan: Plan, opts: "RunOptions", out: Console, err: Console) -> N
         sys.stdout.write(render_markdown(data, title))
     else:
         render_plan(data, out)
+    render_notes(data, err)
     if opts.output is not PlanOutput.markdown:  # the Markdown carries them itself
         render_orphans(data, err)
+    render_wrappers(data["wrappers"], err)
 
 
 @app.command(short_help="Check blueprints and functions offline.")
@@ -583,23 +624,28 @@ def list_managed(
     """Show the agents and functions provision manages on the instance."""
     from rich.table import Table
 
-    from .listing import managed_agents, managed_functions
+    from .listing import managed_agents, managed_functions, served_agent_ids
 
-    out, _ = _consoles(no_color)
+    out, err = _consoles(no_color)
     conn, _target = _select_target(ctx, target, targets_file, Connection(url, token_file, insecure, timeout))
     with _connect(conn) as client:
         groups = {str(g.get("id")): str(g.get("name")) for g in client.list_groups()}
-        agents = managed_agents(client.list_models(), groups)
-        functions = managed_functions(client.list_functions())
+        rows = client.list_models()
+        all_functions = client.list_functions()
+        agents = managed_agents(rows, groups, served_agent_ids(all_functions, PIPE_FUNCTION_ID))
+        functions = managed_functions(all_functions)
+        wrappers = _named_wrappers(client, find_wrappers(rows, {str(a["id"]) for a in agents}))
+    render_wrappers(wrappers, err)
     if output is Output.json:
-        sys.stdout.write(json.dumps({"agents": agents, "functions": functions}, indent=2) + "\n")
+        sys.stdout.write(json.dumps({"agents": agents, "functions": functions, "wrappers": wrappers}, indent=2) + "\n")
         return EXIT_OK
     table = Table(title=f"Agents ({len(agents)}), model id aihub_agent_pipe.<agent>", title_justify="left")
     table.add_column("agent", no_wrap=True)
-    for column in ("name", "toggles", "on by default", "access"):
+    for column in ("name", "toggles", "on by default", "access", "served"):
         table.add_column(column, overflow="fold")
     for a in agents:  # rows come from the instance: show what a reader cannot see
-        cells = (a["agent"], a["name"], ", ".join(a["features"]) or "-", ", ".join(a["defaults"]) or "-", a["access"])
+        served = {True: "yes", False: "NO: chats fail", None: "no pipe"}[a["served"]]
+        cells = (a["agent"], a["name"], ", ".join(a["features"]) or "-", ", ".join(a["defaults"]) or "-", a["access"], served)
         table.add_row(*(escape(visible(str(c))) for c in cells))
     out.print(table)
     table = Table(title=f"Functions ({len(functions)})", title_justify="left")
@@ -631,14 +677,11 @@ def generate(
 
 @app.command(short_help="Start a blueprint repo (here or in DIR).")
 def init(
-    directory: Annotated[
-        Path,
-        typer.Argument(metavar="DIR", hidden=True),  # described in the docstring: typer would print a `<path>` placeholder
-    ] = Path("."),
+    directory: Annotated[Path, typer.Argument(metavar="DIR", show_default=False, hidden=True)] = Path("."),
     no_color: NoColorOpt = False,
 ) -> int:
-    """Start a blueprint repo in DIR (default: the current directory): blueprints, features, your
-    functions, targets, CI for GitHub and GitLab. Never overwrites a file."""
+    """Start a blueprint repo in DIR (default: here): blueprints, features, your functions, targets,
+    CI for GitHub and GitLab. Never overwrites a file."""
     from .scaffold import init_repo
 
     out, _ = _consoles(no_color)

@@ -133,6 +133,18 @@ class OpenWebUIClient:
     def list_groups(self) -> list[dict[str, Any]]:
         return self._list("/api/v1/groups/")
 
+    def get_user(self, user_id: str) -> dict[str, Any] | None:
+        """One user (name, email), or None when Open WebUI does not know the id."""
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,128}", user_id):
+            return None
+        try:
+            data = self._request("GET", f"/api/v1/users/{user_id}")
+        except ApiError as exc:
+            if exc.status in (400, 404):
+                return None
+            raise
+        return data if isinstance(data, dict) else None
+
     def get_function(self, function_id: str) -> dict[str, Any]:
         return self._request("GET", f"/api/v1/functions/id/{function_id}")
 

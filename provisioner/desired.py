@@ -8,10 +8,9 @@ from typing import Any
 
 from . import __version__
 from .attachments import attached
-from .blueprints import GroupAccess
+from .blueprints import GroupAccess, Suggestion
 from .capabilities import model_capabilities
 from .errors import BlueprintError, Problem
-from .features import is_native
 from .function_files import FunctionFile
 from .loader import Catalog, LoadedBlueprint
 from .state import MANAGED_BY, MARKER_KEY, InstanceState, ObjectState
@@ -36,13 +35,17 @@ def build_desired(
     env: Mapping[str, str] | None = None,
     token: str | None = None,
     token_variables: Collection[str] = (),
+    signing_key: str | None = None,
 ) -> InstanceState:
     """The desired instance.
 
     `groups` maps group name -> id and `env` holds the backends' API keys; None for either means
     offline (`validate`): groups and secrets are not resolved. `token` is the admin token in use
-    and `token_variables` the variables a target reads it from: no backend key may be either. Raises BlueprintError naming the file, line and field of every
-    group or API-key variable that does not exist, and of every key variable holding the token.
+    and `token_variables` the variables a target reads it from: no backend key may be either.
+    `signing_key` is the pipe's HISTORY_SIGNING_KEY (the live one, or a fresh one when the
+    instance has none: see `history_signing_key`); None leaves that valve out. Raises
+    BlueprintError naming the file, line and field of every group or API-key variable that does
+    not exist, and of every key variable holding the token.
     """
     problems: list[Problem] = []
     models: dict[str, ObjectState] = {}
@@ -51,6 +54,8 @@ def build_desired(
             row = _model_row(lb, index, groups, problems)
             models[row.id] = row
     pipe_valves = _pipe_valves(catalog, env, token, frozenset(token_variables), problems)
+    if signing_key:
+        pipe_valves[PIPE_SIGNING_VALVE] = signing_key
     if problems:
         raise BlueprintError(problems)
     states = {f.id: function_state(f) for f in functions}
@@ -60,7 +65,7 @@ def build_desired(
             kind="function",
             id=pipe.id,
             fields={**pipe.fields, **pipe_valves},
-            sensitive=frozenset({PIPE_SECRET_VALVE}),
+            sensitive=frozenset({PIPE_SECRET_VALVE, PIPE_SIGNING_VALVE}),
             written_by=pipe.written_by,
         )
     return InstanceState(functions=states, models=dict(sorted(models.items())))
@@ -85,6 +90,17 @@ def function_state(f: FunctionFile) -> ObjectState:
 # The agent pipe's valves that sync writes (the pipe's Valves class declares the same names).
 PIPE_AGENTS_VALVE = "valves.AGENTS"
 PIPE_SECRET_VALVE = "valves.API_KEYS"
+# Signs the tool blocks the pipe renders, so an edited chat cannot forge a tool call next turn.
+PIPE_SIGNING_VALVE = "valves.HISTORY_SIGNING_KEY"
+SIGNING_KEY_MIN_LENGTH = 32
+
+
+def history_signing_key(observed: InstanceState, fresh: str) -> str:
+    """The live pipe's signing key when it has a usable one (a normal sync never rotates it, or
+    every signed tool block in every chat would stop counting), else `fresh`."""
+    pipe = observed.functions.get(PIPE_FUNCTION_ID)
+    live = pipe.fields.get(PIPE_SIGNING_VALVE) if pipe is not None else None
+    return live if isinstance(live, str) and len(live) >= SIGNING_KEY_MIN_LENGTH else fresh
 
 
 def _effective_backend(lb: LoadedBlueprint, index: int) -> dict[str, Any]:
@@ -201,7 +217,6 @@ def _model_row(
     bp = lb.blueprint
     agent = bp.agents[index]
     supported = sorted(lb.supported_features)
-    custom = [f for f in supported if not is_native(f)]
     fields: dict[str, Any] = {
         "name": agent.name,
         "base_model_id": None,
@@ -211,14 +226,16 @@ def _model_row(
             f"meta.capabilities.{key}": value
             for key, value in model_capabilities(supported, bp.openwebui_capabilities).items()
         },
+        # Every supported feature, native or custom, is one of the bundle's toggle filters, so it
+        # shows whatever Open WebUI's instance-wide switches say (README "How features work").
         "meta.filterIds": [
             FEATURE_FILTER_ID,
-            *(toggle_filter_id(f) for f in custom),
+            *(toggle_filter_id(f) for f in supported),
             *attached(bp, agent, "filters"),  # the user's own run after ours
         ],
         "meta.actionIds": attached(bp, agent, "actions"),
-        "meta.defaultFeatureIds": [f for f in agent.defaults if is_native(f)],
-        "meta.defaultFilterIds": [toggle_filter_id(f) for f in agent.defaults if not is_native(f)],
+        "meta.defaultFeatureIds": [],
+        "meta.defaultFilterIds": [toggle_filter_id(f) for f in agent.defaults],
         f"meta.{MARKER_KEY}": {
             "managed_by": MANAGED_BY,
             "blueprint": bp.id,
@@ -230,7 +247,18 @@ def _model_row(
     icon = lb.agent_icons.get(agent.id)
     if icon:
         fields["meta.profile_image_url"] = icon
+    suggestions = agent.suggestions if agent.suggestions is not None else bp.suggestions
+    if suggestions is not None:  # unset: the row keeps what an admin chose
+        fields["meta.suggestion_prompts"] = [suggestion_prompt(s) for s in suggestions]
+    if bp.tags is not None or agent.tags is not None:
+        names = [*(bp.tags or []), *(agent.tags or [])]
+        fields["meta.tags"] = [{"name": name} for name in dict.fromkeys(names)]
     return ObjectState(kind="model", id=model_id(bp.id, agent.id), fields=fields, written_by=__version__)
+
+
+def suggestion_prompt(suggestion: Suggestion) -> dict[str, Any]:
+    """A suggestion as Open WebUI's chat placeholder reads it: two title lines and the prompt."""
+    return {"title": [suggestion.title, suggestion.subtitle], "content": suggestion.prompt}
 
 
 def _grants(

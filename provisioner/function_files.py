@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BlueprintError, Problem
+from .features import NATIVE_TOGGLES
 from .loader import Catalog, not_a_file
 from .toggle_filters import TOGGLE_FILTER_PREFIX, render_toggle_filter, toggle_filter_filename
 
@@ -173,15 +174,19 @@ def _frontmatter_line(content: str, key: str) -> int | None:
 
 
 def expected_toggle_files(catalog: Catalog) -> dict[str, str]:
-    """File name -> exact source of the toggle filter every custom feature needs."""
+    """File name -> exact source of the toggle filter every feature an agent can show needs:
+    every custom feature, and each native feature some blueprint supports (features.NATIVE_TOGGLES)."""
+    looks = {
+        name: (feature.title, feature.description, catalog.feature_icons.get(name) or "")
+        for name, feature in catalog.features.items()
+    }
+    supported = {f for lb in catalog.blueprints for f in lb.supported_features}
+    for name, native in NATIVE_TOGGLES.items():
+        if name in supported:
+            looks[name] = (native.title, native.description, native.icon)
     return {
-        toggle_filter_filename(name): render_toggle_filter(
-            feature=name,
-            title=feature.title,
-            description=feature.description,
-            icon=catalog.feature_icons.get(name) or "",
-        )
-        for name, feature in sorted(catalog.features.items())
+        toggle_filter_filename(name): render_toggle_filter(feature=name, title=title, description=description, icon=icon)
+        for name, (title, description, icon) in sorted(looks.items())
     }
 
 

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .blueprints import Agent, Blueprint, Capability, CapabilityCatalog, FeatureCatalog, FeatureDef, GroupAccess
+from .blueprints import Agent, Blueprint, Capability, CapabilityCatalog, FeatureCatalog, FeatureDef, GroupAccess, Suggestion
 from .capabilities import CAPABILITY_KEYS, OVERRIDABLE_DEFAULTS
 from .errors import BlueprintError, Problem
 from .features import NATIVE_FEATURES, RESERVED_FEATURE_NAMES
@@ -301,7 +301,7 @@ def _check_no_key_in_variables(
 
 _ALL_FIELDS = {
     name
-    for model in (Blueprint, Agent, CapabilityCatalog, Capability, FeatureCatalog, FeatureDef)
+    for model in (Blueprint, Agent, CapabilityCatalog, Capability, FeatureCatalog, FeatureDef, Suggestion)
     for name in model.model_fields
 } | {"groups", "transport", "url", "model", "api_key_env", "api_key_from", "insecure", "calls"} | {"targets", "token_env", "token_file", "variables"}
 
@@ -356,7 +356,7 @@ def _message(error: dict[str, Any], loc: PathKey) -> str:
             r"^[a-z_][a-z0-9_]*$": "expected a function id: the file name of one of your functions without .py",
         }
         return f"invalid value {error.get('input')!r}: " + hints.get(pattern, f"must match {pattern}")
-    if kind in ("too_short", "string_too_short") and not error.get("input"):
+    if kind in ("too_short", "string_too_short") and not str(error.get("input") or "").strip():
         return "must not be empty"
     if kind in ("too_long", "string_too_long"):
         limit = error.get("ctx", {}).get("max_length")

@@ -20,6 +20,8 @@ MODEL_PATHS: tuple[str, ...] = (
     "meta.actionIds",
     "meta.defaultFeatureIds",
     "meta.defaultFilterIds",
+    "meta.suggestion_prompts",
+    "meta.tags",
     f"meta.{MARKER_KEY}",
 )
 FUNCTION_PATHS: tuple[str, ...] = (

@@ -8,7 +8,7 @@ image when the blueprint has none) survive, and apply writes exactly what the pl
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -63,6 +63,12 @@ class Plan:
     # Managed objects the blueprints no longer define, kept because --prune was not given.
     orphans: tuple[tuple[Kind, str], ...] = ()
     adopted: tuple[tuple[Kind, str], ...] = field(default=())
+    # Orphan model id -> what happens to it while kept (kept.py: whether the pipe still serves it).
+    orphan_notes: Mapping[str, str] = field(default_factory=dict)
+    # Workspace models whose base model is one of our agents (wrappers.py): warned about, never changed.
+    wrappers: tuple[Mapping[str, str], ...] = ()
+    # Plain-text notes on choices the plan made (e.g. how native features reach agents).
+    notes: tuple[str, ...] = ()
 
     @property
     def is_empty(self) -> bool:
@@ -97,7 +103,12 @@ class Plan:
                 }
                 for c in self.changes
             ],
-            "orphans": [{"kind": k, "id": i} for k, i in self.orphans],
+            "orphans": [
+                {"kind": k, "id": i, **({"note": self.orphan_notes[i]} if i in self.orphan_notes else {})}
+                for k, i in self.orphans
+            ],
+            "wrappers": [dict(w) for w in self.wrappers],
+            "notes": list(self.notes),
         }
 
 
@@ -120,6 +131,9 @@ def make_plan(
     *,
     prune: bool = False,
     adopt: Collection[tuple[Kind, str]] = (),
+    orphan_notes: Mapping[str, str] | None = None,
+    wrappers: Sequence[Mapping[str, str]] = (),
+    notes: Sequence[str] = (),
 ) -> Plan:
     """Everything that must change for `observed` to match `desired`.
 
@@ -162,7 +176,9 @@ def make_plan(
     if conflicts:
         raise OwnershipError(conflicts)
     changes.sort(key=lambda c: (_KIND_ORDER[c.kind], c.id))
-    return Plan(tuple(changes), tuple(sorted(orphans)), tuple(sorted(adopted)))
+    notes_in = notes
+    notes = {i: n for i, n in (orphan_notes or {}).items() if ("model", i) in orphans}
+    return Plan(tuple(changes), tuple(sorted(orphans)), tuple(sorted(adopted)), notes, tuple(wrappers), tuple(notes_in))
 
 
 def _create(target: ObjectState) -> Change:

@@ -37,6 +37,7 @@ class FakeOpenWebUI:
         self.models: dict[str, dict[str, Any]] = {}
         self.functions: dict[str, dict[str, Any]] = {}
         self.groups: list[dict[str, str]] = []
+        self.users: dict[str, dict[str, Any]] = {}  # id -> {"id", "name", "email", ...}
         self.calls: list[tuple[str, str]] = []
         self.registry_refreshes = 0
         # Each fault sees (method, path, body) and may return a Response to send instead.
@@ -78,6 +79,11 @@ class FakeOpenWebUI:
             return {"data": []}
         if path == "/api/v1/groups/":
             return self.groups
+        if path.startswith("/api/v1/users/") and method == "GET":
+            user = self.users.get(path.rsplit("/", 1)[1])
+            if user is None:
+                raise Taken(400, "We could not find what you're looking for :/")
+            return user
         if path == "/api/v1/models/model" and method == "GET":
             return copy.deepcopy(self.models[request.url.params["id"]])
         if path == "/api/v1/models/all":

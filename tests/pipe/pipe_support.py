@@ -49,9 +49,23 @@ class PipeRun:
         return [e["data"]["description"] for e in self.events if e.get("type") == "status"]
 
 
-def make_pipe(agents: list[dict[str, Any]], api_keys: dict[str, str] | None = None, timeout: float = 30) -> Any:
+SIGNING_KEY = "test-history-signing-key-0123456789"  # what sync would have written into the valve
+SIGNER = pipe_module.Signer(SIGNING_KEY)
+
+
+def make_pipe(
+    agents: list[dict[str, Any]],
+    api_keys: dict[str, str] | None = None,
+    timeout: float = 30,
+    signing_key: str = SIGNING_KEY,
+) -> Any:
     pipe = pipe_module.Pipe()
-    pipe.valves = pipe.Valves(AGENTS=json.dumps(agents), API_KEYS=json.dumps(api_keys or {}), TIMEOUT_SECONDS=timeout)
+    pipe.valves = pipe.Valves(
+        AGENTS=json.dumps(agents),
+        API_KEYS=json.dumps(api_keys or {}),
+        TIMEOUT_SECONDS=timeout,
+        HISTORY_SIGNING_KEY=signing_key,
+    )
     return pipe
 
 
@@ -248,13 +262,22 @@ class Recording:
         return "".join(self.drains)
 
 
-def record(stream: list[Event], *, clock: Any = None, ids: Any = None, input_ids: tuple[str, ...] = ()) -> Recording:
-    """Feed events one by one, draining after each, as the pipe does."""
+def record(
+    stream: list[Event],
+    *,
+    clock: Any = None,
+    ids: Any = None,
+    input_ids: tuple[str, ...] = (),
+    secrets: tuple[str, ...] = (),
+) -> Recording:
+    """Feed events one by one, draining after each, as the pipe does (tool blocks signed with SIGNER)."""
     counter = iter(range(1_000_000))
     recorder = pipe_module.Recorder(
         clock=clock or FakeClock(),
         new_id=ids or (lambda kind: f"gen-{kind}-{next(counter)}"),
         input_ids=input_ids,
+        scrubber=pipe_module.Scrubber(secrets),
+        signer=SIGNER,
     )
     drains = []
     for event in stream:

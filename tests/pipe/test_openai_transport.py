@@ -68,7 +68,7 @@ def test_request_is_a_streamed_chat_completion_with_metadata_features(sse_stub: 
 def test_reasoning_text_and_tool_call_deltas_render_in_order(sse_stub: SSEStub) -> None:
     sse_stub.behaviour.data = STREAM
     run = run_pipe(
-        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "k"}), "ops.oncall", [{"role": "user", "content": "q"}]
+        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}), "ops.oncall", [{"role": "user", "content": "q"}]
     )
     segments = P.parse_content(run.content)
     assert [type(s).__name__ for s in segments] == ["Reasoning", "Text", "ToolStep"]
@@ -90,7 +90,7 @@ def test_streamed_tool_results_fill_their_calls(sse_stub: SSEStub) -> None:
         "[DONE]",
     ]
     run = run_pipe(
-        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "k"}), "ops.oncall", [{"role": "user", "content": "q"}]
+        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}), "ops.oncall", [{"role": "user", "content": "q"}]
     )
     step, text = P.parse_content(run.content)
     assert step.calls[0].result == "sunny"
@@ -105,7 +105,7 @@ def test_next_turn_sends_the_transcript_in_openai_shape(sse_stub: SSEStub) -> No
         {"role": "assistant", "content": previous},
         {"role": "user", "content": "Thanks"},
     ]
-    run_pipe(make_pipe([_agent(sse_stub.url)], api_keys={"ops": "k"}), "ops.oncall", history)
+    run_pipe(make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}), "ops.oncall", history)
     sent = sse_stub.requests[0]["json"]["messages"]
     assert sent == [
         {"role": "user", "content": "Weather?"},
@@ -126,7 +126,7 @@ def test_next_turn_sends_the_transcript_in_openai_shape(sse_stub: SSEStub) -> No
 def test_error_chunk_is_shown_below_what_streamed(sse_stub: SSEStub) -> None:
     sse_stub.behaviour.data = [_delta(content="Partial"), {"error": {"message": "rate limited"}}]
     run = run_pipe(
-        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "k"}), "ops.oncall", [{"role": "user", "content": "q"}]
+        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}), "ops.oncall", [{"role": "user", "content": "q"}]
     )
     assert run.content == "Partial\n\n> [!CAUTION]\n> Agent error: rate limited\n"
 
@@ -134,7 +134,7 @@ def test_error_chunk_is_shown_below_what_streamed(sse_stub: SSEStub) -> None:
 def test_stream_without_done_but_with_finish_reason_is_complete(sse_stub: SSEStub) -> None:
     sse_stub.behaviour.data = [_delta(content="ok"), {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
     run = run_pipe(
-        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "k"}), "ops.oncall", [{"role": "user", "content": "q"}]
+        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}), "ops.oncall", [{"role": "user", "content": "q"}]
     )
     assert run.content == "ok"
 
@@ -142,6 +142,9 @@ def test_stream_without_done_but_with_finish_reason_is_complete(sse_stub: SSEStu
 def test_stream_cut_before_any_finish_is_an_error(sse_stub: SSEStub) -> None:
     sse_stub.behaviour.data = [_delta(content="ok")]
     run = run_pipe(
-        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "k"}), "ops.oncall", [{"role": "user", "content": "q"}]
+        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}), "ops.oncall", [{"role": "user", "content": "q"}]
     )
-    assert run.content == "ok\n\n> [!CAUTION]\n> Agent error: The agent's stream ended before the run finished.\n"
+    assert run.content == (
+        "ok\n\n> [!CAUTION]\n> Agent error: The agent's stream ended before the run finished. "
+        "The answer above is incomplete.\n"
+    )

@@ -209,19 +209,35 @@ def test_run_error_keeps_what_streamed(sse_stub: SSEStub) -> None:
     assert run.statuses[-1] == "The agent stopped with an error"
 
 
-def test_http_error_is_shown(sse_stub: SSEStub) -> None:
+def test_http_error_says_status_reason_and_the_servers_short_detail(sse_stub: SSEStub) -> None:
     sse_stub.behaviour.status = 503
+    host = sse_stub.url.removeprefix("http://")
     run = run_pipe(make_pipe([_agent(sse_stub.url)]), "travel.concierge", HISTORY)
-    assert "Agent error: The agent answered HTTP 503. agent exploded" in run.content
+    assert run.content == f"> [!CAUTION]\n> Agent error: The agent at {host} answered HTTP 503 Service Unavailable: agent exploded\n"
 
 
-def test_dropped_connection_keeps_what_streamed(sse_stub: SSEStub) -> None:
+def test_http_error_detail_is_cut_short(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.status = 500
+    sse_stub.behaviour.error_body = "<html>" + "x" * 5000 + "</html>"
+    run = run_pipe(make_pipe([_agent(sse_stub.url)]), "travel.concierge", HISTORY)
+    assert "answered HTTP 500 Internal Server Error: &lt;html&gt;xxx" in run.content
+    assert len(run.content) < 400
+
+
+def test_dropped_connection_keeps_what_streamed_and_closes_the_open_call(sse_stub: SSEStub) -> None:
     sse_stub.behaviour.data = events(T("partial answer"), C("c1"))
     sse_stub.behaviour.drop_after = True
+    host = sse_stub.url.removeprefix("http://")
     run = run_pipe(make_pipe([_agent(sse_stub.url)]), "travel.concierge", HISTORY)
     assert run.content.startswith("partial answer\n<details")
-    assert 'done="false"' in run.content
-    assert "> Agent error: " in run.content
+    # the call whose run broke is closed as failed: Open WebUI shows it done, not "Executing..."
+    assert 'done="true"' in run.content and 'status="failed"' in run.content
+    assert "Executing..." not in run.content and 'done="false"' not in run.content
+    assert 'result="Error: the run ended before this tool returned a result."' in run.content
+    assert run.content.endswith(
+        f"> Agent error: The connection to the agent at {host} broke while it was answering "
+        "(RemoteProtocolError). The answer above is incomplete.\n"
+    )
 
 
 def test_timeout_keeps_what_streamed(sse_stub: SSEStub) -> None:
@@ -229,15 +245,36 @@ def test_timeout_keeps_what_streamed(sse_stub: SSEStub) -> None:
     sse_stub.behaviour.hang_after = True
     run = run_pipe(make_pipe([_agent(sse_stub.url)], timeout=0.5), "travel.concierge", HISTORY)
     assert run.content.startswith("thinking out loud")
-    assert run.content.endswith("> Agent error: The agent did not finish within 0.5 seconds.\n")
+    assert run.content.endswith(
+        "> Agent error: The agent did not finish within 0.5 seconds, so the run was stopped. "
+        "The answer above is incomplete.\n"
+    )
 
 
-def test_unreachable_agent_is_shown() -> None:
+def test_stream_that_ends_without_run_finished_says_so(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(T("half"))
+    run = run_pipe(make_pipe([_agent(sse_stub.url)]), "travel.concierge", HISTORY)
+    assert run.content == (
+        "half\n\n> [!CAUTION]\n> Agent error: The agent's stream ended before the run finished. "
+        "The answer above is incomplete.\n"
+    )
+
+
+def test_unreachable_agent_says_it_cannot_be_reached_and_which_host() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed when the block ends: nothing listens there
-    run = run_pipe(make_pipe([_agent(f"http://127.0.0.1:{port}")]), "travel.concierge", HISTORY)
-    assert "Agent error: Lost the connection to the agent (ConnectError)." in run.content
+    run = run_pipe(make_pipe([_agent(f"http://127.0.0.1:{port}/agent")]), "travel.concierge", HISTORY)
+    assert run.content == (
+        f"> [!CAUTION]\n> Agent error: The agent cannot be reached at 127.0.0.1:{port} "
+        "(connection refused: nothing listens there).\n"
+    )
+
+
+def test_agent_whose_host_does_not_resolve_says_so() -> None:
+    # .invalid never resolves (RFC 2606); the lookup fails locally, nothing leaves the machine
+    run = run_pipe(make_pipe([_agent("http://agents.invalid:8443/agent")]), "travel.concierge", HISTORY)
+    assert "Agent error: The agent cannot be reached at agents.invalid:8443 (" in run.content
 
 
 def test_sse_split_anywhere_with_crlf_comments_and_multiline_data_reads_the_same(sse_stub: SSEStub) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pipe_support import FINISHED, C, R, T, events, pipe_module, record
+from pipe_support import FINISHED, SIGNER, C, R, T, events, pipe_module, record
 
 P = pipe_module
 
@@ -161,6 +161,6 @@ def test_every_call_is_rendered_once_and_replayed_ids_are_unique(stream: list[di
     content = recorder.render()
     for call_id in {e["toolCallId"] for e in stream if e["type"] in ("TOOL_CALL_START", "TOOL_CALL_RESULT")}:
         assert content.count(f' id="{call_id}"') == 1
-    messages = P.to_agui_messages([{"role": "user", "content": "q"}, {"role": "assistant", "content": content}])
+    messages = P.to_agui_messages([{"role": "user", "content": "q"}, {"role": "assistant", "content": content}], SIGNER)
     ids = [m["id"] for m in messages]
     assert len(ids) == len(set(ids))

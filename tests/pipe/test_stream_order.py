@@ -28,6 +28,7 @@ from pipe_support import (
     ERROR,
     FINISHED,
     OPEN,
+    SIGNER,
     C,
     FakeClock,
     R,
@@ -121,7 +122,7 @@ def test_rendering_parses_back_to_the_same_segments_and_ids(name: str) -> None:
 def test_next_turn_transcript_keeps_order_without_duplicates(name: str) -> None:
     _, expected = SCENARIOS[name]
     content = record(SCENARIOS[name][0]).recorder.render()
-    messages = P.to_agui_messages(_history(content))
+    messages = P.to_agui_messages(_history(content), SIGNER)
     replayed = [item for item in expected if not item.startswith(("rs(", "ERR"))]
     assert agui_shape(messages) == ['user"question"', *replayed, 'user"follow-up"']
     ids = [m["id"] for m in messages]
@@ -227,10 +228,13 @@ def test_reasoning_split_over_many_ids_is_one_block() -> None:
     assert segments[0].text == "The user asks."
 
 
-def test_error_keeps_what_streamed_and_pending_calls() -> None:
+def test_error_keeps_what_streamed_and_closes_pending_calls_as_failed() -> None:
     recording = record(events(T("lead"), C("c1"), ERROR("boom", "RuntimeError")))
-    assert shape(recording.recorder.segments) == ['A"lead"', "TC[c1]", 'ERR"boom (RuntimeError)"']
+    assert shape(recording.recorder.segments) == ['A"lead"', "TC[c1]", "tool(c1)", 'ERR"boom (RuntimeError)"']
+    call = recording.recorder.segments[1].calls[0]
+    assert (call.failed, call.result) == (True, "Error: the run ended before this tool returned a result.")
     assert recording.streamed.startswith("lead\n<details")
+    assert 'status="failed"' in recording.streamed and "Executing..." not in recording.streamed
     assert recording.streamed.endswith("> [!CAUTION]\n> Agent error: boom (RuntimeError)\n")
 
 

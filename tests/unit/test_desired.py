@@ -45,11 +45,13 @@ def test_every_capability_key_is_written_explicitly(samples) -> None:
         assert all(isinstance(v, bool) for v in caps(row).values())
 
 
-def test_native_toggles_follow_supported_features(samples) -> None:
-    research = caps(samples.models["aihub_agent_pipe.research-assistant.default"])
-    assert (research["web_search"], research["code_interpreter"], research["image_generation"]) == (True, True, False)
-    faq = caps(samples.models["aihub_agent_pipe.policy-faq.default"])
-    assert not any(faq[k] for k in ("web_search", "code_interpreter", "image_generation"))
+def test_open_webuis_own_feature_toggles_are_off_on_every_agent_row(samples) -> None:
+    # Open WebUI must neither show its own toggle nor run its own search, image generation or
+    # code interpreter for an agent: the bundle's toggle filters carry those features instead.
+    for row in samples.models.values():
+        c = caps(row)
+        assert (c["web_search"], c["code_interpreter"], c["image_generation"]) == (False, False, False)
+        assert row.fields["meta.defaultFeatureIds"] == []
 
 
 def test_agent_work_stays_out_of_open_webui(samples) -> None:
@@ -64,18 +66,24 @@ def test_blueprint_may_override_documented_defaults(samples) -> None:
     assert caps(samples.models["aihub_agent_pipe.policy-faq.default"])["vision"] is False
 
 
-def test_filter_ids_are_feature_filter_plus_one_toggle_per_custom_feature(samples) -> None:
+def test_filter_ids_are_feature_filter_plus_one_toggle_per_supported_feature(samples) -> None:
     assert samples.models["aihub_agent_pipe.policy-faq.default"].fields["meta.filterIds"] == ["aihub_feature_filter"]
     assert samples.models["aihub_agent_pipe.support-desk.tier1"].fields["meta.filterIds"] == [
         "aihub_feature_filter",
         "aihub_toggle_deep_research",
+        "aihub_toggle_web_search",
+    ]
+    assert samples.models["aihub_agent_pipe.research-assistant.default"].fields["meta.filterIds"] == [
+        "aihub_feature_filter",
+        "aihub_toggle_code_interpreter",
+        "aihub_toggle_web_search",
     ]
 
 
-def test_default_toggles_split_into_features_and_filters(samples) -> None:
+def test_default_toggles_are_the_bundles_toggle_filters(samples) -> None:
     tier2 = samples.models["aihub_agent_pipe.support-desk.tier2"].fields
-    assert tier2["meta.defaultFeatureIds"] == ["web_search"]
-    assert tier2["meta.defaultFilterIds"] == ["aihub_toggle_deep_research"]
+    assert tier2["meta.defaultFeatureIds"] == []
+    assert tier2["meta.defaultFilterIds"] == ["aihub_toggle_web_search", "aihub_toggle_deep_research"]
 
 
 def test_marker_lists_supported_features(samples) -> None:

@@ -23,6 +23,10 @@ from tests.fake_owui import FakeOpenWebUI, fake_instance_for_cli
 TOKEN = "sk-faults-test-token-0123456789"
 SAMPLES = ["-p", str(REPO / "blueprints"), "--bundle", str(REPO / "owui_functions")]
 SAMPLE_MODELS = list(SAMPLE_MODEL_IDS)
+# The bundle (feature filter, agent pipe) and one toggle filter per feature the samples' agents
+# show: user_files, deep_research (custom), web_search, code_interpreter (native).
+SAMPLE_FUNCTIONS = 6
+SAMPLE_ADDS = len(SAMPLE_MODELS) + SAMPLE_FUNCTIONS
 ORPHAN = "aihub_agent_pipe.retired.agent"
 ANOTHER_SYNC = "another sync running at the same time"
 
@@ -74,7 +78,7 @@ def count(fake: FakeOpenWebUI, path: str) -> int:
 
 def assert_converged(capsys, fake: FakeOpenWebUI) -> None:
     """Desired state reached: every row once, every function active, and a re-run writes nothing."""
-    assert sorted(fake.models) == SAMPLE_MODELS and len(fake.functions) == 4
+    assert sorted(fake.models) == SAMPLE_MODELS and len(fake.functions) == SAMPLE_FUNCTIONS
     assert all(f["is_active"] and not f["is_global"] for f in fake.functions.values())
     fake.calls.clear()
     code, out, _ = run(capsys, "sync", *SAMPLES)
@@ -106,7 +110,7 @@ def test_transient_faults_on_writes_are_retried_with_backoff_and_the_sync_succee
 ) -> None:
     fake.faults.append(fail(path, answer, times=2))
     code, out, _ = run(capsys, "sync", *SAMPLES)
-    assert code == 0 and "Applied: 10 added, 0 changed, 0 destroyed." in out
+    assert code == 0 and f"Applied: {SAMPLE_ADDS} added, 0 changed, 0 destroyed." in out
     assert sleeps == [0.5, 1.0]  # two retries, the delay doubling
     assert_converged(capsys, fake)
 
@@ -133,7 +137,7 @@ def test_a_write_failing_past_the_retries_exits_1_and_lists_applied_failed_and_n
     fake.faults.append(fail("/api/v1/models/create", locked, body_id=failing))
     code, out, err = run(capsys, "sync", *SAMPLES)
     assert code == 1
-    assert out.startswith("Plan: 10 to add") and "Applied:" not in out
+    assert out.startswith(f"Plan: {SAMPLE_ADDS} to add") and "Applied:" not in out
     assert count(fake, "/api/v1/models/create") == 2 + 4  # two models before it, then 1 try + 3 retries
     assert sleeps == [0.5, 1.0, 2.0]
     assert "Sync stopped part-way" in err and "Run `provision sync` again" in err
@@ -165,7 +169,7 @@ def test_the_json_report_of_a_partial_sync_accounts_for_every_change(capsys, fak
     assert result["not_attempted"] == [
         {"kind": "model", "id": model, "action": "create"} for model in SAMPLE_MODELS[4:]
     ]
-    assert result["applied"] == {"add": 4 + 3, "change": 0, "destroy": 0}
+    assert result["applied"] == {"add": SAMPLE_FUNCTIONS + 3, "change": 0, "destroy": 0}
     assert result["registry_refreshed"] is False
     applied = sum(result["applied"].values())
     assert applied + len(result["failed"]) + len(result["not_attempted"]) == len(plan["changes"])
@@ -200,7 +204,7 @@ def test_a_registry_refresh_that_fails_still_reports_every_change_as_applied(cap
     code, out, err = run(capsys, "sync", *SAMPLES, "-o", "json")
     assert code == 1
     result = json.loads(out)["result"]
-    assert result["applied"] == {"add": 10, "change": 0, "destroy": 0}
+    assert result["applied"] == {"add": SAMPLE_ADDS, "change": 0, "destroy": 0}
     assert result["failed"] == [] and result["not_attempted"] == [] and result["registry_refreshed"] is False
     assert "Every change was applied, but refreshing Open WebUI's model registry failed" in err
     assert "GET /api/models" in err and "503" in err
@@ -223,8 +227,8 @@ def test_a_create_whose_answer_was_lost_is_not_created_twice(capsys, fake: FakeO
 
     fake.lost_answers.append(lose_first)
     code, out, _ = run(capsys, "sync", *SAMPLES)
-    assert code == 0 and "Applied: 10 added" in out
-    assert count(fake, path) == (4 if "functions" in path else 6) + 1  # one retry, answered "taken"
+    assert code == 0 and f"Applied: {SAMPLE_ADDS} added" in out
+    assert count(fake, path) == (SAMPLE_FUNCTIONS if "functions" in path else 6) + 1  # one retry, answered "taken"
     assert_converged(capsys, fake)
 
 
@@ -418,7 +422,7 @@ def test_a_listing_missing_rows_that_exist_prunes_nothing_and_names_the_cause(
     assert ANOTHER_SYNC in err and "incomplete listing" in err
     assert not any("delete" in p for _, p in fake.writes)
     assert {ident: json.dumps(row, sort_keys=True) for ident, row in fake.models.items()} == before
-    assert len(fake.functions) == 4
+    assert len(fake.functions) == SAMPLE_FUNCTIONS
 
     fake.faults.clear()
     code, out, _ = run(capsys, "sync", *SAMPLES, "--prune")

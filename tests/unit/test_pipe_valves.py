@@ -49,7 +49,8 @@ def test_agents_valve_lists_every_agent_with_its_backend(keyed: Path) -> None:
          "api_key": "DESK_KEY", "key_from": "sync", "features": ["web_search"]},
     ]
     assert json.loads(pipe.fields["valves.API_KEYS"]) == {"DESK_KEY": SECRET}
-    assert pipe.sensitive == {"valves.API_KEYS"}
+    assert pipe.sensitive == {"valves.API_KEYS", "valves.HISTORY_SIGNING_KEY"}
+    assert "valves.HISTORY_SIGNING_KEY" not in pipe.fields  # offline: no key given, none planned
 
 
 def test_missing_key_variable_is_an_error_naming_the_field(keyed: Path) -> None:
@@ -113,3 +114,66 @@ def test_secret_echoed_by_a_server_error_is_redacted(keyed: Path, capsys, monkey
     captured = capsys.readouterr()
     assert code == 1 and "bad valves" in captured.err
     assert SECRET not in captured.out + captured.err
+
+
+# --- the history signing key: written once, kept, never shown ---------------------------------------
+
+
+def _signing_run(keyed: Path, capsys, monkeypatch: pytest.MonkeyPatch, server: FakeOpenWebUI, *command: str):
+    monkeypatch.setenv("OPENWEBUI_URL", server.base_url)
+    monkeypatch.setenv("OPENWEBUI_TOKEN", "sk-admin")
+    monkeypatch.setenv("DESK_KEY", SECRET)
+    options = [c for c in command if c == "-v"]
+    command = tuple(c for c in command if c != "-v")
+    with respx.mock(assert_all_called=False) as router:
+        server.mount(router)
+        code = main([*options, *command, "-p", str(keyed), "--bundle", str(keyed.parent / "fn")])
+    return code, capsys.readouterr()
+
+
+def test_sync_writes_a_random_signing_key_once_and_never_prints_it(
+    keyed: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = FakeOpenWebUI()
+    code, diff = _signing_run(keyed, capsys, monkeypatch, server, "diff", "-o", "json")
+    assert code == 0
+    pipe_change = next(c for c in json.loads(diff.out)["changes"] if c["id"] == "aihub_agent_pipe")
+    assert {"path": "valves.HISTORY_SIGNING_KEY", "before": None, "after": "(sensitive)"} in pipe_change["fields"]
+    code, first = _signing_run(keyed, capsys, monkeypatch, server, "-v", "sync")
+    assert "POST /api/v1/functions/id/aihub_agent_pipe/valves/update -> 200" in first.err  # -v logged the write
+    key = server.functions["aihub_agent_pipe"]["valves"]["HISTORY_SIGNING_KEY"]
+    assert code == 0 and len(key) >= 32
+    code, again = _signing_run(keyed, capsys, monkeypatch, server, "diff", "--detailed-exitcode")
+    assert code == 0, again.out  # kept: a normal sync never rotates it
+    code, _ = _signing_run(keyed, capsys, monkeypatch, server, "sync")
+    assert server.functions["aihub_agent_pipe"]["valves"]["HISTORY_SIGNING_KEY"] == key
+    for captured in (diff, first, again):
+        assert key not in captured.out + captured.err
+        assert key[:8] not in captured.out + captured.err
+
+
+def test_an_existing_signing_key_is_kept_and_a_missing_one_is_written(
+    keyed: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = FakeOpenWebUI()
+    assert _signing_run(keyed, capsys, monkeypatch, server, "sync")[0] == 0
+    valves = server.functions["aihub_agent_pipe"]["valves"]
+    valves["HISTORY_SIGNING_KEY"] = "an-admins-own-key-that-is-long-enough-0123"
+    assert _signing_run(keyed, capsys, monkeypatch, server, "sync")[0] == 0
+    assert server.functions["aihub_agent_pipe"]["valves"]["HISTORY_SIGNING_KEY"] == (
+        "an-admins-own-key-that-is-long-enough-0123"
+    )
+    del server.functions["aihub_agent_pipe"]["valves"]["HISTORY_SIGNING_KEY"]  # an admin cleared it
+    code, captured = _signing_run(keyed, capsys, monkeypatch, server, "sync")
+    fresh = server.functions["aihub_agent_pipe"]["valves"]["HISTORY_SIGNING_KEY"]
+    assert code == 0 and len(fresh) >= 32 and fresh not in captured.out + captured.err
+    assert "valves.HISTORY_SIGNING_KEY" in captured.out and "(sensitive)" in captured.out
+
+
+def test_two_instances_get_different_signing_keys(keyed: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    keys = set()
+    for _ in range(2):
+        server = FakeOpenWebUI()
+        assert _signing_run(keyed, capsys, monkeypatch, server, "sync")[0] == 0
+        keys.add(server.functions["aihub_agent_pipe"]["valves"]["HISTORY_SIGNING_KEY"])
+    assert len(keys) == 2

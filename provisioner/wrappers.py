@@ -1,0 +1,64 @@
+"""Workspace models that wrap one of our agents (`base_model_id` = an agent row). Pure.
+
+Open WebUI runs the filters of the model a chat names, not of its base model, so for such a
+wrapper the feature filter does not run: Open WebUI's own toggles are not stripped (it may run
+its own web search, image generation or code interpreter if the wrapper's capabilities and the
+instance allow it) and the agent receives no requested features from it. `diff` and `list`
+name every wrapper so an admin can decide (README "Models that wrap an agent").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from .text import visible
+
+
+def find_wrappers(models: Iterable[Mapping[str, Any]], agent_ids: Collection[str]) -> list[dict[str, str]]:
+    """Every row whose base model is one of `agent_ids`: id, name, wrapped agent, owner's user id."""
+    found = [
+        {
+            "id": str(row.get("id")),
+            "name": str(row.get("name") or ""),
+            "base_model_id": str(row.get("base_model_id")),
+            "owner": str(row.get("user_id") or ""),
+        }
+        for row in models
+        if row.get("base_model_id") in agent_ids and row.get("id") not in agent_ids
+    ]
+    return sorted(found, key=lambda w: w["id"])
+
+
+def with_owner_names(wrappers: list[dict[str, str]], users: Mapping[str, Mapping[str, Any]]) -> list[dict[str, str]]:
+    """The owner shown as `Name <email>` where the user is known, else the user id."""
+    named = []
+    for wrapper in wrappers:
+        user = users.get(wrapper["owner"]) or {}
+        label = " ".join(p for p in (str(user.get("name") or ""), f"<{user['email']}>" if user.get("email") else "") if p)
+        named.append({**wrapper, "owner": label or wrapper["owner"] or "(unknown)"})
+    return named
+
+
+def render_wrappers(wrappers: list[dict[str, Any]], err: Console) -> None:
+    if not wrappers:
+        return
+    err.print(
+        f"Warning: {len(wrappers)} workspace model(s) wrap an agent. The feature filter does not run "
+        "for them, so Open WebUI's own toggles are not stripped and the agent gets no toggles from "
+        "them (README \"Models that wrap an agent\"):",
+        soft_wrap=True,
+    )
+    for w in wrappers:
+        err.print(
+            f"  model {_shown(w['id'])} (owner: {_shown(w['owner'])}) wraps {_shown(w['base_model_id'])}",
+            soft_wrap=True,
+        )
+
+
+def _shown(text: str) -> str:
+    """Rows come from the instance: hidden characters shown as escapes, no markup."""
+    return escape(visible(text))
