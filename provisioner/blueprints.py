@@ -30,6 +30,10 @@ FeatureName = Annotated[
 CapabilityName = Annotated[
     str, StringConstraints(pattern=r"^[a-z][a-z0-9_.-]*$", min_length=1, max_length=128)
 ]
+# A function id in the user's functions folder (`filters:` / `actions:`): the file's stem.
+FunctionId = Annotated[
+    str, StringConstraints(pattern=r"^[a-z_][a-z0-9_]*$", min_length=1, max_length=128)
+]
 # Variables that hold the Open WebUI admin token (or say where it is), and Open WebUI's own
 # signing and database secrets: a backend must never receive them, whoever reads the variable.
 TOKEN_VARIABLES = frozenset({"OPENWEBUI_TOKEN", "OPENWEBUI_TOKEN_FILE"})
@@ -173,13 +177,13 @@ class Suggestion(_Strict):
     """A prompt card on a new chat (Open WebUI's `meta.suggestion_prompts`): a title, an optional
     second line, and the prompt a click puts into the input."""
 
-    title: Annotated[str, StringConstraints(min_length=1, max_length=80)]
-    subtitle: Annotated[str, StringConstraints(max_length=120)] = ""
+    title: Annotated[str, StringConstraints(min_length=1, max_length=80), AfterValidator(_no_hidden_characters)]
+    subtitle: Annotated[str, StringConstraints(max_length=120), AfterValidator(_no_hidden_characters)] = ""
     prompt: Annotated[str, StringConstraints(min_length=1, max_length=2000)]
 
 
 # Tags group models in Open WebUI's model selector (`meta.tags`).
-Tag = Annotated[str, StringConstraints(min_length=1, max_length=48)]
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=48), AfterValidator(_no_hidden_characters)]
 # None: the blueprint says nothing, and what an admin set on the row stays; [] means "none".
 Suggestions = Annotated[list[Suggestion] | None, Field(max_length=20)]
 Tags = Annotated[list[Tag] | None, Field(max_length=20)]
@@ -202,6 +206,9 @@ class Agent(_Strict):
     # Toggles that start on in a new chat; each must be a feature the blueprint supports.
     defaults: list[FeatureName] = Field(default_factory=list)
     backend: BackendOverride | None = None
+    # The user's own functions (functions/), attached after the blueprint's own.
+    filters: list[FunctionId] = Field(default_factory=list)
+    actions: list[FunctionId] = Field(default_factory=list)
     # Replace the blueprint's suggestions for this agent; tags add to the blueprint's.
     suggestions: Suggestions = None
     tags: Tags = None
@@ -215,6 +222,10 @@ class Blueprint(_Strict):
     backend: Backend | None = None
     # Overrides of the documented defaults in capabilities.OVERRIDABLE_DEFAULTS.
     openwebui_capabilities: dict[str, StrictBool] = Field(default_factory=dict)
+    # The user's own functions (functions/) on every agent: filters run after the feature
+    # filter and the toggles (meta.filterIds), actions are buttons under answers (meta.actionIds).
+    filters: list[FunctionId] = Field(default_factory=list)
+    actions: list[FunctionId] = Field(default_factory=list)
     steps: list[Step] = Field(min_length=1)
     agents: list[Agent] = Field(min_length=1)
     suggestions: Suggestions = None

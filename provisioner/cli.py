@@ -25,8 +25,9 @@ from rich.markup import escape
 
 from . import __version__
 from .apply import ApplyReport, apply_plan
+from .attachments import check_attachments
 from .client import TESTED_VERSIONS, OpenWebUIClient, check_url, http_log
-from .desired import FEATURE_FILTER_ID, build_desired, history_signing_key, insecure_backends
+from .desired import FEATURE_FILTER_ID, PIPE_FUNCTION_ID, build_desired, history_signing_key, insecure_backends
 from .errors import ApplyError, BlueprintError, ConfigError, Problem, ProvisionError
 from .function_files import (
     FunctionFile,
@@ -39,11 +40,13 @@ from .kept import keep_orphan_agents
 from .loader import Catalog, load_catalog
 from .observed import observe
 from .plan import Plan, make_plan
-from .render import render_orphans, render_plan
+from .render import render_notes, render_orphans, render_plan
+from .features import NATIVE_FEATURES
 from .state import Kind
 from .targets import TARGETS_FILE, Target, select_target, targets_problems
 from .text import visible
 from .variables import ALWAYS_SECRET, Variables
+from .toggle_filters import toggle_filter_id
 from .wrappers import find_wrappers, render_wrappers, with_owner_names
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
@@ -291,14 +294,19 @@ def load_bundle(
     bundle_ids = {f.id for f in files}
     if catalog is not None:
         files.extend(rendered_toggle_functions(catalog))
+    own: tuple[FunctionFile, ...] = ()
+    own_loaded = True
     if functions_dir is not None and functions_dir.exists():
         try:
             own = load_function_files(functions_dir)
         except BlueprintError as exc:
             problems.extend(exc.problems)
+            own_loaded = False
         else:
             problems.extend(_reserved_ids(own, bundle_ids))
             files.extend(own)
+    if catalog is not None and own_loaded:  # else every attached id would look unknown
+        problems.extend(check_attachments(catalog, own, reserved=bundle_ids, functions_dir=functions_dir))
     if problems or catalog is None:
         raise BlueprintError(problems)
     return catalog, tuple(files)
@@ -338,17 +346,37 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
         signing_key = history_signing_key(observed, fresh=secrets.token_urlsafe(32))
         # The token is passed so that no backend key variable may hold it.
         desired = build_desired(
-            catalog, functions, groups, env=os.environ, signing_key=signing_key,
-            token=credentials[1], token_variables=_token_variables(conn.token_env),
+            catalog,
+            functions,
+            groups,
+            env=os.environ,
+            token=credentials[1],
+            token_variables=_token_variables(conn.token_env),
+            signing_key=signing_key,
         )
         desired, kept_notes = keep_orphan_agents(desired, observed, prune=prune)
         agent_ids = set(desired.models) | {i for i, m in observed.models.items() if m.managed}
         wrappers = _named_wrappers(client, find_wrappers(rows, agent_ids))
-        plan = make_plan(desired, observed, prune=prune, adopt=adopted, orphan_notes=kept_notes, wrappers=wrappers)
+        plan = make_plan(
+            desired, observed, prune=prune, adopt=adopted, orphan_notes=kept_notes, wrappers=wrappers,
+            notes=native_toggle_notes(catalog),
+        )
         return plan, client
     except BaseException:
         client.close()
         raise
+
+
+def native_toggle_notes(catalog: Catalog) -> list[str]:
+    """How the native features the blueprints use reach agents (README "How features work")."""
+    native = sorted({f for lb in catalog.blueprints for f in lb.supported_features} & NATIVE_FEATURES)
+    if not native:
+        return []
+    return [
+        f"{', '.join(native)} reach agents as the bundle's own toggles "
+        f"({', '.join(toggle_filter_id(f) for f in native)}), on any instance configuration; "
+        "Open WebUI's own toggles for them stay off on agent rows, so it never runs them for an agent."
+    ]
 
 
 def _named_wrappers(client: OpenWebUIClient, wrappers: list[dict[str, str]]) -> list[dict[str, str]]:
@@ -389,6 +417,7 @@ def _print_plan(plan: Plan, opts: "RunOptions", out: Console, err: Console) -> N
         sys.stdout.write(render_markdown(data, title))
     else:
         render_plan(data, out)
+    render_notes(data, err)
     if opts.output is not PlanOutput.markdown:  # the Markdown carries them itself
         render_orphans(data, err)
     render_wrappers(data["wrappers"], err)
@@ -595,15 +624,16 @@ def list_managed(
     """Show the agents and functions provision manages on the instance."""
     from rich.table import Table
 
-    from .listing import managed_agents, managed_functions
+    from .listing import managed_agents, managed_functions, served_agent_ids
 
     out, err = _consoles(no_color)
     conn, _target = _select_target(ctx, target, targets_file, Connection(url, token_file, insecure, timeout))
     with _connect(conn) as client:
         groups = {str(g.get("id")): str(g.get("name")) for g in client.list_groups()}
         rows = client.list_models()
-        agents = managed_agents(rows, groups)
-        functions = managed_functions(client.list_functions())
+        all_functions = client.list_functions()
+        agents = managed_agents(rows, groups, served_agent_ids(all_functions, PIPE_FUNCTION_ID))
+        functions = managed_functions(all_functions)
         wrappers = _named_wrappers(client, find_wrappers(rows, {str(a["id"]) for a in agents}))
     render_wrappers(wrappers, err)
     if output is Output.json:
@@ -611,10 +641,11 @@ def list_managed(
         return EXIT_OK
     table = Table(title=f"Agents ({len(agents)}), model id aihub_agent_pipe.<agent>", title_justify="left")
     table.add_column("agent", no_wrap=True)
-    for column in ("name", "toggles", "on by default", "access"):
+    for column in ("name", "toggles", "on by default", "access", "served"):
         table.add_column(column, overflow="fold")
     for a in agents:  # rows come from the instance: show what a reader cannot see
-        cells = (a["agent"], a["name"], ", ".join(a["features"]) or "-", ", ".join(a["defaults"]) or "-", a["access"])
+        served = {True: "yes", False: "NO: chats fail", None: "no pipe"}[a["served"]]
+        cells = (a["agent"], a["name"], ", ".join(a["features"]) or "-", ", ".join(a["defaults"]) or "-", a["access"], served)
         table.add_row(*(escape(visible(str(c))) for c in cells))
     out.print(table)
     table = Table(title=f"Functions ({len(functions)})", title_justify="left")
@@ -641,6 +672,28 @@ def generate(
         out.print(f"{action:8} {file}", soft_wrap=True)
     if not done:
         out.print("Toggle filters are up to date.")
+    return EXIT_OK
+
+
+@app.command(short_help="Start a blueprint repo (here or in DIR).")
+def init(
+    directory: Annotated[Path, typer.Argument(metavar="DIR", show_default=False, hidden=True)] = Path("."),
+    no_color: NoColorOpt = False,
+) -> int:
+    """Start a blueprint repo in DIR (default: here): blueprints, features, your functions, targets,
+    CI for GitHub and GitLab. Never overwrites a file."""
+    from .scaffold import init_repo
+
+    out, _ = _consoles(no_color)
+    for path in init_repo(directory):
+        out.print(f"created  {path}", soft_wrap=True, markup=False)
+    where = "" if directory == Path(".") else f"cd {directory} && "
+    out.print(
+        f"\nNext: {where}provision validate; then set the tokens named in targets.yaml and run "
+        "provision diff --target staging. See README.md.",
+        soft_wrap=True,
+        markup=False,
+    )
     return EXIT_OK
 
 

@@ -7,6 +7,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from . import __version__
+from .attachments import attached
 from .blueprints import GroupAccess, Suggestion
 from .capabilities import model_capabilities
 from .errors import BlueprintError, Problem
@@ -32,17 +33,19 @@ def build_desired(
     functions: Sequence[FunctionFile],
     groups: Mapping[str, str] | None,
     env: Mapping[str, str] | None = None,
-    signing_key: str | None = None,
     token: str | None = None,
     token_variables: Collection[str] = (),
+    signing_key: str | None = None,
 ) -> InstanceState:
     """The desired instance.
 
     `groups` maps group name -> id and `env` holds the backends' API keys; None for either means
     offline (`validate`): groups and secrets are not resolved. `token` is the admin token in use
-    and `token_variables` the variables a target reads it from: no backend key may be either. Raises BlueprintError naming the file, line and field of every
-    group or API-key variable that does not exist, and of every key variable holding the token. `signing_key` is the pipe's HISTORY_SIGNING_KEY (the live one, or a fresh one when the
-    instance has none: see `history_signing_key`); None leaves that valve out.
+    and `token_variables` the variables a target reads it from: no backend key may be either.
+    `signing_key` is the pipe's HISTORY_SIGNING_KEY (the live one, or a fresh one when the
+    instance has none: see `history_signing_key`); None leaves that valve out. Raises
+    BlueprintError naming the file, line and field of every group or API-key variable that does
+    not exist, and of every key variable holding the token.
     """
     problems: list[Problem] = []
     models: dict[str, ObjectState] = {}
@@ -225,7 +228,12 @@ def _model_row(
         },
         # Every supported feature, native or custom, is one of the bundle's toggle filters, so it
         # shows whatever Open WebUI's instance-wide switches say (README "How features work").
-        "meta.filterIds": [FEATURE_FILTER_ID, *(toggle_filter_id(f) for f in supported)],
+        "meta.filterIds": [
+            FEATURE_FILTER_ID,
+            *(toggle_filter_id(f) for f in supported),
+            *attached(bp, agent, "filters"),  # the user's own run after ours
+        ],
+        "meta.actionIds": attached(bp, agent, "actions"),
         "meta.defaultFeatureIds": [],
         "meta.defaultFilterIds": [toggle_filter_id(f) for f in agent.defaults],
         f"meta.{MARKER_KEY}": {

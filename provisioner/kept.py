@@ -44,6 +44,7 @@ def keep_orphan_agents(
     keys = _mapping(pipe.fields.get(PIPE_SECRET_VALVE))
     notes: dict[str, str] = {}
     kept: list[dict[str, Any]] = []
+    position = {sub_id: index for index, sub_id in enumerate(live_entries)}
     for ident in sorted(orphans):
         sub_id = ident.removeprefix(PREFIX)
         entry = live_entries.get(sub_id)
@@ -54,14 +55,17 @@ def keep_orphan_agents(
             continue
         kept.append(entry)
         key_name = entry.get("api_key")
-        if isinstance(key_name, str) and key_name and key_name not in keys and key_name in live_keys:
+        synced_key = entry.get("key_from", "sync") == "sync"  # "server": Open WebUI's environment holds it
+        if synced_key and isinstance(key_name, str) and key_name and key_name not in keys and key_name in live_keys:
             keys[key_name] = live_keys[key_name]
         notes[ident] = f"kept and still served by the pipe from {entry.get('url') or '(no url)'} (its last backend) until --prune"
     if not kept:
         return desired, notes
+    # The live valve's order (new entries after), so a sync that only keeps agents writes nothing.
+    merged = sorted([*desired_entries.values(), *kept], key=lambda e: position.get(str(e["id"]), len(position)))
     fields = {
         **pipe.fields,
-        PIPE_AGENTS_VALVE: json.dumps([*desired_entries.values(), *kept], ensure_ascii=False, separators=(",", ":")),
+        PIPE_AGENTS_VALVE: json.dumps(merged, ensure_ascii=False, separators=(",", ":")),
         PIPE_SECRET_VALVE: json.dumps(keys, sort_keys=True, separators=(",", ":")),
     }
     functions = {**desired.functions, PIPE_FUNCTION_ID: replace(pipe, fields=fields)}

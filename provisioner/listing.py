@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from .state import MARKER_KEY, is_managed
 from .toggle_filters import TOGGLE_FILTER_PREFIX
 
 
-def managed_agents(models: Iterable[Mapping[str, Any]], groups: Mapping[str, str]) -> list[dict[str, Any]]:
-    """One entry per managed model row: id, name, features, default toggles, access."""
+def managed_agents(
+    models: Iterable[Mapping[str, Any]], groups: Mapping[str, str], served: Collection[str] | None = None
+) -> list[dict[str, Any]]:
+    """One entry per managed model row: id, name, features, default toggles, access, and whether
+    the pipe serves it (`served`: the ids in its AGENTS valve; None when unknown)."""
     entries = []
     for row in models:
         meta = row.get("meta") or {}
@@ -29,6 +34,7 @@ def managed_agents(models: Iterable[Mapping[str, Any]], groups: Mapping[str, str
                 ],
                 "access": describe_access(row.get("access_grants") or [], groups),
                 "active": bool(row.get("is_active", True)),
+                "served": None if served is None else str(row.get("id")).partition(".")[2] in served,
             }
         )
     return sorted(entries, key=lambda e: str(e["id"]))
@@ -60,3 +66,16 @@ def describe_access(grants: Iterable[Mapping[str, Any]], groups: Mapping[str, st
             gid = str(grant.get("principal_id"))
             names.append(groups.get(gid, gid))
     return f"groups: {', '.join(sorted(names))}" if names else "private"
+
+
+def served_agent_ids(functions: Iterable[Mapping[str, Any]], pipe_id: str, valve: str = "AGENTS") -> set[str] | None:
+    """The agent ids (`<blueprint>.<agent>`) the pipe's AGENTS valve lists; None without the pipe."""
+    pipe = next((f for f in functions if f.get("id") == pipe_id), None)
+    if pipe is None:
+        return None
+    raw = (pipe.get("valves") or {}).get(valve)
+    try:
+        entries = json.loads(raw) if isinstance(raw, str) else []
+    except ValueError:
+        entries = []
+    return {str(e["id"]) for e in entries if isinstance(e, dict) and "id" in e} if isinstance(entries, list) else set()

@@ -16,9 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .blueprints import (
-    Agent, Blueprint, Capability, CapabilityCatalog, FeatureCatalog, FeatureDef, GroupAccess, Suggestion,
-)
+from .blueprints import Agent, Blueprint, Capability, CapabilityCatalog, FeatureCatalog, FeatureDef, GroupAccess, Suggestion
 from .capabilities import CAPABILITY_KEYS, OVERRIDABLE_DEFAULTS
 from .errors import BlueprintError, Problem
 from .features import NATIVE_FEATURES, RESERVED_FEATURE_NAMES
@@ -355,6 +353,7 @@ def _message(error: dict[str, Any], loc: PathKey) -> str:
             r"^[a-z][a-z0-9_.-]*$": "use lowercase letters, digits, '_', '-' and '.', starting with a letter",
             r"^https?://\S+$": "expected an http:// or https:// URL",
             r"^[A-Z_][A-Z0-9_]*$": "expected an environment variable name like MY_AGENT_KEY",
+            r"^[a-z_][a-z0-9_]*$": "expected a function id: the file name of one of your functions without .py",
         }
         return f"invalid value {error.get('input')!r}: " + hints.get(pattern, f"must match {pattern}")
     if kind in ("too_short", "string_too_short") and not str(error.get("input") or "").strip():
@@ -417,6 +416,9 @@ def _clean_loc(loc: PathKey, data: Any, kind: str) -> PathKey:
 def _suggest(name: str, options: set[str] | frozenset[str] | Mapping[str, Any]) -> str:
     close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.75)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+suggest = _suggest  # public for the checks that span files (attachments.py)
 
 
 def _check_features(

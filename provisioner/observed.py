@@ -17,6 +17,7 @@ MODEL_PATHS: tuple[str, ...] = (
     "meta.profile_image_url",
     *(f"meta.capabilities.{key}" for key in CAPABILITY_KEYS),
     "meta.filterIds",
+    "meta.actionIds",
     "meta.defaultFeatureIds",
     "meta.defaultFilterIds",
     "meta.suggestion_prompts",
@@ -43,6 +44,8 @@ def observe(models: Iterable[Mapping[str, Any]], functions: Iterable[Mapping[str
 
 def observed_model(raw: Mapping[str, Any]) -> ObjectState:
     fields = {path: get_path(raw, path) for path in MODEL_PATHS}
+    if fields["meta.actionIds"] is None:  # no key means no actions: rows from before need no write
+        fields["meta.actionIds"] = []
     fields["access_grants"] = normalize_grants(raw.get("access_grants"))
     fields[f"meta.{MARKER_KEY}"], version = split_marker(fields[f"meta.{MARKER_KEY}"])
     return ObjectState("model", str(raw["id"]), fields, is_managed(raw.get("meta")), raw, written_by=version)

@@ -67,6 +67,8 @@ class Plan:
     orphan_notes: Mapping[str, str] = field(default_factory=dict)
     # Workspace models whose base model is one of our agents (wrappers.py): warned about, never changed.
     wrappers: tuple[Mapping[str, str], ...] = ()
+    # Plain-text notes on choices the plan made (e.g. how native features reach agents).
+    notes: tuple[str, ...] = ()
 
     @property
     def is_empty(self) -> bool:
@@ -106,6 +108,7 @@ class Plan:
                 for k, i in self.orphans
             ],
             "wrappers": [dict(w) for w in self.wrappers],
+            "notes": list(self.notes),
         }
 
 
@@ -130,6 +133,7 @@ def make_plan(
     adopt: Collection[tuple[Kind, str]] = (),
     orphan_notes: Mapping[str, str] | None = None,
     wrappers: Sequence[Mapping[str, str]] = (),
+    notes: Sequence[str] = (),
 ) -> Plan:
     """Everything that must change for `observed` to match `desired`.
 
@@ -172,8 +176,9 @@ def make_plan(
     if conflicts:
         raise OwnershipError(conflicts)
     changes.sort(key=lambda c: (_KIND_ORDER[c.kind], c.id))
+    notes_in = notes
     notes = {i: n for i, n in (orphan_notes or {}).items() if ("model", i) in orphans}
-    return Plan(tuple(changes), tuple(sorted(orphans)), tuple(sorted(adopted)), notes, tuple(wrappers))
+    return Plan(tuple(changes), tuple(sorted(orphans)), tuple(sorted(adopted)), notes, tuple(wrappers), tuple(notes_in))
 
 
 def _create(target: ObjectState) -> Change:

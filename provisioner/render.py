@@ -72,6 +72,13 @@ def render_plan(plan_json: dict[str, Any], out: Console) -> None:
     out.print(summary_line(plan_json["summary"]), soft_wrap=True)
 
 
+def render_notes(plan_json: dict[str, Any], err: Console) -> None:
+    """The plan's notes, only when it changes something (a clean diff stays quiet)."""
+    if plan_json["changes"]:
+        for note in plan_json.get("notes") or []:
+            err.print(f"Note: {note}", soft_wrap=True, markup=False)
+
+
 def upgrade_text(upgrade: dict[str, Any]) -> str:
     """'provision 0.1.0 on the instance -> 0.2.0 installed'."""
     before = f"provision {upgrade['from']}" if upgrade.get("from") else "an earlier provision"

@@ -15,6 +15,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from .text import visible
+
 
 def find_wrappers(models: Iterable[Mapping[str, Any]], agent_ids: Collection[str]) -> list[dict[str, str]]:
     """Every row whose base model is one of `agent_ids`: id, name, wrapped agent, owner's user id."""
@@ -52,6 +54,11 @@ def render_wrappers(wrappers: list[dict[str, Any]], err: Console) -> None:
     )
     for w in wrappers:
         err.print(
-            f"  model {escape(w['id'])} (owner: {escape(w['owner'])}) wraps {escape(w['base_model_id'])}",
+            f"  model {_shown(w['id'])} (owner: {_shown(w['owner'])}) wraps {_shown(w['base_model_id'])}",
             soft_wrap=True,
         )
+
+
+def _shown(text: str) -> str:
+    """Rows come from the instance: hidden characters shown as escapes, no markup."""
+    return escape(visible(text))

@@ -3,6 +3,7 @@
 Each case is a directory under tests/data/bad_blueprints/<case>/ with
 - `blueprints/`: the blueprint directory (absent when the case is "no directory at all");
 - `functions/` (optional): files laid over the standard function bundle;
+- `own_functions/` (optional): the user's own functions folder (`--functions`);
 - `expect.yaml`: `about` (what is wrong), `errors` (each `file`, `line`, `field`, `message`, in
   the order provision prints them; `message` is a substring), and optionally
   `remove_functions: [file, ...]`, `needs_instance: true`
@@ -105,6 +106,8 @@ def make_workspace(case: Case, root: Path) -> Path:
     shutil.copy(AGENT_PIPE, functions / AGENT_PIPE.name)
     if (case.dir / "functions").is_dir():
         shutil.copytree(case.dir / "functions", functions, dirs_exist_ok=True)
+    if (case.dir / "own_functions").is_dir():
+        shutil.copytree(case.dir / "own_functions", root / "own_functions")
     for name in case.remove_functions:
         (functions / name).unlink()
     builder = BUILDERS.get(case.name)

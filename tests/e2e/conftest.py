@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import uuid
 from pathlib import Path
 from typing import Any, Iterator, NoReturn
 
@@ -29,6 +30,10 @@ from tests.recording import Recorder, record_cli_requests
 
 E2E_DIR = Path(__file__).resolve().parent
 AGUI_VERSION = "1.7.0"
+# In the session instance's own environment, for agents whose key the server reads at chat time
+# (`api_key_from: server`); the test process never sets it.
+SERVER_KEY_ENV = "AIHUB_E2E_SERVER_KEY"
+SERVER_KEY = f"e2e-server-key-{uuid.uuid4().hex}"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -53,9 +58,9 @@ def unavailable(reason: str) -> NoReturn:
     pytest.skip(f"Open WebUI could not be started: {reason}")
 
 
-def start_instance(name: str) -> OpenWebUIInstance:
+def start_instance(name: str, extra_env: dict[str, str] | None = None) -> OpenWebUIInstance:
     """Start a fresh private instance or end the test through `unavailable`."""
-    instance = OpenWebUIInstance(name)
+    instance = OpenWebUIInstance(name, extra_env=extra_env)
     try:
         instance.start(reuse_data=False)
         return instance
@@ -71,7 +76,7 @@ def start_instance(name: str) -> OpenWebUIInstance:
 @pytest.fixture(scope="session")
 def openwebui(request: pytest.FixtureRequest) -> Iterator[OpenWebUIInstance]:
     """The session's Open WebUI: `.url`, `.token`, `.admin_jwt`, `.stop()`, `.start()`, `.reset()`."""
-    instance = start_instance(f"pytest-{os.getpid()}")
+    instance = start_instance(f"pytest-{os.getpid()}", extra_env={SERVER_KEY_ENV: SERVER_KEY})
     yield instance
     if request.session.testsfailed:
         instance.stop(keep_data=False)  # keep server.log for the post-mortem

@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import http.client
 import json
+import os
 import re
 import socket
 import threading
@@ -35,8 +36,10 @@ import provisioner.cli as cli
 from tests.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
 
 try:  # as conftest.py: tests/e2e may become a package
+    from .conftest import SERVER_KEY, SERVER_KEY_ENV
     from .owui_instance import OpenWebUIInstance, agui_harness, running_in_ci
 except ImportError:
+    from conftest import SERVER_KEY, SERVER_KEY_ENV
     from owui_instance import OpenWebUIInstance, agui_harness, running_in_ci
 
 PIPE_FILE = REPO / "owui_functions" / "aihub_agent_pipe.py"
@@ -161,6 +164,11 @@ def bundle(tmp_path_factory: pytest.TempPathFactory, agui_servers: dict[str, Any
         blueprint("leaky", calls=calls,
                   backend={"transport": "agui", "url": agui_servers["1.7.0"].agent_url, "api_key_env": LEAKY_ENV}),
         blueprint("down", calls=calls, backend={"transport": "agui", "url": f"http://127.0.0.1:{closed_port()}/agent"}),
+        # keys the Open WebUI server reads from its own environment at chat time
+        blueprint("srvkey", calls=calls, backend={"transport": "agui", "url": f"{tap.url}/agent",
+                                                  "api_key_env": SERVER_KEY_ENV, "api_key_from": "server"}),
+        blueprint("srvkey-unset", calls=calls, backend={"transport": "agui", "url": f"{tap.url}/agent",
+                                                        "api_key_env": "AIHUB_E2E_NOT_SET", "api_key_from": "server"}),
     ]
     root = write_blueprint_dir(tmp / "blueprints", prints)
     functions = write_function_dir(tmp / "functions", root, PIPE_FILE)
@@ -453,7 +461,8 @@ def test_sync_is_stable_and_the_backend_key_reaches_the_agent_and_nowhere_else(
     with synced.client() as http:
         valves = http.get("/api/v1/functions/id/aihub_agent_pipe/valves").raise_for_status().json()
     agents = {a["id"]: a for a in json.loads(valves["AGENTS"])}
-    assert set(agents) == {"weather.default", "weather.keyed", "weather-rc8.default", "leaky.default", "down.default"}
+    assert set(agents) == {"weather.default", "weather.keyed", "weather-rc8.default", "leaky.default", "down.default",
+                           "srvkey.default", "srvkey-unset.default"}
     assert agents["weather.keyed"]["url"] == f"{tap.url}/agent"
     assert agents["weather.default"]["api_key"] == KEY_ENV  # the env var's name, never the key
     assert agents["weather-rc8.default"].get("api_key") is None
@@ -571,4 +580,28 @@ def test_a_backend_that_is_down_says_the_agent_cannot_be_reached_and_where(synce
     assert answer == (
         f"> [!CAUTION]\n> Agent error: The agent cannot be reached at {host} "
         "(connection refused: nothing listens there).\n"
+    )
+
+
+def test_a_key_the_server_reads_from_its_own_environment_reaches_the_agent_and_no_valve(synced, tap) -> None:
+    assert SERVER_KEY_ENV not in os.environ  # only the Open WebUI server has it
+    with synced.client() as http:
+        valves = http.get("/api/v1/functions/id/aihub_agent_pipe/valves").raise_for_status().json()
+    entry = next(a for a in json.loads(valves["AGENTS"]) if a["id"] == "srvkey.default")
+    assert (entry["api_key"], entry["key_from"]) == (SERVER_KEY_ENV, "server")
+    assert SERVER_KEY not in json.dumps(valves) and SERVER_KEY_ENV not in json.loads(valves["API_KEYS"])
+
+    tap.headers.clear()
+    answer = api_chat(synced, "aihub_agent_pipe.srvkey.default", [{"role": "user", "content": "scenario:text_only"}])
+    assert answer == "Hello from the scripted agent."
+    (headers,) = tap.headers
+    assert headers["authorization"] == f"Bearer {SERVER_KEY}"
+
+    tap.headers.clear()
+    answer = api_chat(synced, "aihub_agent_pipe.srvkey-unset.default", [{"role": "user", "content": "hi"}])
+    assert tap.headers == []  # nothing was sent without the key
+    assert answer == (
+        "> [!CAUTION]\n> Agent error: The agent's API key is read from the environment variable AIHUB_E2E_NOT_SET "
+        "of the Open WebUI server, and AIHUB_E2E_NOT_SET is not set there. An administrator has to set it and "
+        "restart Open WebUI.\n"
     )

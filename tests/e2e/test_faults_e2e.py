@@ -28,7 +28,8 @@ from provisioner.plan import make_plan
 from tests.builders import REPO, SAMPLE_MODEL_IDS
 
 PROVISION = Path(sys.executable).with_name("provision")
-FUNCTIONS = ["aihub_agent_pipe", "aihub_feature_filter", "aihub_toggle_deep_research", "aihub_toggle_user_files"]
+FUNCTIONS = ["aihub_agent_pipe", "aihub_feature_filter", "aihub_toggle_code_interpreter", "aihub_toggle_deep_research",
+             "aihub_toggle_user_files", "aihub_toggle_web_search"]
 MODELS = list(SAMPLE_MODEL_IDS)
 ANOTHER_SYNC = "another sync running at the same time"
 
@@ -139,7 +140,7 @@ def test_a_sync_cut_off_by_the_server_stopping_after_a_write_is_finished_by_the_
     writes.on_answer = stop_server_on(owui, "POST", "/api/v1/functions/create", 2, lose_answer=False)
     code, out, err = provision(capsys, "sync", *bundle)
     assert code == 1
-    assert out.startswith("Plan: 10 to add, 0 to change, 0 to destroy.") and "Applied:" not in out
+    assert out.startswith(f"Plan: {len(MODELS) + len(FUNCTIONS)} to add, 0 to change, 0 to destroy.") and "Applied:" not in out
     assert "Sync stopped part-way" in err
     assert "applied        create function aihub_agent_pipe" in err
     assert "FAILED         create function aihub_feature_filter: cannot reach Open WebUI" in err
@@ -156,7 +157,8 @@ def test_a_sync_cut_off_by_the_server_stopping_after_a_write_is_finished_by_the_
     code, out, _ = provision(capsys, "sync", *bundle, "-o", "json")
     assert code == 0
     plan = json.loads(out)["plan"]
-    assert plan["summary"] == {"add": 8, "change": 1, "destroy": 0}
+    # every model, and every function but the two the cut-off sync created (one then activated)
+    assert plan["summary"] == {"add": len(MODELS) + len(FUNCTIONS) - 2, "change": 1, "destroy": 0}
     assert {"kind": "function", "id": "aihub_feature_filter", "action": "update",
             "fields": [{"path": "is_active", "before": False, "after": True}]} in plan["changes"]
     assert_desired_state(owui, capsys, bundle, writes)

@@ -105,7 +105,7 @@ def record_bytes(owui, kind: str, ident: str) -> bytes:
 
 
 def test_unmarked_objects_with_wanted_ids_are_left_byte_for_byte_unless_each_is_adopted(owui, bundle, wire, capsys) -> None:
-    create_model(owui, WANTED_MODEL, meta={"description": "an admin's row", "tags": [{"name": "mine"}]})
+    create_model(owui, WANTED_MODEL, meta={"description": "an admin's row", "voice": {"voice": "alloy"}})
     create_function(owui, WANTED_FUNCTION)
     before = {("model", WANTED_MODEL): record_bytes(owui, "model", WANTED_MODEL),
               ("function", WANTED_FUNCTION): record_bytes(owui, "function", WANTED_FUNCTION)}
@@ -133,7 +133,7 @@ def test_unmarked_objects_with_wanted_ids_are_left_byte_for_byte_unless_each_is_
     assert code == 0, err
     row = get(owui, "/api/v1/models/model", id=WANTED_MODEL)
     assert row["meta"]["aihub"]["managed_by"] == "aihub-provision"
-    assert row["params"]["system"] == "An admin's prompt." and row["meta"]["tags"] == [{"name": "mine"}]
+    assert row["params"]["system"] == "An admin's prompt." and row["meta"]["voice"] == {"voice": "alloy"}
     function = get(owui, f"/api/v1/functions/id/{WANTED_FUNCTION}")
     assert function["meta"]["aihub"]["managed_by"] == "aihub-provision" and "AI Hub Feature Filter" in function["content"]
 
@@ -158,7 +158,7 @@ def test_unmarked_objects_the_blueprints_do_not_want_survive_prune_and_adopt(owu
     before = {key: record_bytes(owui, *key) for key in untouchable}
     # A managed field drifted, so this sync has real writes to make.
     row = get(owui, "/api/v1/models/model", id="aihub_agent_pipe.research-assistant.default")
-    row["meta"]["capabilities"]["web_search"] = False
+    row["meta"]["capabilities"]["web_search"] = True
     with owui.client() as http:
         http.post("/api/v1/models/model/update", json={k: row[k] for k in ("id", "base_model_id", "name", "meta", "params")}).raise_for_status()
 

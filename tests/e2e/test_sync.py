@@ -33,10 +33,12 @@ def test_sync_from_empty_creates_every_row_and_function(owui, bundle, recorder, 
     assert set(rows) == SAMPLE_MODELS
     row = rows["aihub_agent_pipe.research-assistant.default"]
     assert row["base_model_id"] is None
-    assert row["meta"]["capabilities"]["web_search"] is True and row["meta"]["capabilities"]["memory"] is False
-    assert row["meta"]["filterIds"] == ["aihub_feature_filter"]
+    # Open WebUI's own toggles stay off; the agent's features are the bundle's toggle filters.
+    assert row["meta"]["capabilities"]["web_search"] is False and row["meta"]["capabilities"]["memory"] is False
+    assert row["meta"]["filterIds"] == ["aihub_feature_filter", "aihub_toggle_code_interpreter", "aihub_toggle_web_search"]
     functions = {f["id"]: f for f in get(owui, "/api/v1/functions/export")}
-    assert set(functions) == {"aihub_feature_filter", "aihub_toggle_deep_research", "aihub_toggle_user_files", "aihub_agent_pipe"}
+    assert set(functions) == {"aihub_feature_filter", "aihub_toggle_deep_research", "aihub_toggle_user_files",
+                              "aihub_toggle_web_search", "aihub_toggle_code_interpreter", "aihub_agent_pipe"}
     assert all(f["is_active"] for f in functions.values())
     assert not any(f["is_global"] for f in functions.values())  # every file says global: false
     assert functions["aihub_toggle_user_files"]["meta"]["toggle"] is True
@@ -78,9 +80,9 @@ def test_hand_edit_of_a_managed_field_is_one_field_in_diff_and_reverted(owui, bu
     model_id = "aihub_agent_pipe.policy-faq.default"
     row = get(owui, "/api/v1/models/model", id=model_id)
     form = {k: row[k] for k in ("id", "base_model_id", "name", "meta", "params")}
-    form["meta"]["capabilities"]["web_search"] = True  # managed: the agent has no web search
+    form["meta"]["capabilities"]["web_search"] = True  # managed: Open WebUI's own toggle stays off
     form["meta"]["capabilities"]["admin_note"] = True  # an admin's own key
-    form["meta"]["tags"] = [{"name": "finance"}]  # not ours
+    form["meta"]["voice"] = {"voice": "alloy"}  # not ours
     form["params"] = {"system": "Be brief.", "temperature": 0.3}  # not ours
     with owui.client() as http:
         http.post("/api/v1/models/model/update", json=form).raise_for_status()
@@ -95,7 +97,7 @@ def test_hand_edit_of_a_managed_field_is_one_field_in_diff_and_reverted(owui, bu
     after = get(owui, "/api/v1/models/model", id=model_id)
     assert after["meta"]["capabilities"]["web_search"] is False
     assert after["meta"]["capabilities"]["admin_note"] is True
-    assert after["meta"]["tags"] == [{"name": "finance"}]
+    assert after["meta"]["voice"] == {"voice": "alloy"}
     assert after["params"]["system"] == "Be brief." and after["params"]["temperature"] == 0.3
     assert provision(capsys, "diff", *bundle, "--detailed-exitcode")[0] == 0
 
@@ -131,15 +133,15 @@ def test_prune_removes_a_dropped_blueprint_and_nothing_else(owui, bundle, record
     (smaller / "support_desk.yaml").unlink()
     args = ["-p", str(smaller), "--bundle", bundle[3]]
     code, out, err = provision(capsys, "sync", *args)
-    # the pipe stops serving the dropped agents (its AGENTS valve), but without --prune
-    # their rows are only reported, not deleted
-    assert code == 0 and "0 to destroy" in out and "--prune" in err
+    # without --prune the rows are only reported, not deleted, and the pipe keeps serving them
+    assert code == 0 and "No changes." in out and "--prune" in err and "still served by the pipe" in err
     assert len(get(owui, "/api/v1/models/all")) == 6
     code, out, _ = provision(capsys, "sync", *args, "--prune")
-    assert code == 0 and "0 to add, 0 to change, 3 to destroy" in out
+    # the rows go, and their entries leave the pipe's AGENTS valve
+    assert code == 0 and "0 to add, 1 to change, 3 to destroy" in out and "valves.AGENTS[support-desk.tier1]" in out
     remaining = {r["id"] for r in get(owui, "/api/v1/models/all")}
     assert remaining == SAMPLE_MODELS - {m for m in SAMPLE_MODELS if ".support-desk." in m}
-    assert len(get(owui, "/api/v1/functions/export")) == 4
+    assert len(get(owui, "/api/v1/functions/export")) == 6  # bundle (2) + toggles (4)
 
 
 def test_group_access_is_resolved_by_name_and_a_missing_group_changes_nothing(owui, recorder, capsys, tmp_path: Path) -> None:

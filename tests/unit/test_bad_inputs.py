@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -72,7 +73,17 @@ def _tree_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
-BLUEPRINT_CASES = [c for c in OFFLINE if all(e.file.startswith("blueprints") for e in c.errors)]
+def _names_a_function(field: str) -> bool:
+    """`filters[0]`, `agents[1].actions[0]`: a reference to the user's functions, which
+    `generate` (blueprints only) does not read."""
+    return re.search(r"(^|\.)(filters|actions)\[", field) is not None
+
+
+BLUEPRINT_CASES = [
+    c
+    for c in OFFLINE
+    if all(e.file.startswith("blueprints") and not _names_a_function(e.field) for e in c.errors)
+]
 
 
 @pytest.mark.parametrize("case", [c.param() for c in BLUEPRINT_CASES])

@@ -55,7 +55,7 @@ def test_a_kept_agent_stays_in_the_pipe_with_its_last_backend_and_key(capsys, fa
     # The environment no longer needs the key: the kept agent's secret comes from the valve.
     code, out, err = run(capsys, "sync", "-p", str(root), *BUNDLE, "-o", "json")
     assert code == 0
-    assert json.loads(out)["plan"]["orphans"] == [  # sync -o json answers {"plan", "result"}
+    assert json.loads(out)["plan"]["orphans"] == [
         {"kind": "model", "id": "aihub_agent_pipe.old.default",
          "note": "kept and still served by the pipe from http://127.0.0.1:8700/old (its last backend) until --prune"}
     ]
@@ -93,3 +93,37 @@ def test_a_kept_agent_never_shows_its_key_in_a_plan(capsys, fake, tmp_path: Path
     (root / "live.yaml").write_text((root / "live.yaml").read_text().replace("name: Live agent", "name: Renamed"))
     code, out, err = run(capsys, "diff", "-p", str(root), *BUNDLE, "-o", "json")
     assert code == 0 and "old-secret-value-123456" not in out + err
+
+
+def test_keeping_an_agent_from_the_middle_of_the_valve_writes_nothing(capsys, fake, tmp_path: Path) -> None:
+    root = write_blueprint_dir(tmp_path / "bp", [blueprint("a"), blueprint("m"), blueprint("z")])
+    assert run(capsys, "sync", "-p", str(root), *BUNDLE)[0] == 0
+    (root / "m.yaml").unlink()
+    code, out, err = run(capsys, "diff", "-p", str(root), *BUNDLE)
+    assert code == 0 and "No changes." in out, out
+    assert list(agents_valve(fake)) == ["a.default", "m.default", "z.default"]
+
+
+def test_list_says_whether_the_pipe_serves_each_agent(capsys, fake, tmp_path: Path) -> None:
+    root = two_blueprints(tmp_path / "bp")
+    assert run(capsys, "sync", "-p", str(root), *BUNDLE)[0] == 0
+    (root / "old.yaml").unlink()
+    assert run(capsys, "sync", "-p", str(root), *BUNDLE)[0] == 0
+    code, out, _ = run(capsys, "list", "-o", "json")
+    assert {a["agent"]: a["served"] for a in json.loads(out)["agents"]} == {"live.default": True, "old.default": True}
+    valves = fake.functions["aihub_agent_pipe"]["valves"]
+    valves["AGENTS"] = json.dumps([e for e in json.loads(valves["AGENTS"]) if e["id"] != "old.default"])
+    code, out, _ = run(capsys, "list", "-o", "json")
+    assert {a["agent"]: a["served"] for a in json.loads(out)["agents"]} == {"live.default": True, "old.default": False}
+    code, out, _ = run(capsys, "list")
+    assert code == 0 and "NO: chats fail" in out
+
+
+def test_a_kept_agent_whose_key_the_server_reads_gets_no_secret_written(capsys, fake, tmp_path: Path, monkeypatch) -> None:
+    old = blueprint("old", backend={"url": "http://127.0.0.1:8700/old", "api_key_env": "OLD_KEY", "api_key_from": "server"})
+    root = write_blueprint_dir(tmp_path / "bp", [blueprint("live"), old])
+    assert run(capsys, "sync", "-p", str(root), *BUNDLE)[0] == 0
+    (root / "old.yaml").unlink()
+    assert run(capsys, "sync", "-p", str(root), *BUNDLE)[0] == 0
+    assert agents_valve(fake)["old.default"]["key_from"] == "server"
+    assert keys_valve(fake) == {}

@@ -61,3 +61,19 @@ def test_the_samples_render_toggles_for_their_native_features() -> None:
     files = expected_toggle_files(load_catalog(REPO / "blueprints"))
     assert {"aihub_toggle_web_search.py", "aihub_toggle_code_interpreter.py"} <= set(files)
     assert "aihub_toggle_image_generation.py" not in files  # no sample step calls diagram_drawing
+
+
+def test_the_plan_says_how_native_features_reach_agents_only_when_it_changes_something(capsys, monkeypatch) -> None:
+    from provisioner.cli import main
+    from tests.fake_owui import fake_instance_for_cli
+
+    samples = ["-p", str(REPO / "blueprints"), "--bundle", str(REPO / "owui_functions")]
+    with fake_instance_for_cli(monkeypatch, "sk-native-note-0123456789"):
+        assert main(["diff", *samples]) == 0
+        err = capsys.readouterr().err
+        assert "Note: code_interpreter, web_search reach agents as the bundle's own toggles " in err
+        assert "(aihub_toggle_code_interpreter, aihub_toggle_web_search), on any instance configuration" in err
+        assert main(["sync", *samples]) == 0
+        capsys.readouterr()
+        assert main(["diff", *samples]) == 0
+        assert "Note:" not in capsys.readouterr().err

@@ -123,9 +123,11 @@ def _signing_run(keyed: Path, capsys, monkeypatch: pytest.MonkeyPatch, server: F
     monkeypatch.setenv("OPENWEBUI_URL", server.base_url)
     monkeypatch.setenv("OPENWEBUI_TOKEN", "sk-admin")
     monkeypatch.setenv("DESK_KEY", SECRET)
+    options = [c for c in command if c == "-v"]
+    command = tuple(c for c in command if c != "-v")
     with respx.mock(assert_all_called=False) as router:
         server.mount(router)
-        code = main([*command, "-p", str(keyed), "--bundle", str(keyed.parent / "fn")])
+        code = main([*options, *command, "-p", str(keyed), "--bundle", str(keyed.parent / "fn")])
     return code, capsys.readouterr()
 
 
@@ -137,7 +139,8 @@ def test_sync_writes_a_random_signing_key_once_and_never_prints_it(
     assert code == 0
     pipe_change = next(c for c in json.loads(diff.out)["changes"] if c["id"] == "aihub_agent_pipe")
     assert {"path": "valves.HISTORY_SIGNING_KEY", "before": None, "after": "(sensitive)"} in pipe_change["fields"]
-    code, first = _signing_run(keyed, capsys, monkeypatch, server, "sync")
+    code, first = _signing_run(keyed, capsys, monkeypatch, server, "-v", "sync")
+    assert "POST /api/v1/functions/id/aihub_agent_pipe/valves/update -> 200" in first.err  # -v logged the write
     key = server.functions["aihub_agent_pipe"]["valves"]["HISTORY_SIGNING_KEY"]
     assert code == 0 and len(key) >= 32
     code, again = _signing_run(keyed, capsys, monkeypatch, server, "diff", "--detailed-exitcode")

@@ -56,7 +56,7 @@ def test_diff_names_each_wrapper_with_its_owner_and_changes_nothing_of_it(capsys
     assert "model gone-owner (owner: u-gone) wraps aihub_agent_pipe.policy-faq.default" in err
     assert "plain-preset" not in err
     code, out, _ = run(capsys, "sync", *SAMPLES, "--prune", "-o", "json")
-    assert code == 0 and json.loads(out)["plan"]["wrappers"][0] == {  # sync -o json answers {"plan", "result"}
+    assert code == 0 and json.loads(out)["plan"]["wrappers"][0] == {
         "id": "gone-owner", "name": "Old", "base_model_id": "aihub_agent_pipe.policy-faq.default", "owner": "u-gone",
     }
     assert fake.models["my-researcher"] == before  # never changed, never pruned

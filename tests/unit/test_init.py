@@ -1,0 +1,108 @@
+"""`provision init`: a working blueprint repo, never an overwritten file.
+
+The installed-wheel e2e test (tests/e2e/test_installed_wheel.py) runs the same scaffold, and its
+CI recipes, against a real Open WebUI; these tests pin the offline promises.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from pathlib import Path
+
+import pytest
+import yaml
+
+from provisioner import __version__
+from provisioner.cli import main
+from provisioner.scaffold import FILES
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def tree(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_init_writes_a_repo_that_validates_with_default_options(tmp_path: Path, capsys, monkeypatch) -> None:
+    code, out, err = run(capsys, "init", str(tmp_path / "agents"))
+    assert (code, err) == (0, "")
+    repo = tmp_path / "agents"
+    assert set(tree(repo)) == set(FILES)
+    for name in FILES:
+        assert f"created  {repo / name}" in out
+    monkeypatch.chdir(repo)
+    monkeypatch.delenv("PROVISION_TARGET", raising=False)
+    code, out, err = run(capsys, "validate")  # the installed bundle, functions/, targets.yaml: all defaults
+    assert code == 0, err
+    assert out.startswith("Valid: 1 blueprints, 1 agents, 5 functions.")  # filter, pipe, 2 toggles, pii_redaction
+    code, out, err = run(capsys, "validate", "--target", "production")  # every ${NAME} resolves
+    assert code == 0, err
+
+
+def test_init_in_the_current_directory(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert run(capsys, "init")[0] == 0
+    assert (tmp_path / ".github" / "workflows" / "provision.yml").is_file()
+    assert (tmp_path / ".gitlab-ci.yml").is_file()
+
+
+def test_init_never_overwrites_and_writes_nothing_when_a_file_exists(tmp_path: Path, capsys) -> None:
+    repo = tmp_path / "agents"
+    (repo / "blueprints").mkdir(parents=True)
+    (repo / "blueprints" / "capabilities.yaml").write_text("capabilities: {mine: {}}\n")
+    (repo / "README.md").write_text("our readme\n")
+    before = tree(repo)
+    code, out, err = run(capsys, "init", str(repo))
+    assert (code, out) == (1, "")
+    assert "wrote nothing" in err
+    assert f"  {repo / 'README.md'}" in err.splitlines()
+    assert f"  {repo / 'blueprints' / 'capabilities.yaml'}" in err.splitlines()
+    assert tree(repo) == before
+    assert not (repo / "targets.yaml").exists()
+
+
+def test_ci_recipes_pin_this_version_and_select_targets(tmp_path: Path, capsys) -> None:
+    assert run(capsys, "init", str(tmp_path))[0] == 0
+    github = yaml.safe_load((tmp_path / ".github" / "workflows" / "provision.yml").read_text())
+    gitlab = yaml.safe_load((tmp_path / ".gitlab-ci.yml").read_text())
+    pin = f'pip install "aihub-provision=={__version__}"'
+    github_runs = [s.get("run", "") for job in github["jobs"].values() for s in job["steps"]]
+    assert pin in github_runs
+    assert any("diff" in r and "-o markdown" in r and "$GITHUB_STEP_SUMMARY" in r for r in github_runs)
+    assert any(r.startswith("provision sync --target") and "--prune --yes" in r for r in github_runs)
+    assert gitlab["default"]["before_script"] == [pin]
+    scripts = [line for job in gitlab.values() if isinstance(job, dict) and "script" in job for line in job["script"]]
+    assert any("-o markdown > plan.md" in line for line in scripts)
+    targets = yaml.safe_load((tmp_path / "targets.yaml").read_text())["targets"]
+    assert set(targets) == {"staging", "production"}
+    # every token the recipes hand over is a target's token_env
+    token_envs = {t["token_env"] for t in targets.values()}
+    github_env = {k for job in github["jobs"].values() for k in job.get("env", {}) if k.startswith("OPENWEBUI_TOKEN")}
+    assert github_env == token_envs
+
+
+def test_the_example_filter_masks_addresses_and_numbers(tmp_path: Path, capsys) -> None:
+    assert run(capsys, "init", str(tmp_path))[0] == 0
+    spec = importlib.util.spec_from_file_location("pii_redaction", tmp_path / "functions" / "pii_redaction.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    body = {
+        "messages": [
+            {"role": "system", "content": "ops@example.com stays"},
+            {"role": "user", "content": "I am jane.doe@example.com, call +49 30 1234567."},
+        ]
+    }
+    out = module.Filter().inlet(body)
+    assert out["messages"][1]["content"] == "I am [e-mail], call [phone]."
+    assert out["messages"][0]["content"] == "ops@example.com stays"
+    assert module.Filter().inlet({"messages": "odd"}) == {"messages": "odd"}  # never raises on an odd body
