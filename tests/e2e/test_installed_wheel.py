@@ -193,9 +193,9 @@ def check_instance(owui: Any) -> None:
     [row] = get(owui, "/api/v1/models/all")
     assert row["id"] == MODEL and row["name"] == "IT Helpdesk"
     meta = row["meta"]
-    # every supported feature is one of the bundle's toggles (web_search included), then the user's filter
     assert meta["filterIds"] == ["aihub_feature_filter", "aihub_toggle_knowledge_base", "aihub_toggle_web_search", "pii_redaction"]
     assert meta["defaultFilterIds"] == ["aihub_toggle_knowledge_base"]
+    # web_search is the bundle's toggle filter; Open WebUI's own stays off
     assert meta["capabilities"]["web_search"] is False and meta["capabilities"]["memory"] is False
     assert meta["aihub"]["managed_by"] == "aihub-provision"
     functions = {f["id"]: f for f in get(owui, "/api/v1/functions/export")}
