@@ -12,10 +12,11 @@ Not a test. Run from the project root:
 2. The same stream end to end over loopback: a local HTTP server serves it and pipe() reads it,
    as Open WebUI would call it (three keys, a signing key). Reported as events per second.
 3. First token: time from sending the request to the first text, (a) reading the SSE stream
-   directly with one long-lived httpx client and stopping at the first TEXT_MESSAGE_CONTENT (the
-   best case for a direct reader), (a') the same with a new client and connection per request,
-   (b) through pipe() until its first yielded chunk (a new client per request, building the
-   request from Open WebUI's body, the recorder). Interleaved in one run; medians are compared.
+   directly with one long-lived aiohttp client (the pipe's library; the best case for a direct
+   reader), (a') the same with a new client and connection per request (what the pipe did before
+   it shared a client), (a'') one long-lived httpx client, (b) through pipe() until its first
+   yielded chunk (its shared client, building the request from Open WebUI's body, the recorder). Each reads its stream to the end, as a chat does, so a
+   kept-alive connection can serve the next request. Interleaved in one run; medians compared.
 """
 
 from __future__ import annotations
@@ -24,15 +25,17 @@ import argparse
 import asyncio
 import importlib.util
 import json
+import os
 import statistics
+import subprocess
 import sys
-import threading
+import tempfile
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import aiohttp
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,32 +117,44 @@ def bench_in_process(pipe: ModuleType, payload: bytes, count: int, *, keyed: boo
     return count / best
 
 
+SERVER_CODE = """
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+body = open(sys.argv[1], "rb").read()
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *args):
+        pass
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+server.daemon_threads = True
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
 class CannedServer:
-    """Serves the same SSE body to every POST, from a thread, on a free loopback port."""
+    """Serves the same SSE body to every POST on a free loopback port, from a process of its own
+    (in a thread of this one it would compete with the readers for the GIL)."""
 
     def __init__(self, body: bytes) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/agent"
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self._file = tempfile.NamedTemporaryFile(suffix=".sse")
+        self._file.write(body)
+        self._file.flush()
+        self._proc = subprocess.Popen([sys.executable, "-c", SERVER_CODE, self._file.name], stdout=subprocess.PIPE)
+        assert self._proc.stdout is not None
+        self.url = f"http://127.0.0.1:{int(self._proc.stdout.readline())}/agent"
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._proc.terminate()
+        self._proc.wait()
+        self._file.close()
 
 
 def make_pipe(pipe: ModuleType, url: str) -> Any:
@@ -154,33 +169,49 @@ def make_pipe(pipe: ModuleType, url: str) -> Any:
 BODY = {"model": "aihub_agent_pipe.bench.agent", "messages": [{"role": "user", "content": "go"}], "stream": True}
 
 
-async def first_token_direct(client: httpx.AsyncClient, url: str) -> float:
+REQUEST = {"threadId": "t", "runId": "r", "messages": [], "tools": [], "context": [], "state": {}, "forwardedProps": {}}
+
+
+def _is_text(line: str) -> bool:
+    return line.startswith("data:") and json.loads(line[5:])["type"] == "TEXT_MESSAGE_CONTENT"
+
+
+async def first_token_direct(client: aiohttp.ClientSession, url: str) -> float:
+    """aiohttp (the pipe's own client) reading the SSE lines itself."""
     start = time.perf_counter()
-    request = {
-        "threadId": "t",
-        "runId": "r",
-        "messages": [],
-        "tools": [],
-        "context": [],
-        "state": {},
-        "forwardedProps": {},
-    }
-    async with client.stream("POST", url, json=request, headers={"Accept": "text/event-stream"}) as response:
+    first = 0.0
+    async with client.post(url, json=REQUEST, headers={"Accept": "text/event-stream"}) as response:
+        async for raw in response.content:  # lines
+            if not first and _is_text(raw.decode()):
+                first = time.perf_counter() - start
+    # read to the end, as a chat does: only then can the connection serve the next request
+    if not first:
+        raise RuntimeError("no text in the stream")
+    return first
+
+
+async def first_token_httpx(client: httpx.AsyncClient, url: str) -> float:
+    """The same with httpx (the pipe's client before it moved to aiohttp)."""
+    start = time.perf_counter()
+    first = 0.0
+    async with client.stream("POST", url, json=REQUEST, headers={"Accept": "text/event-stream"}) as response:
         async for line in response.aiter_lines():
-            if line.startswith("data:") and json.loads(line[5:])["type"] == "TEXT_MESSAGE_CONTENT":
-                return time.perf_counter() - start
-    raise RuntimeError("no text in the stream")
+            if not first and _is_text(line):
+                first = time.perf_counter() - start
+    if not first:
+        raise RuntimeError("no text in the stream")
+    return first
 
 
 async def first_token_pipe(instance: Any) -> float:
     start = time.perf_counter()
-    stream = instance.pipe(body=dict(BODY), __user__={"id": "u"}, __metadata__={"chat_id": "c"})
-    async for chunk in stream:
-        if chunk:
-            elapsed = time.perf_counter() - start
-            await stream.aclose()
-            return elapsed
-    raise RuntimeError("the pipe yielded nothing")
+    first = 0.0
+    async for chunk in instance.pipe(body=dict(BODY), __user__={"id": "u"}, __metadata__={"chat_id": "c"}):
+        if chunk and not first:
+            first = time.perf_counter() - start
+    if not first:
+        raise RuntimeError("the pipe yielded nothing")
+    return first
 
 
 async def end_to_end(instance: Any, count: int) -> float:
@@ -195,27 +226,32 @@ async def bench_network(
     pipe: ModuleType, first_token_body: bytes, long_body: bytes, count: int, rounds: int
 ) -> dict[str, float]:
     short, long = CannedServer(first_token_body), CannedServer(long_body)
-    client = httpx.AsyncClient()  # the direct reader's best case: one client, kept alive
+    client = aiohttp.ClientSession()  # the direct reader's best case: one client, kept alive
+    other = httpx.AsyncClient()
     try:
         instance = make_pipe(pipe, short.url)
         for _ in range(3):  # warm up imports, connections, caches
             await first_token_direct(client, short.url)
+            await first_token_httpx(other, short.url)
             await first_token_pipe(instance)
-        direct, fresh, piped = [], [], []
+        direct, fresh, with_httpx, piped = [], [], [], []
         for _ in range(rounds):
             direct.append(await first_token_direct(client, short.url))
-            async with httpx.AsyncClient(verify=pipe._ssl_context()) as one_off:
+            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=pipe._ssl_context())) as one_off:
                 fresh.append(await first_token_direct(one_off, short.url))
+            with_httpx.append(await first_token_httpx(other, short.url))
             piped.append(await first_token_pipe(instance))
         e2e = max([await end_to_end(make_pipe(pipe, long.url), count) for _ in range(3)])
     finally:
-        await client.aclose()
+        await client.close()
+        await other.aclose()
         short.close()
         long.close()
     return {
         "direct_ms": statistics.median(direct) * 1000,
         "pipe_ms": statistics.median(piped) * 1000,
         "fresh_ms": statistics.median(fresh) * 1000,
+        "httpx_ms": statistics.median(with_httpx) * 1000,
         "direct_p90_ms": statistics.quantiles(direct, n=10)[-1] * 1000,
         "pipe_p90_ms": statistics.quantiles(piped, n=10)[-1] * 1000,
         "e2e_events_per_s": e2e,
@@ -252,14 +288,16 @@ def main() -> None:
     )
     print(f"pipe() end to end over loopback:       {net['e2e_events_per_s']:,.0f} events/s")
     print(
-        f"first token, httpx reading SSE itself: {net['direct_ms']:.2f} ms median (p90 {net['direct_p90_ms']:.2f} ms)"
+        f"first token, aiohttp reading SSE:     {net['direct_ms']:.2f} ms median (p90 {net['direct_p90_ms']:.2f} ms)"
     )
-    print(f"  same, new connection per request:    {net['fresh_ms']:.2f} ms median (what the pipe does per turn)")
+    print(f"  same, new connection per request:    {net['fresh_ms']:.2f} ms median (the pipe before it shared a client)")
+    print(f"  httpx reading SSE, kept alive:       {net['httpx_ms']:.2f} ms median")
     print(f"first token, through pipe():           {net['pipe_ms']:.2f} ms median (p90 {net['pipe_p90_ms']:.2f} ms)")
     print(
         f"pipe / direct first-token ratio:       {net['pipe_ms'] / net['direct_ms']:.2f}x "
         f"(+{net['pipe_ms'] - net['direct_ms']:.2f} ms), {args.rounds} interleaved rounds"
     )
+    print(f"load average after the run:            {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":

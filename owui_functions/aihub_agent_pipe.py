@@ -25,6 +25,7 @@ global: false
 # How it streams is the Recorder's docstring.
 
 import asyncio
+import codecs
 import functools
 import hashlib
 import hmac
@@ -35,15 +36,20 @@ import logging
 import os
 import re
 import ssl
+import sys
+import threading
 import time
 import traceback
+import types
+import urllib.parse
+import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote, quote_plus, urlsplit
 
-import httpx
+import aiohttp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 METADATA_KEY = "aihub_requested_features"
@@ -1153,15 +1159,16 @@ class Pipe:
         await _emit(__event_emitter__, {"description": f"Asking {agent.name}…", "done": False})
         try:
             headers = self._headers(agent)
-            timeout = httpx.Timeout(self.valves.TIMEOUT_SECONDS)
-            async with httpx.AsyncClient(timeout=timeout, verify=_ssl_context()) as client:
-                source = _openai_events if agent.transport == "openai" else _agui_events
-                events = source(client, agent, headers, payload)
-                try:
-                    async for chunk in _pump(events, recorder, __event_emitter__, self.valves.TIMEOUT_SECONDS):
-                        yield chunk
-                finally:
-                    await events.aclose()
+            client = await shared_client()
+            seconds = self.valves.TIMEOUT_SECONDS
+            timeout = aiohttp.ClientTimeout(total=None, sock_connect=seconds, sock_read=seconds)
+            source = _openai_events if agent.transport == "openai" else _agui_events
+            events = source(client, agent, headers, payload, timeout)
+            try:
+                async for chunk in _pump(events, recorder, __event_emitter__, self.valves.TIMEOUT_SECONDS):
+                    yield chunk
+            finally:
+                await events.aclose()  # a cancelled chat (stop) closes the agent's request here, at once
             if not recorder.finished:
                 raise StreamEndedEarly
         except Exception as exc:  # the chat must get an answer, never a broken stream
@@ -1186,24 +1193,71 @@ async def _pump(
     """Feed events to the recorder until the run ends and yield what became stable.
 
     One deadline for the whole run, checked per network read (a read carries a batch of events:
-    a per-event wait_for cost two thirds of the throughput).
+    a per-event wait_for cost two thirds of the throughput; asyncio.timeout_at needs no task).
+    Once the run has finished and everything is out, the end of the body (which follows at once)
+    is still read, briefly: only a response read to its end returns its connection to the pool.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while not recorder.finished:
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            raise TimeoutError
+    while True:
+        if recorder.finished:
+            deadline = min(deadline, loop.time() + FINISH_GRACE_SECONDS)
         try:
-            batch = await asyncio.wait_for(batches.__anext__(), remaining)
+            async with asyncio.timeout_at(deadline):
+                batch = await batches.__anext__()
         except StopAsyncIteration:
             return
-        for event in batch:  # yield per event: the first token must not wait for the batch
+        except TimeoutError:
+            if recorder.finished:
+                return  # a server that keeps the body open after the run loses its connection
+            raise
+        if recorder.finished:
+            continue
+        # The first text of a read goes out at once (the first token must not wait for the rest
+        # of the read to be parsed); the rest of the read goes out as one chunk, because Open WebUI
+        # spends more CPU on each yielded chunk than the pipe does on each event.
+        rest: list[str] | None = None
+        for event in batch:
             recorder.feed(event)
             for status in recorder.take_statuses():
                 await _emit(emitter, status)
-            for chunk in _safe_chunks(recorder.drain()):
-                yield chunk
+            text = recorder.drain()
+            if rest is not None:
+                rest.append(text)
+            elif text:
+                rest = []
+                for chunk in _safe_chunks(text):
+                    yield chunk
+        for chunk in _safe_chunks("".join(rest or ())):
+            yield chunk
+
+
+# --- connections: one pooled client per process (and event loop) ------------------------------
+# A new client per chat turn costs a connection (and a TLS handshake) every turn, and an SSL
+# context (~20 ms of CPU) for each. The client is aiohttp's, as for Open WebUI's own OpenAI
+# connections: per network read it costs Open WebUI about half the CPU httpx does, and at 50
+# chats at a time Open WebUI's CPU is the chat's latency. The pool lives in a holder registered
+# in sys.modules, so a reload of this file (Open WebUI re-executes it when the function changes)
+# reuses the same connections instead of orphaning them. One client per event loop: a client's
+# connections belong to the loop that opened them (tests run several loops; Open WebUI one).
+
+MAX_CONNECTIONS = 1000  # a streaming chat holds one connection for its whole run
+KEEPALIVE_SECONDS = 4.0  # under the idle timeout of common servers (uvicorn's and Node's are 5 s)
+FINISH_GRACE_SECONDS = 0.1  # how long the body's end may lag the run's end and keep the connection
+_POOL_HOLDER = "aihub_agent_pipe__connection_pool"
+_POOL_VERSION = 2  # bump when the client's configuration changes: a reload then builds a new one
+
+
+def _pool() -> Any:
+    """The process-wide holder: ``clients`` by event loop, the SSL context, a lock for building it."""
+    holder = sys.modules.get(_POOL_HOLDER)
+    if holder is None:
+        holder = types.ModuleType(_POOL_HOLDER, "aihub_agent_pipe's shared HTTP clients (survives reloads)")
+        holder.clients = {}  # loop -> (version, aiohttp.ClientSession)
+        holder.ssl_context = None
+        holder.ssl_lock = threading.Lock()
+        holder = sys.modules.setdefault(_POOL_HOLDER, holder)
+    return holder
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -1228,7 +1282,7 @@ def _host(url: str) -> str:
 
 
 # What a failed request raised, by class name, so the texts below hold for any HTTP client
-# (httpx today; aiohttp's names are listed too).
+# (aiohttp today; httpx's names are listed too).
 _CONNECT_FAILURES = {"ConnectError", "ConnectTimeout", "ClientConnectorError", "ConnectionTimeoutError"}
 _TRANSPORT_FAILURES = {"TransportError", "ClientError"}
 
@@ -1280,10 +1334,10 @@ def failure_text(
     kinds = _kinds(exc)
     if kinds & _CONNECT_FAILURES:
         return f"The agent cannot be reached at {host} ({_connect_reason(exc)})."
+    if kinds & {"SocketTimeoutError", "TimeoutException"}:  # aiohttp's is a TimeoutError too: test it first
+        return f"The agent at {host} sent nothing for {timeout:g} seconds, so the run was stopped.{incomplete}"
     if isinstance(exc, TimeoutError):
         return f"The agent did not finish within {timeout:g} seconds, so the run was stopped.{incomplete}"
-    if "TimeoutException" in kinds:
-        return f"The agent at {host} sent nothing for {timeout:g} seconds, so the run was stopped.{incomplete}"
     if isinstance(exc, StreamEndedEarly):
         return f"The agent's stream ended before the run finished.{incomplete}"
     if kinds & _TRANSPORT_FAILURES or isinstance(exc, OSError):
@@ -1292,10 +1346,53 @@ def failure_text(
     return f"The agent pipe failed ({type(exc).__name__}); the Open WebUI log has the details.{incomplete}"
 
 
-@functools.lru_cache(maxsize=1)
 def _ssl_context() -> ssl.SSLContext:
-    """Built once: httpx builds a fresh one per client otherwise, ~20 ms on every chat turn."""
-    return httpx.create_ssl_context()
+    """Built once per process (blocking: it reads the CA store); call it off the event loop.
+
+    The system's CA store (and SSL_CERT_FILE), as Open WebUI's own connections use.
+    """
+    pool = _pool()
+    with pool.ssl_lock:
+        if pool.ssl_context is None:
+            pool.ssl_context = ssl.create_default_context()
+        return pool.ssl_context
+
+
+async def shared_client() -> aiohttp.ClientSession:
+    """This event loop's client, created on first use; the SSL context is built in a thread."""
+    loop = asyncio.get_running_loop()
+    pool = _pool()
+    entry = pool.clients.get(loop)
+    if entry is not None and entry[0] == _POOL_VERSION and not entry[1].closed:
+        return entry[1]
+    ssl_context = pool.ssl_context or await asyncio.to_thread(_ssl_context)
+    entry = pool.clients.get(loop)  # another chat may have created it while this one waited
+    if entry is not None and entry[0] == _POOL_VERSION and not entry[1].closed:
+        return entry[1]
+    for other in [other for other in pool.clients if other.is_closed()]:
+        del pool.clients[other]  # a closed loop's connections can never be used again
+    # A client of an older version of this file is dropped, not closed: chats still streaming on
+    # it keep it alive until they end.
+    client = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(
+            limit=MAX_CONNECTIONS, limit_per_host=0, keepalive_timeout=KEEPALIVE_SECONDS, ssl=ssl_context
+        ),
+        # shared by every user's chats: a cookie one agent response sets must never ride along
+        # on another user's request
+        cookie_jar=aiohttp.DummyCookieJar(),
+        trust_env=False,  # with it, aiohttp looks up proxies and .netrc in a thread on every request; see _proxy_for
+        timeout=aiohttp.ClientTimeout(total=None, sock_connect=300, sock_read=300),
+    )
+    pool.clients[loop] = (_POOL_VERSION, client)
+    return client
+
+
+def _proxy_for(url: str) -> str | None:
+    """The HTTP(S)_PROXY for ``url`` unless NO_PROXY exempts it: environment reads only, no thread."""
+    parts = urllib.parse.urlsplit(url)
+    if urllib.request.proxy_bypass_environment(parts.hostname or ""):
+        return None
+    return urllib.request.getproxies_environment().get(parts.scheme)
 
 
 def requested_features(metadata: Mapping[str, Any], supported: Iterable[str]) -> list[str]:
@@ -1325,21 +1422,25 @@ async def _emit(emitter: EventEmitter, status: dict[str, Any]) -> None:
         log.debug("aihub_agent_pipe: event emitter failed", exc_info=True)
 
 
-async def _sse_batches(response: httpx.Response) -> AsyncIterator[list[str]]:
-    """The data of the SSE events completed by each network read."""
-    if response.status_code >= 400:
+async def _sse_batches(response: aiohttp.ClientResponse) -> AsyncIterator[Iterable[str]]:
+    """The data of the SSE events completed by each network read, each batch read through before the next."""
+    if response.status >= 400:
         # read enough to mask a key the body echoes before the text is cut short (failure_text)
-        detail = (await response.aread())[:8192].decode("utf-8", "replace")
-        raise AgentHTTPError(response.status_code, detail)
+        body = b""
+        while len(body) < 8192 and (more := await response.content.read(8192 - len(body))):
+            body += more
+        raise AgentHTTPError(response.status, body.decode("utf-8", "replace"))
     parser = SSEParser()
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")  # SSE is UTF-8 by definition
     pending = ""
-    async for text in response.aiter_text():
-        *lines, pending = (pending + text).split("\n")
-        batch = [
-            data for line in lines if (data := parser.feed(line[:-1] if line.endswith("\r") else line)) is not None
-        ]
-        if batch:
-            yield batch
+    async for raw in response.content.iter_any():
+        *lines, pending = (pending + decoder.decode(raw)).split("\n")
+        if lines:
+            # parsed as consumed: the first event of a large read is out before the rest is parsed
+            yield (
+                data for line in lines if (data := parser.feed(line[:-1] if line.endswith("\r") else line)) is not None
+            )
+    pending += decoder.decode(b"", final=True)
     tail = [data for data in (parser.feed(pending) if pending else None, parser.flush()) if data is not None]
     if tail:
         yield tail
@@ -1357,31 +1458,45 @@ def _short(detail: str) -> str:
 
 
 async def _agui_events(
-    client: httpx.AsyncClient, agent: AgentSpec, headers: dict[str, str], payload: dict[str, Any]
+    client: aiohttp.ClientSession,
+    agent: AgentSpec,
+    headers: dict[str, str],
+    payload: dict[str, Any],
+    timeout: aiohttp.ClientTimeout,
 ) -> AsyncIterator[Iterable[dict[str, Any]]]:
-    async with client.stream("POST", agent.url, json=payload, headers=headers) as response:
+    async with client.post(
+        agent.url, json=payload, headers=headers, timeout=timeout, proxy=_proxy_for(agent.url)
+    ) as response:
         async for batch in _sse_batches(response):
             # decoded lazily, so the first event's text is out before the rest of the read is parsed
             yield (event for event in map(_json_or_none, batch) if isinstance(event, dict))
 
 
 async def _openai_events(
-    client: httpx.AsyncClient, agent: AgentSpec, headers: dict[str, str], payload: dict[str, Any]
+    client: aiohttp.ClientSession,
+    agent: AgentSpec,
+    headers: dict[str, str],
+    payload: dict[str, Any],
+    timeout: aiohttp.ClientTimeout,
 ) -> AsyncIterator[list[dict[str, Any]]]:
     adapter = OpenAIChunkAdapter()
     url = agent.url.rstrip("/") + "/chat/completions"
-    async with client.stream("POST", url, json=payload, headers=headers) as response:
+    async with client.post(url, json=payload, headers=headers, timeout=timeout, proxy=_proxy_for(url)) as response:
+        done = False
         async for batch in _sse_batches(response):
+            if done:
+                continue  # read on to the body's end: the connection then goes back to the pool
             events: list[dict[str, Any]] = []
             for data in batch:
                 if data.strip() == "[DONE]":
-                    yield events + [{"type": "RUN_FINISHED"}]
-                    return
+                    done = True
+                    events.append({"type": "RUN_FINISHED"})
+                    break
                 chunk = _json_or_none(data)
                 if isinstance(chunk, dict):
                     events.extend(adapter.events(chunk))
             yield events
-    if adapter.finish_reason:  # some servers end without [DONE]
+    if adapter.finish_reason and not done:  # some servers end without [DONE]
         yield [{"type": "RUN_FINISHED"}]
 
 

@@ -677,7 +677,7 @@ def generate(
     return EXIT_OK
 
 
-@app.command(short_help="Start a blueprint repo (here or in DIRECTORY).")
+@app.command(short_help="Start a blueprint repo (here or in DIR).")
 def init(
     directory: Annotated[Path, typer.Argument(metavar="DIR", show_default=False, hidden=True)] = Path("."),
     no_color: NoColorOpt = False,

@@ -39,7 +39,7 @@ from provisioner import __version__
 from tests.builders import REPO
 
 MODEL = "aihub_agent_pipe.it-helpdesk.default"
-FUNCTIONS = {"aihub_feature_filter", "aihub_agent_pipe", "aihub_toggle_knowledge_base", "pii_redaction"}
+FUNCTIONS = {"aihub_feature_filter", "aihub_agent_pipe", "aihub_toggle_knowledge_base", "aihub_toggle_web_search", "pii_redaction"}
 PIN = f'"aihub-provision=={__version__}"'
 AGENT_KEY = "helpdesk-backend-key-for-the-wheel-test"
 # What the wheel is built from: the package, the bundle it carries, the project metadata.
@@ -193,9 +193,10 @@ def check_instance(owui: Any) -> None:
     [row] = get(owui, "/api/v1/models/all")
     assert row["id"] == MODEL and row["name"] == "IT Helpdesk"
     meta = row["meta"]
-    assert meta["filterIds"] == ["aihub_feature_filter", "aihub_toggle_knowledge_base", "pii_redaction"]
+    assert meta["filterIds"] == ["aihub_feature_filter", "aihub_toggle_knowledge_base", "aihub_toggle_web_search", "pii_redaction"]
     assert meta["defaultFilterIds"] == ["aihub_toggle_knowledge_base"]
-    assert meta["capabilities"]["web_search"] is True and meta["capabilities"]["memory"] is False
+    # web_search is the bundle's toggle filter; Open WebUI's own stays off
+    assert meta["capabilities"]["web_search"] is False and meta["capabilities"]["memory"] is False
     assert meta["aihub"]["managed_by"] == "aihub-provision"
     functions = {f["id"]: f for f in get(owui, "/api/v1/functions/export")}
     assert set(functions) == FUNCTIONS

@@ -131,7 +131,9 @@ def test_results_sit_inside_their_call_blocks_and_text_follows(server: Any) -> N
     # the lead-in streams word by word, before the call (a word may wait one delta when its end
     # could be the start of a key the pipe holds: the Scrubber's holdback)
     lead = run.chunks[: next(i for i, c in enumerate(run.chunks) if "<details" in c)]
-    assert "".join(lead) == "Let me look up the weather." and len(lead) >= 4
+    # (what one network read carries reaches Open WebUI as at most two chunks, the first text at
+    # once and the rest together, so the count depends on how the server's writes were read)
+    assert "".join(lead) == "Let me look up the weather." and len(lead) >= 2
     assert "Running get_weather…" in run.statuses
 
 

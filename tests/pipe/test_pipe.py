@@ -74,7 +74,7 @@ def test_file_imports_only_what_open_webui_ships() -> None:
         for line in source.splitlines()
         if line.startswith(("import ", "from ")) and not line.startswith("from __future__")
     }
-    allowed_third_party = {"httpx", "pydantic"}
+    allowed_third_party = {"aiohttp", "pydantic"}
     assert imported - set(sys.stdlib_module_names) <= allowed_third_party
 
 
@@ -236,7 +236,7 @@ def test_dropped_connection_keeps_what_streamed_and_closes_the_open_call(sse_stu
     assert 'result="Error: the run ended before this tool returned a result."' in run.content
     assert run.content.endswith(
         f"> Agent error: The connection to the agent at {host} broke while it was answering "
-        "(RemoteProtocolError). The answer above is incomplete.\n"
+        "(ClientPayloadError). The answer above is incomplete.\n"
     )
 
 

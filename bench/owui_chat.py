@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""Benchmark: chatting through a real Open WebUI, the agent pipe against Open WebUI's own connection.
+
+Usage (from the repository root)::
+
+    .venv/bin/python bench/owui_chat.py                       # 1, 10, 50 chats at a time; 1,000 in a row
+    .venv/bin/python bench/owui_chat.py --concurrency 1 10 --rounds 5 --in-a-row 0   # quicker
+
+One throwaway Open WebUI (scripts/openwebui-local) and one scripted backend process
+(bench/scripted_backend.py: a lead-in, a tool call, a summary, ``--rate`` tokens per
+second) serve three ways to the same turn, all through Open WebUI's streaming chat endpoint
+(``POST /api/chat/completions``, ``stream: true``):
+
+    (a) openai-connection  Open WebUI's own OpenAI connection to the backend's /v1 (what a
+                           platform team would use instead of the pipe)
+    (b) pipe-openai        the agent pipe, OpenAI transport, to the same /v1
+    (c) pipe-agui          the agent pipe, AG-UI transport, to the backend's /agui
+
+For each concurrency, ``--rounds`` rounds; in each round every way runs one wave of that many
+chats at once, the order of the ways rotating from round to round (interleaved, so load drift
+hits all three alike). Per chat: time to first token (the first text of the answer) and to last
+token (the last text), as the client sees them. Per way: medians, p90, the ratios of (b) and (c)
+to (a), and the Open WebUI process's CPU time per chat (utime+stime over the waves of that way).
+
+Then ``--in-a-row`` chats one after another on each way: the Open WebUI process's RSS, its open
+socket fds and its connections to the backend, sampled every tenth of the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+PIPE_FILE = REPO / "owui_functions" / "aihub_agent_pipe.py"
+BACKEND = REPO / "bench" / "scripted_backend.py"
+WAYS = {
+    "openai-connection": "bench-agent",
+    "pipe-openai": "aihub_agent_pipe.bench.openai",
+    "pipe-agui": "aihub_agent_pipe.bench.agui",
+}
+BASELINE = "openai-connection"
+MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+# ------------------------------------------------------------------------------ the set-up
+
+
+def start_backend(rate: float, tokens: int) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, str(BACKEND), "--rate", str(rate), "--tokens", str(tokens)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("PORT "):
+        proc.kill()
+        raise SystemExit(f"the scripted backend did not start: {line!r}")
+    return proc, f"http://127.0.0.1:{line.split()[1]}"
+
+
+def configure(http: httpx.Client, backend: str) -> None:
+    """Point Open WebUI's OpenAI connection at the backend; install the pipe with two agents on it."""
+    http.post("/openai/config/update", json={
+        "ENABLE_OPENAI_API": True,
+        "OPENAI_API_BASE_URLS": [f"{backend}/v1"],
+        "OPENAI_API_KEYS": ["bench-key"],
+        "OPENAI_API_CONFIGS": {"0": {"enable": True}},
+    }).raise_for_status()
+    form = {"id": "aihub_agent_pipe", "name": "AI Hub Agent Pipe", "content": PIPE_FILE.read_text(encoding="utf-8"),
+            "meta": {"description": "bench"}}
+    if http.get("/api/v1/functions/id/aihub_agent_pipe").status_code != 200:
+        http.post("/api/v1/functions/create", json=form).raise_for_status()
+        http.post("/api/v1/functions/id/aihub_agent_pipe/toggle").raise_for_status()
+    agents = [
+        {"id": "bench.openai", "name": "Bench (OpenAI)", "transport": "openai", "url": f"{backend}/v1",
+         "model": "bench-agent", "features": []},
+        {"id": "bench.agui", "name": "Bench (AG-UI)", "transport": "agui", "url": f"{backend}/agui", "features": []},
+    ]
+    http.post("/api/v1/functions/id/aihub_agent_pipe/valves/update",
+              json={"AGENTS": json.dumps(agents), "API_KEYS": "{}", "TIMEOUT_SECONDS": 300}).raise_for_status()
+    listed = {m["id"] for m in http.get("/api/models", params={"refresh": "true"}).raise_for_status().json()["data"]}
+    missing = set(WAYS.values()) - listed
+    if missing:
+        raise SystemExit(f"Open WebUI does not list {sorted(missing)} (it lists {sorted(listed)})")
+
+
+# ------------------------------------------------------------------------------ one chat
+
+
+async def chat(client: httpx.AsyncClient, model: str) -> tuple[float, float, str]:
+    """(first token s, last token s, text) of one streaming chat completion, as the client sees it."""
+    body = {"model": model, "messages": MESSAGES, "stream": True}
+    first = last = 0.0
+    parts: list[str] = []
+    start = time.perf_counter()
+    async with client.stream("POST", "/api/chat/completions", json=body) as response:
+        if response.status_code != 200:
+            raise RuntimeError(f"{model}: HTTP {response.status_code} {(await response.aread())[:300]!r}")
+        async for line in response.aiter_lines():
+            if not line.startswith("data:") or line == "data: [DONE]":
+                continue
+            try:
+                choices = json.loads(line[5:]).get("choices") or [{}]
+            except ValueError:
+                continue
+            text = (choices[0].get("delta") or {}).get("content")
+            if text:
+                last = time.perf_counter() - start
+                first = first or last
+                parts.append(text)
+    return first, last, "".join(parts)
+
+
+def check_answer(way: str, text: str, tokens: int) -> None:
+    """Refuse figures for a way that did not stream the whole turn."""
+    wanted = [f"lead{tokens - 1} ", f"sum{tokens - 1} "]
+    if way != BASELINE:
+        wanted.append("get_weather")  # the pipe renders the tool call; the connection passes raw deltas
+    if not all(w in text for w in wanted) or "Agent error" in text:
+        raise SystemExit(f"{way} did not stream the whole turn: {text[:400]!r}")
+
+
+# ------------------------------------------------------------------------------ the process
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def sockets(pid: int, backend_port: int) -> tuple[int, int]:
+    """(socket fds of the process, its established TCP connections to the backend)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    to_backend = 0
+    for table in ("tcp", "tcp6"):
+        try:
+            rows = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if cols[3] == "01" and cols[9] in inodes and int(cols[2].rsplit(":", 1)[1], 16) == backend_port:
+                to_backend += 1
+    return len(inodes), to_backend
+
+
+# ------------------------------------------------------------------------------ the runs
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def concurrency_run(client: httpx.AsyncClient, pid: int, concurrency: int, rounds: int,
+                          tokens: int) -> dict[str, Any]:
+    ways = list(WAYS)
+    first: dict[str, list[float]] = {w: [] for w in ways}
+    last: dict[str, list[float]] = {w: [] for w in ways}
+    cpu = dict.fromkeys(ways, 0.0)
+    errors: dict[str, list[str]] = {w: [] for w in ways}
+    for r in range(rounds):
+        for way in ways[r % 3:] + ways[:r % 3]:
+            before = cpu_seconds(pid)
+            results = await asyncio.gather(*(chat(client, WAYS[way]) for _ in range(concurrency)),
+                                           return_exceptions=True)
+            cpu[way] += cpu_seconds(pid) - before
+            for result in results:
+                if isinstance(result, BaseException):
+                    errors[way].append(f"{type(result).__name__}: {result}"[:200])
+                    continue
+                f, l, text = result
+                check_answer(way, text, tokens)
+                first[way].append(f)
+                last[way].append(l)
+    chats = rounds * concurrency
+    out: dict[str, Any] = {"concurrency": concurrency, "chats_per_way": chats, "ways": {}}
+    for way in ways:
+        out["ways"][way] = {
+            "first_ms": round(statistics.median(first[way]) * 1000, 2),
+            "first_p90_ms": round(quantile(first[way], 0.9) * 1000, 2),
+            "last_ms": round(statistics.median(last[way]) * 1000, 2),
+            "last_p90_ms": round(quantile(last[way], 0.9) * 1000, 2),
+            "cpu_ms_per_chat": round(cpu[way] / chats * 1000, 2),
+            "errors": len(errors[way]),
+            "first_errors": sorted(set(errors[way]))[:3],
+        }
+    base = out["ways"][BASELINE]
+    for way in ways:
+        row = out["ways"][way]
+        row["first_ratio"] = round(row["first_ms"] / base["first_ms"], 3)
+        row["last_ratio"] = round(row["last_ms"] / base["last_ms"], 3)
+    return out
+
+
+async def in_a_row(client: httpx.AsyncClient, pid: int, backend_port: int, way: str, count: int,
+                   tokens: int) -> dict[str, Any]:
+    for _ in range(max(20, count // 10)):  # warm-up: caches, pools
+        await chat(client, WAYS[way])
+    samples = []
+    step = max(1, count // 10)
+    for i in range(count + 1):
+        if i % step == 0:
+            fds, to_backend = sockets(pid, backend_port)
+            samples.append({"chats": i, "rss_mb": round(rss_mb(pid), 1), "socket_fds": fds,
+                            "to_backend": to_backend})
+        if i < count:
+            _, _, text = await chat(client, WAYS[way])
+            if i == 0:
+                check_answer(way, text, tokens)
+    return {"way": way, "chats": count, "samples": samples}
+
+
+def print_concurrency(run: dict[str, Any]) -> None:
+    print(f"\n{run['concurrency']} chat(s) at a time, {run['chats_per_way']} chats per way:")
+    print(f"  {'way':<18} {'first ms':>9} {'(p90)':>8} {'ratio':>6}   {'last ms':>9} {'(p90)':>8} {'ratio':>6}"
+          f"   {'OWUI CPU ms/chat':>16}")
+    for way, r in run["ways"].items():
+        print(f"  {way:<18} {r['first_ms']:9.1f} {r['first_p90_ms']:8.1f} {r['first_ratio']:6.2f}   "
+              f"{r['last_ms']:9.1f} {r['last_p90_ms']:8.1f} {r['last_ratio']:6.2f}   {r['cpu_ms_per_chat']:16.1f}"
+              + (f"   {r['errors']} failed: {r['first_errors']}" if r["errors"] else ""))
+
+
+def print_in_a_row(run: dict[str, Any]) -> None:
+    print(f"\n{run['chats']} chats in a row, {run['way']}:  chats / RSS MB / socket fds / connections to the backend")
+    print("  " + "  ".join(f"{s['chats']}:{s['rss_mb']:.0f}/{s['socket_fds']}/{s['to_backend']}"
+                           for s in run["samples"]))
+
+
+async def run_all(args: argparse.Namespace, url: str, token: str, pid: int, backend_port: int) -> dict[str, Any]:
+    # keep-alive shorter than uvicorn's 5 s, so the client never reuses a connection the server is closing
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=100, keepalive_expiry=2.0)
+    headers = {"Authorization": f"Bearer {token}"}
+    figures: dict[str, Any] = {"concurrency": [], "in_a_row": []}
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=300, limits=limits, trust_env=False) as client:
+        for way in WAYS:  # warm-up, and proof that each way streams the whole turn
+            for _ in range(3):
+                check_answer(way, (await chat(client, WAYS[way]))[2], args.tokens)
+        for concurrency in args.concurrency:
+            run = await concurrency_run(client, pid, concurrency, args.rounds, args.tokens)
+            figures["concurrency"].append(run)
+            print_concurrency(run)
+        if args.in_a_row:
+            for way in WAYS:
+                run = await in_a_row(client, pid, backend_port, way, args.in_a_row, args.tokens)
+                figures["in_a_row"].append(run)
+                print_in_a_row(run)
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--concurrency", type=int, nargs="*", default=[1, 10, 50], help="chats at a time")
+    parser.add_argument("--rounds", type=int, default=10, help="waves per way and concurrency, interleaved")
+    parser.add_argument("--rate", type=float, default=200, help="backend tokens per second per stream")
+    parser.add_argument("--tokens", type=int, default=40, help="text tokens before and after the tool call")
+    parser.add_argument("--in-a-row", type=int, default=1000, help="chats one after another per way (0: skip)")
+    parser.add_argument("--in-a-row-rate", type=float, default=0, help="backend token rate for those (0: at once)")
+    parser.add_argument("--name", default=f"bench-chat-{os.getpid()}", help="openwebui-local instance name")
+    parser.add_argument("--keep", action="store_true", help="keep the instance running afterwards")
+    parser.add_argument("--json", type=Path, help="write the figures here as JSON")
+    args = parser.parse_args(argv)
+
+    from tests.e2e.owui_instance import throwaway_instance
+
+    figures: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "cpus": os.cpu_count()}
+    backends: list[subprocess.Popen[str]] = []
+    try:
+        with throwaway_instance(args.name, keep=args.keep) as owui:
+            pid = int(owui.status()["pid"])
+            print(f"Open WebUI pid {pid} at {owui.url}; {2 * args.tokens} text tokens and one tool call per turn; "
+                  f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+            runs = [(args.rate, args.concurrency, 0)]
+            if args.in_a_row:
+                runs.append((args.in_a_row_rate, [], args.in_a_row))
+            figures["concurrency"], figures["in_a_row"], figures["backend_stats"] = [], [], []
+            for rate, concurrency, row in runs:
+                proc, backend_url = start_backend(rate, args.tokens)
+                backends.append(proc)
+                with owui.client(timeout=60) as http:
+                    configure(http, backend_url)
+                print(f"\nbackend {backend_url}: {rate:g} tokens/s per stream (0: no pause)")
+                plan = argparse.Namespace(**{**vars(args), "concurrency": concurrency, "in_a_row": row})
+                done = asyncio.run(run_all(plan, owui.url, owui.token, pid, int(backend_url.rsplit(":", 1)[1])))
+                figures["concurrency"] += done["concurrency"]
+                figures["in_a_row"] += done["in_a_row"]
+                with httpx.Client(trust_env=False) as plain:
+                    stats = plain.get(f"{backend_url}/stats").json()
+                figures["backend_stats"].append(stats)
+                print(f"backend: {stats}")
+            figures["load_after"] = os.getloadavg()[0]
+    finally:
+        for proc in backends:
+            proc.terminate()
+    print(f"load after {figures['load_after']:.1f}")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

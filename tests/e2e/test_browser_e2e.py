@@ -1,0 +1,439 @@
+"""What a user sees in Open WebUI's own chat page, in a real Chromium (issue 8).
+
+One instance, one browser, two logins for the whole module: the sample blueprints are synced
+once with every backend on the scripted AG-UI server, one private agent opened to a group
+`Support` that the normal user belongs to, and one extra public agent whose backend is down.
+Every expectation is derived from the blueprints through the project's own loader (supported
+features, defaults, access, feature titles, descriptions and icons), never from a list kept here.
+
+On failure the tab of each user is saved as a screenshot and HTML under test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import shutil
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import yaml
+
+import provisioner.cli as cli
+from provisioner.features import is_native
+from provisioner.loader import Catalog, load_catalog
+from tests.builders import REPO, write_function_dir
+
+try:
+    from .browser_support import BrowserUnavailable, ChatPage, Toggle, launch
+    from .chat_support import AGENT_ANSWER, AGENT_PIPE
+    from .owui_instance import running_in_ci
+except ImportError:
+    from browser_support import BrowserUnavailable, ChatPage, Toggle, launch
+    from chat_support import AGENT_ANSWER, AGENT_PIPE
+    from owui_instance import running_in_ci
+
+GROUP = "Support"
+MEMBER_EMAIL = "member@localhost"
+DOWN_BLUEPRINT = "down-desk"
+
+# How Open WebUI itself labels its three native toggles (name, tooltip) in 0.12.4.
+NATIVE_LOOK = {
+    "web_search": ("Web Search", "Search the internet"),
+    "image_generation": ("Image", "Generate an image"),
+    "code_interpreter": ("Code Interpreter", "Execute code for analysis"),
+}
+
+# The scripted AG-UI server's `lead_tool_summary` turn (tests/agui_server/app.py SCRIPTS).
+LEAD_IN, TOOL, SUMMARY = "Let me look up the weather.", "get_weather", "It is sunny in Paris."
+
+
+# --- expectations, from the blueprints ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AgentView:
+    """What one agent should look like in the chat page, derived from its blueprint."""
+
+    model_id: str
+    name: str
+    access: Any  # "public" | "private" | GroupAccess
+    supported: frozenset[str]
+    defaults: frozenset[str]
+    icon: str | None  # data URI of the icon the blueprint sets for it, if any
+    suggestions: tuple[tuple[str, str], ...] | None  # its suggestion cards (title, subtitle), if set
+
+    @property
+    def is_sample(self) -> bool:
+        return not self.model_id.startswith(f"aihub_agent_pipe.{DOWN_BLUEPRINT}.")
+
+    def readable_by(self, groups: set[str]) -> bool:
+        if self.access == "public":
+            return True
+        return bool(getattr(self.access, "groups", None)) and bool(set(self.access.groups) & groups)
+
+
+def agent_views(catalog: Catalog) -> list[AgentView]:
+    views = []
+    for loaded in catalog.blueprints:
+        bp = loaded.blueprint
+        for agent in bp.agents:
+            cards = agent.suggestions if agent.suggestions is not None else bp.suggestions
+            views.append(AgentView(
+                f"aihub_agent_pipe.{bp.id}.{agent.id}", agent.name, agent.access,
+                frozenset(loaded.supported_features), frozenset(agent.defaults),
+                loaded.agent_icons.get(agent.id) or loaded.icon,
+                None if cards is None else tuple((card.title, card.subtitle) for card in cards)))
+    return sorted(views, key=lambda view: view.model_id)
+
+
+def toggle_title(catalog: Catalog, feature: str) -> str:
+    return NATIVE_LOOK[feature][0] if is_native(feature) else catalog.features[feature].title
+
+
+def expected_toggles(catalog: Catalog, view: AgentView) -> dict[str, tuple[bool, str, str | None]]:
+    """title -> (on in a new chat, tooltip, icon src or None where any icon will do)."""
+    expected = {}
+    for feature in sorted(view.supported):
+        if is_native(feature):
+            title, tooltip = NATIVE_LOOK[feature]
+            icon = None
+        else:
+            title, tooltip = catalog.features[feature].title, catalog.features[feature].description
+            icon = catalog.feature_icons.get(feature)
+        expected[title] = (feature in view.defaults, tooltip, icon)
+    return expected
+
+
+def toggle_problems(catalog: Catalog, view: AgentView, shown: list[Toggle], chips: set[str]) -> list[str]:
+    """Every way the chat input of this agent differs from its blueprint, in words."""
+    want = expected_toggles(catalog, view)
+    got = {toggle.name: toggle for toggle in shown}
+    problems = []
+    names = [toggle.name for toggle in shown]
+    if len(names) != len(set(names)):
+        problems.append(f"toggles shown twice: {sorted(names)}")
+    if set(got) != set(want):
+        problems.append(f"toggles {sorted(got)}, expected {sorted(want)}")
+    for title in sorted(set(got) & set(want)):
+        on, tooltip, icon = want[title]
+        toggle = got[title]
+        if toggle.on != on:
+            problems.append(f"{title!r} is {'on' if toggle.on else 'off'} in a new chat, expected {'on' if on else 'off'}")
+        if toggle.description != tooltip:
+            problems.append(f"{title!r} describes itself as {toggle.description!r}, expected {tooltip!r}")
+        if not toggle.icon or (icon is not None and toggle.icon != icon):
+            problems.append(f"{title!r} shows icon {toggle.icon[:60]!r}, expected {(icon or 'an icon')[:60]!r}")
+    want_chips = {title for title, (on, _, _) in want.items() if on}
+    if chips != want_chips:
+        problems.append(f"chips {sorted(chips)}, expected {sorted(want_chips)}")
+    return [f"{view.model_id}: {problem}" for problem in problems]
+
+
+# --- the site: one instance, synced once, two users -------------------------------------------------
+
+
+@dataclass
+class Site:
+    owui: Any
+    agui: Any
+    catalog: Catalog
+    cli_args: list[str]
+    member_password: str
+    member_id: str
+    down_host: str
+
+    @property
+    def agents(self) -> list[AgentView]:
+        return agent_views(self.catalog)
+
+    def member_agents(self) -> list[AgentView]:
+        return [view for view in self.agents if view.readable_by({GROUP})]
+
+    def sync(self) -> None:
+        """`provision sync` of the browser blueprints into the instance."""
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("OPENWEBUI_URL", self.owui.url)
+            env.setenv("OPENWEBUI_TOKEN", self.owui.token)
+            env.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
+            code = cli.main(["sync", "--yes", *self.cli_args])
+        assert code == 0, "provision sync failed (its output is in the captured stdout)"
+
+
+def free_closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def browser_blueprints(root: Path, agent_url: str, down_url: str) -> Path:
+    """The samples with every backend on the scripted server, the first private agent readable by
+    the group, and one public agent whose backend is down."""
+    shutil.copytree(REPO / "blueprints", root)
+    opened = False
+    for path in sorted(root.glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if "agents" not in data:
+            continue  # capabilities.yaml, features.yaml
+        data["backend"] = {"transport": "agui", "url": agent_url}
+        for agent in data["agents"]:
+            agent.pop("backend", None)
+            if not opened and agent.get("access", "private") == "private":
+                agent["access"], opened = {"groups": [GROUP]}, True
+        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    assert opened, "no private sample agent to open to the group"
+    (root / "down_desk.yaml").write_text(yaml.safe_dump({
+        "id": DOWN_BLUEPRINT, "name": "Down Desk", "description": "An agent whose backend is down.",
+        "backend": {"transport": "agui", "url": down_url},
+        "steps": [{"id": "answer", "calls": ["draft_reply"]}],
+        "agents": [{"id": "default", "name": "Down Desk", "access": "public"}],
+    }, sort_keys=False), encoding="utf-8")
+    return root
+
+
+def _unavailable(reason: str) -> None:
+    if running_in_ci():
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def site(openwebui, agui_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    if not openwebui.healthy():
+        openwebui.start()
+    openwebui.reset()
+    tmp = tmp_path_factory.mktemp("browser")
+    port = free_closed_port()
+    root = browser_blueprints(tmp / "blueprints", agui_server.agent_url, f"http://127.0.0.1:{port}/agent")
+    functions = write_function_dir(tmp / "functions", root, AGENT_PIPE)
+    password = secrets.token_urlsafe(18)
+    with openwebui.client() as http:
+        group = http.post("/api/v1/groups/create", json={"name": GROUP, "description": ""}).raise_for_status().json()
+        for user in http.get("/api/v1/users/", params={"query": MEMBER_EMAIL}).raise_for_status().json().get("users", []):
+            if user["email"] == MEMBER_EMAIL:  # left by an interrupted run on a kept instance
+                http.delete(f"/api/v1/users/{user['id']}").raise_for_status()
+        member = http.post("/api/v1/auths/add", json={"name": "Member", "email": MEMBER_EMAIL, "password": password,
+                                                       "role": "user"}).raise_for_status().json()
+        http.post(f"/api/v1/groups/id/{group['id']}/users/add", json={"user_ids": [member["id"]]}).raise_for_status()
+    built = Site(openwebui, agui_server, load_catalog(root), ["-p", str(root), "--bundle", str(functions)],
+                 password, member["id"], f"127.0.0.1:{port}")
+    built.sync()
+    yield built
+    with openwebui.client() as http:
+        http.delete(f"/api/v1/users/{member['id']}")
+    openwebui.reset()
+
+
+@pytest.fixture(scope="module")
+def browser(site: Site) -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:
+        _unavailable(f"the playwright package is missing ({exc}); scripts/test installs the test extras")
+    with sync_playwright() as playwright:
+        try:
+            chromium = launch(playwright)
+        except (BrowserUnavailable, Exception) as exc:  # noqa: BLE001 - any launch failure means no browser
+            _unavailable(f"Chromium could not be started: {exc}")
+        yield chromium
+        chromium.close()
+
+
+def _logged_in(browser: Any, site: Site, email: str, password: str) -> Iterator[ChatPage]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = ChatPage(context.new_page(), site.owui.url)
+    page.login(email, password)
+    yield page
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def admin(browser: Any, site: Site) -> Iterator[ChatPage]:
+    credentials = site.owui.instance_dir / "admin.json"  # written by scripts/openwebui-local
+    admin_login = json.loads(credentials.read_text(encoding="utf-8"))
+    yield from _logged_in(browser, site, admin_login["email"], admin_login["password"])
+
+
+@pytest.fixture(scope="module")
+def member(browser: Any, site: Site) -> Iterator[ChatPage]:
+    yield from _logged_in(browser, site, MEMBER_EMAIL, site.member_password)
+
+
+@pytest.fixture(autouse=True)
+def evidence_on_failure(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Save what each user's tab shows when the test failed (screenshot + HTML)."""
+    yield
+    report = getattr(request.node, "rep_call", None)
+    if report is None or not report.failed:
+        return
+    saved = []
+    for role in ("admin", "member"):
+        if role in request.fixturenames:
+            saved += request.getfixturevalue(role).save_artifacts(f"{request.node.name}-{role}")
+    if saved:
+        print(f"\nbrowser evidence: {', '.join(str(path.relative_to(REPO)) for path in saved)}")
+
+
+@pytest.fixture
+def instance_switches_on(site: Site) -> Iterator[None]:
+    """An admin turns on web search, image generation and code interpreter, then syncs again.
+
+    The search engine and image endpoint point at a closed loopback port: Open WebUI running
+    either for an agent would fail loudly rather than reach the internet. Restored afterwards.
+    """
+    port = free_closed_port()
+    with site.owui.client() as http:
+        web_before = http.get("/api/v1/retrieval/config").raise_for_status().json()["web"]
+        images_before = http.get("/api/v1/images/config").raise_for_status().json()
+        code_before = http.get("/api/v1/configs/code_execution").raise_for_status().json()
+        http.post("/api/v1/retrieval/config/update", json={"web": {
+            "ENABLE_WEB_SEARCH": True, "WEB_SEARCH_ENGINE": "searxng",
+            "SEARXNG_QUERY_URL": f"http://127.0.0.1:{port}/search?q=<query>"}}).raise_for_status()
+        http.post("/api/v1/images/config/update", json={
+            **images_before, "ENABLE_IMAGE_GENERATION": True, "IMAGE_GENERATION_ENGINE": "openai",
+            "IMAGES_OPENAI_API_BASE_URL": f"http://127.0.0.1:{port}/v1"}).raise_for_status()
+        http.post("/api/v1/configs/code_execution",
+                  json={**code_before, "ENABLE_CODE_INTERPRETER": True}).raise_for_status()
+    site.sync()
+    try:
+        yield
+    finally:
+        with site.owui.client() as http:
+            http.post("/api/v1/retrieval/config/update", json={"web": {
+                key: web_before[key] for key in ("ENABLE_WEB_SEARCH", "WEB_SEARCH_ENGINE", "SEARXNG_QUERY_URL")
+            }}).raise_for_status()
+            http.post("/api/v1/images/config/update", json=images_before).raise_for_status()
+            http.post("/api/v1/configs/code_execution", json=code_before).raise_for_status()
+        site.sync()
+
+
+# --- the tests -------------------------------------------------------------------------------------
+
+
+def test_model_selector_lists_exactly_the_agents_each_user_may_use(site: Site, admin: ChatPage, member: ChatPage) -> None:
+    everyone = {view.model_id for view in site.agents}
+    readable = {view.model_id for view in site.member_agents()}
+    assert readable < everyone, "the test needs an agent the member may not use"
+
+    admin.new_chat(site.agents[0].model_id)
+    assert admin.selectable_models() == everyone
+    member.new_chat(site.member_agents()[0].model_id)
+    assert member.selectable_models() == readable
+
+
+def check_every_agents_toggles(site: Site, admin: ChatPage, member: ChatPage, label: str) -> None:
+    """Each agent once, as the member where the member may use it (what users see), else as admin.
+    An agent whose input is wrong is saved (menu open) under test-artifacts/<label>-<agent>."""
+    problems = []
+    for view in site.agents:
+        page = member if view.readable_by({GROUP}) else admin
+        page.new_chat(view.model_id)
+        shown = page.toggles()
+        found = toggle_problems(site.catalog, view, shown, page.chips())
+        if found:
+            page.open_integrations()
+            page.save_artifacts(f"{label}-{view.model_id}")
+            page.close_menu()
+        problems += found
+    assert not problems, "the chat input does not show what the blueprints support:\n" + "\n".join(problems)
+
+
+def test_every_agent_shows_exactly_its_supported_toggles_on_a_stock_instance(
+    site: Site, admin: ChatPage, member: ChatPage
+) -> None:
+    check_every_agents_toggles(site, admin, member, "stock")
+
+
+def test_every_agent_shows_exactly_its_supported_toggles_with_the_instance_switches_on(
+    site: Site, admin: ChatPage, member: ChatPage, instance_switches_on: None
+) -> None:
+    check_every_agents_toggles(site, admin, member, "switches-on")
+
+
+def test_every_sample_agent_shows_its_own_icon_and_suggestions(site: Site, admin: ChatPage) -> None:
+    problems = []
+    for view in filter(lambda view: view.is_sample, site.agents):
+        if view.icon is None or not view.suggestions:
+            problems.append(f"{view.model_id}: the sample sets no icon or no suggestions")
+            continue
+        admin.new_chat(view.model_id)
+        icon = admin.model_icon_data(view.model_id)
+        if icon != view.icon.partition(",")[2]:
+            problems.append(f"{view.model_id}: shows icon {icon[:40]!r}..., not its blueprint's")
+        cards = admin.suggestion_cards()
+        if set(cards) != set(view.suggestions):
+            problems.append(f"{view.model_id}: suggestions {sorted(cards)}, expected {sorted(view.suggestions)}")
+    assert not problems, "\n".join(problems)
+
+
+def test_a_chat_renders_lead_in_then_the_tool_block_then_the_summary(site: Site, member: ChatPage) -> None:
+    view = next(view for view in site.member_agents() if view.is_sample)
+    member.new_chat(view.model_id)
+    member.send("scenario:lead_tool_summary")
+    answer = member.response(SUMMARY)
+    member.wait_done()
+
+    order = answer.evaluate(
+        """(el, [lead, tool, summary]) => {
+            const find = (pred) => [...el.querySelectorAll('*')].find(pred);
+            const leadEl = find(e => e.children.length === 0 && e.textContent.trim() === lead);
+            const toolEl = find(e => e.getAttribute('role') === 'button' && e.textContent.includes(tool));
+            const sumEl = find(e => e.children.length === 0 && e.textContent.trim() === summary);
+            const before = (a, b) => !!a && !!b && !!(a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING);
+            return {lead: !!leadEl, tool: !!toolEl, summary: !!sumEl,
+                    leadBeforeTool: before(leadEl, toolEl), toolBeforeSummary: before(toolEl, sumEl)};
+        }""", [LEAD_IN, TOOL, SUMMARY])
+    assert order == {"lead": True, "tool": True, "summary": True, "leadBeforeTool": True, "toolBeforeSummary": True}
+
+    answer.get_by_role("button").filter(has_text=TOOL).first.click()
+    block = answer.inner_text()
+    assert re.search(r"city\s*Paris", block), block  # the arguments
+    assert '"sky": "sunny"' in block, block  # the result
+
+
+def runs_for(site: Site, text: str) -> list[dict[str, Any]]:
+    """The agent runs whose last user message is `text` (title/tag tasks are left out)."""
+    runs = []
+    for run in site.agui.recorded():
+        users = [m for m in run.get("messages", []) if m.get("role") == "user"]
+        if users and text in str(users[-1].get("content")):
+            runs.append(run)
+    return runs
+
+
+def test_switching_a_default_toggle_off_changes_what_the_backend_receives(site: Site, member: ChatPage) -> None:
+    view = next(view for view in site.member_agents() if view.defaults and view.is_sample)
+    feature = sorted(view.defaults)[0]
+    title = toggle_title(site.catalog, feature)
+
+    member.new_chat(view.model_id)
+    member.send("first, with the default on")
+    member.response(AGENT_ANSWER)
+    member.wait_done()
+    (run,) = runs_for(site, "first, with the default on")
+    assert feature in run["forwardedProps"]["features"]
+
+    member.new_chat(view.model_id)
+    member.set_toggle(title, False)
+    assert title not in member.chips()
+    member.send("second, switched off")
+    member.response(AGENT_ANSWER)
+    member.wait_done()
+    (run,) = runs_for(site, "second, switched off")
+    assert feature not in run["forwardedProps"]["features"]
+    assert set(run["forwardedProps"]["features"]) == set(view.defaults) - {feature}
+
+
+def test_a_backend_that_is_down_shows_a_clear_error(site: Site, member: ChatPage) -> None:
+    member.new_chat(f"aihub_agent_pipe.{DOWN_BLUEPRINT}.default")
+    member.send("hello?")
+    member.wait_done()
+    text = member.page.locator("#response-content-container").last.inner_text()
+    assert site.down_host in text, text
+    assert re.search(r"can(not|'t) be reached", text, re.IGNORECASE), text
+    assert "ConnectError" not in text, text

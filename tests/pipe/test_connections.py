@@ -1,0 +1,291 @@
+"""The pipe's connections: one pooled client per process and event loop, reused by every chat,
+surviving a reload of the function file; the SSL context built once, off the event loop; a
+cancelled chat closing its agent request at once; enough connections for many chats at a time;
+no cookie carried from one chat to the next; one network read handed on in at most two chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import select
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import aiohttp
+import pytest
+from pipe_support import PIPE_FILE, FINISHED, T, drive, events, load_by_path, make_pipe, pipe_module
+
+HOLDER = pipe_module._POOL_HOLDER
+TURN = events(T("Hi"), FINISHED)
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # many chats connect at once
+
+
+class AgentServer:
+    """A loopback AG-UI agent that records each request's client address and sees disconnects.
+
+    ``slow`` makes it send one text delta, then one more every 50 ms for up to 10 s, watching the
+    socket: when the client closes it, ``disconnected`` is set with the time it was noticed.
+    ``barrier`` holds every answer until that many requests are in (concurrent chats).
+    """
+
+    def __init__(self, *, slow: bool = False, barrier: int = 0) -> None:
+        self.peers: list[tuple[str, int]] = []
+        self.cookies: list[str | None] = []
+        self.disconnected = threading.Event()
+        self.disconnected_at = 0.0
+        self.deltas_sent = 0
+        self.started = threading.Event()
+        self._barrier = threading.Barrier(barrier, timeout=15) if barrier else None
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                server.peers.append(self.client_address)
+                server.cookies.append(self.headers.get("Cookie"))
+                if server._barrier is not None:
+                    server._barrier.wait()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.send_header("Set-Cookie", f"session=user-{len(server.peers)}; Path=/")
+                self.end_headers()
+                if slow:
+                    self._slow()
+                    return
+                for event in TURN:
+                    self._chunk(f"data: {json.dumps(event)}\n\n".encode())
+                self.wfile.write(b"0\r\n\r\n")
+
+            def _slow(self) -> None:
+                self._chunk(f"data: {json.dumps(T('first ')[0])}\n\n".encode())
+                server.started.set()
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline:
+                    readable, _, _ = select.select([self.connection], [], [], 0.05)
+                    if readable and self.connection.recv(1, socket.MSG_PEEK) == b"":
+                        server.disconnected_at = time.monotonic()
+                        server.disconnected.set()
+                        return
+                    try:
+                        self._chunk(f"data: {json.dumps(T('more ')[0])}\n\n".encode())
+                        server.deltas_sent += 1
+                    except OSError:
+                        server.disconnected_at = time.monotonic()
+                        server.disconnected.set()
+                        return
+                self.close_connection = True
+
+            def _chunk(self, payload: bytes) -> None:
+                self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
+                self.wfile.flush()
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/agent"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(autouse=True)
+def fresh_pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test starts with no shared client, as a fresh Open WebUI process would."""
+    monkeypatch.delitem(pipe_module.sys.modules, HOLDER, raising=False)
+    yield
+
+
+def agent_pipe(url: str, timeout: float = 30) -> Any:
+    return make_pipe([{"id": "bp.agent", "name": "Agent", "transport": "agui", "url": url}], timeout=timeout)
+
+
+def test_chats_in_a_row_reuse_one_connection() -> None:
+    server = AgentServer()
+    try:
+        pipe = agent_pipe(server.url)
+
+        async def three_chats() -> list[str]:
+            return [(await drive(pipe, "bp.agent", [{"role": "user", "content": "hi"}])).content for _ in range(3)]
+
+        assert asyncio.run(three_chats()) == ["Hi"] * 3
+        assert len(server.peers) == 3 and len(set(server.peers)) == 1, server.peers
+    finally:
+        server.close()
+
+
+def test_a_reloaded_function_file_reuses_the_same_client() -> None:
+    async def clients() -> tuple[aiohttp.ClientSession, aiohttp.ClientSession]:
+        first = await pipe_module.shared_client()
+        reloaded = load_by_path("function_aihub_agent_pipe_reloaded", PIPE_FILE)  # Open WebUI re-execs the file
+        return first, await reloaded.shared_client()
+
+    first, second = asyncio.run(clients())
+    assert first is second
+
+
+def test_each_event_loop_gets_its_own_client_and_closed_loops_are_forgotten() -> None:
+    first = asyncio.run(pipe_module.shared_client())
+    second = asyncio.run(pipe_module.shared_client())
+    assert first is not second
+    assert len(pipe_module.sys.modules[HOLDER].clients) == 1  # the first loop is closed, so its entry went
+
+
+def test_ssl_context_is_built_once_and_never_on_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    built_on: list[str] = []
+    real = pipe_module.ssl.create_default_context
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        built_on.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipe_module.ssl, "create_default_context", recording)
+    server = AgentServer()
+    try:
+        pipe = agent_pipe(server.url)
+
+        async def chats() -> list[str]:
+            # the first chats of a process arrive together; then more chats, on another loop too
+            runs = await asyncio.gather(*(drive(pipe, "bp.agent", [{"role": "user", "content": "hi"}]) for _ in range(5)))
+            return [run.content for run in runs]
+
+        assert asyncio.run(chats()) == ["Hi"] * 5
+        assert asyncio.run(chats()) == ["Hi"] * 5
+    finally:
+        server.close()
+    assert len(built_on) == 1 and built_on[0] != threading.main_thread().name, built_on
+
+
+def test_a_cancelled_chat_closes_the_agent_request_at_once() -> None:
+    server = AgentServer(slow=True)
+    try:
+        pipe = agent_pipe(server.url)
+
+        async def cancel_after_first_text() -> float:
+            chat = asyncio.create_task(drive(pipe, "bp.agent", [{"role": "user", "content": "hi"}]))
+            while not server.started.is_set():
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.2)  # the chat is streaming
+            cancelled_at = time.monotonic()
+            chat.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await chat
+            # still on the same loop, so the pooled client is still alive: nothing keeps the socket open
+            await asyncio.sleep(0)
+            return cancelled_at
+
+        cancelled_at = asyncio.run(cancel_after_first_text())
+        assert server.disconnected.wait(2), "the agent never saw the request end"
+        assert server.disconnected_at - cancelled_at < 0.5
+        assert server.deltas_sent < 30  # it stopped streaming long before its 10 s were up
+    finally:
+        server.close()
+
+
+def test_a_hundred_and_fifty_chats_at_once_each_get_a_connection() -> None:
+    """aiohttp's default pool (100 connections) would make the last 50 wait for a free one: here
+    the agent answers none until all 150 are in, so a pool that small would time out."""
+    chats = 150
+    server = AgentServer(barrier=chats)
+    try:
+        pipe = agent_pipe(server.url, timeout=20)
+
+        async def all_at_once() -> list[str]:
+            runs = await asyncio.gather(
+                *(drive(pipe, "bp.agent", [{"role": "user", "content": "hi"}]) for _ in range(chats))
+            )
+            return [run.content for run in runs]
+
+        assert asyncio.run(all_at_once()) == ["Hi"] * chats
+    finally:
+        server.close()
+
+
+def test_a_cookie_an_agent_sets_is_never_sent_with_the_next_chat() -> None:
+    """The client is shared by every user: a session cookie from user A's answer must not go out
+    with user B's request."""
+    server = AgentServer()
+    try:
+        pipe = agent_pipe(server.url)
+
+        async def two_users() -> None:
+            await drive(pipe, "bp.agent", [{"role": "user", "content": "hi"}], user_id="alice")
+            await drive(pipe, "bp.agent", [{"role": "user", "content": "hi"}], user_id="bob")
+
+        asyncio.run(two_users())
+        assert len(server.cookies) == 2 and server.cookies == [None, None], server.cookies
+    finally:
+        server.close()
+
+
+def test_one_network_read_reaches_open_webui_as_at_most_two_chunks(sse_stub: Any) -> None:
+    """Open WebUI wraps every yielded chunk in a JSON chunk of its own: the first text of a read
+    goes out at once, the rest of the read as one chunk."""
+    turn = events(*(T(f"w{i} ") for i in range(50)), FINISHED)
+    sse_stub.behaviour.raw = "".join(f"data: {json.dumps(e)}\n\n" for e in turn).encode()  # one write
+    pipe = make_pipe([{"id": "bp.agent", "name": "Agent", "transport": "agui", "url": sse_stub.url}])
+    run = asyncio.run(drive(pipe, "bp.agent", [{"role": "user", "content": "hi"}]))
+    assert run.content == "".join(f"w{i} " for i in range(50))
+    assert run.chunks[0] == "w0 " and len([c for c in run.chunks if c]) <= 2, run.chunks
+
+
+def test_after_the_first_chat_nothing_is_handed_to_a_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread hop per chat (aiohttp's own proxy and .netrc look-ups with trust_env) costs the
+    first token a scheduling delay on a busy server; the first chat makes one (the SSL context)."""
+    hops: list[str] = []
+    real = asyncio.BaseEventLoop.run_in_executor
+
+    def counting(self: Any, executor: Any, func: Any, *args: Any) -> Any:
+        hops.append(getattr(func, "__name__", repr(func)))
+        return real(self, executor, func, *args)
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "run_in_executor", counting)
+    server = AgentServer()
+    try:
+        pipe = agent_pipe(server.url)
+
+        async def chats() -> list[int]:
+            seen = []
+            for _ in range(3):
+                await drive(pipe, "bp.agent", [{"role": "user", "content": "hi"}])
+                seen.append(len(hops))
+            return seen
+
+        assert asyncio.run(chats()) == [1, 1, 1], hops
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize(
+    ("env", "url", "proxy"),
+    [
+        ({}, "https://agents.internal/x", None),
+        ({"HTTPS_PROXY": "http://proxy:3128"}, "https://agents.internal/x", "http://proxy:3128"),
+        ({"HTTPS_PROXY": "http://proxy:3128"}, "http://agents.internal/x", None),
+        ({"HTTP_PROXY": "http://proxy:3128", "NO_PROXY": "agents.internal"}, "http://agents.internal/x", None),
+        ({"HTTP_PROXY": "http://proxy:3128", "NO_PROXY": "other.internal"}, "http://agents.internal/x",
+         "http://proxy:3128"),
+    ],
+)
+def test_proxies_come_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], url: str, proxy: str | None
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert pipe_module._proxy_for(url) == proxy
