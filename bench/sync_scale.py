@@ -442,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
             for group in GROUPS:
                 http.post("/api/v1/groups/create", json={"name": group, "description": ""}).raise_for_status()
         bundle = ["-p", str(bp_dir), "--bundle", str(fn_dir)]
-        n_functions = len(list(fn_dir.glob("*.py")))
+        n_functions = len(cli.load_bundle(bp_dir, None, fn_dir)[1])  # files + toggles rendered at plan time
         edited = min(CHANGED_BLUEPRINT, args.blueprints - 1)
         changed = {f"aihub_agent_pipe.{blueprint_id(edited)}.agent-{j:02d}" for j in range(args.agents)}
 
