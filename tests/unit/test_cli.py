@@ -11,16 +11,10 @@ import yaml
 
 from provisioner.cli import main
 from tests.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
-from tests.fake_owui import FakeOpenWebUI, fake_instance_for_cli
+from tests.fake_owui import FakeOpenWebUI
 
 TOKEN = "sk-cli-test-token-0123456789"
 SAMPLES = ["-p", str(REPO / "blueprints"), "--bundle", str(REPO / "owui_functions")]
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeOpenWebUI:
-    with fake_instance_for_cli(monkeypatch, TOKEN) as server:
-        yield server
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -16,17 +16,11 @@ from provisioner import compat
 from provisioner.cli import main
 from provisioner.errors import ConfigError
 from tests.builders import REPO, blueprint, write_blueprint_dir
-from tests.fake_owui import SPA_PAGE, FakeOpenWebUI, fake_instance_for_cli
+from tests.fake_owui import SPA_PAGE, FakeOpenWebUI
 
 TOKEN = "sk-compat-test-token-0123456789"
 BUNDLE = ["--bundle", str(REPO / "owui_functions")]
 RANGES = ["0.6.0", "0.6.43", "0.7.2", "0.8.12", "0.9.6", "0.10.2", "0.11.0", "0.11.3", "0.11.4", "0.12.0", "0.12.4"]
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeOpenWebUI:
-    with fake_instance_for_cli(monkeypatch, TOKEN) as server:
-        yield server
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -16,7 +16,7 @@ import pytest
 from provisioner.cli import main
 from provisioner.render_markdown import render_markdown, result_markdown
 from tests.builders import REPO
-from tests.fake_owui import FakeOpenWebUI, fake_instance_for_cli
+from tests.fake_owui import FakeOpenWebUI
 
 GOLDEN = REPO / "tests" / "data" / "markdown"
 TOKEN = "sk-markdown-test-token-0123456789"
@@ -111,12 +111,6 @@ def test_result_markdown_lists_failures() -> None:
         "not_attempted": [{"kind": "model", "id": "n", "action": "delete"}],
     }
     _check("result.md", result_markdown(result))
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeOpenWebUI:
-    with fake_instance_for_cli(monkeypatch, TOKEN) as server:
-        yield server
 
 
 def test_diff_and_sync_print_markdown(capsys, fake: FakeOpenWebUI) -> None:

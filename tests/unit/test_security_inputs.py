@@ -23,17 +23,11 @@ from provisioner.loader import load_catalog
 from provisioner.text import visible
 from provisioner.urls import credential_in_url, plain_http_host
 from tests.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
-from tests.fake_owui import FakeOpenWebUI, fake_instance_for_cli
+from tests.fake_owui import FakeOpenWebUI
 
 TOKEN = "sk-admin-token-9f8e7d6c5b4a"
 KEY = "bk-backend-key-1a2b3c4d5e"
 PIPE = REPO / "owui_functions" / "aihub_agent_pipe.py"
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeOpenWebUI:
-    with fake_instance_for_cli(monkeypatch, TOKEN) as server:
-        yield server
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

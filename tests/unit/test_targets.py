@@ -15,7 +15,7 @@ from provisioner.loader import load_catalog
 from provisioner.targets import load_targets, select_target
 from provisioner.variables import Variables
 from tests.builders import REPO, blueprint, write_blueprint_dir
-from tests.fake_owui import FakeOpenWebUI, fake_instance_for_cli
+from tests.fake_owui import FakeOpenWebUI
 
 TOKEN = "sk-target-test-token-0123456789"
 BUNDLE = ["--bundle", str(REPO / "owui_functions")]
@@ -150,12 +150,6 @@ def test_unknown_target_suggests_the_close_one_and_missing_file_says_where(tmp_p
 
 
 # --- the CLI -------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeOpenWebUI:
-    with fake_instance_for_cli(monkeypatch, TOKEN) as server:
-        yield server
 
 
 def _repo(tmp_path: Path, base_url: str) -> tuple[Path, Path]:

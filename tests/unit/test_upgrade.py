@@ -12,16 +12,10 @@ import provisioner.desired
 from provisioner.cli import main
 from provisioner.plan import remerge_model_form
 from tests.builders import REPO, write_blueprint_dir
-from tests.fake_owui import FakeOpenWebUI, fake_instance_for_cli
+from tests.fake_owui import FakeOpenWebUI
 
 TOKEN = "sk-upgrade-test-token-0123456789"
 FILTER = "aihub_feature_filter"
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeOpenWebUI:
-    with fake_instance_for_cli(monkeypatch, TOKEN) as server:
-        yield server
 
 
 @pytest.fixture

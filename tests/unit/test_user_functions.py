@@ -16,7 +16,7 @@ from provisioner.desired import build_desired
 from provisioner.observed import observe
 from provisioner.plan import make_plan
 from tests.builders import REPO, blueprint, write_blueprint_dir
-from tests.fake_owui import FakeOpenWebUI, fake_instance_for_cli
+from tests.fake_owui import FakeOpenWebUI
 
 TOKEN = "sk-user-functions-test-0123456789"
 FILTER = '"""\ntitle: PII redaction\ndescription: Masks e-mail addresses.\n"""\n\n\nclass Filter:\n    def inlet(self, body: dict) -> dict:\n        return body\n'
@@ -96,12 +96,6 @@ def test_rows_written_before_actions_existed_need_no_write(tmp_path: Path) -> No
     ]
     plan = make_plan(desired, observe(live, functions_live))
     assert plan.is_empty, plan.to_json()
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeOpenWebUI:
-    with fake_instance_for_cli(monkeypatch, TOKEN) as server:
-        yield server
 
 
 def test_sync_writes_the_attachments_and_diff_shows_a_removed_action(fake: FakeOpenWebUI, tmp_path: Path, capsys) -> None:
