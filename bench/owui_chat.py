@@ -16,7 +16,8 @@ second) serve three ways to the same turn, all through Open WebUI's streaming ch
     (b) pipe-openai        the agent pipe, OpenAI transport, to the same /v1
     (c) pipe-agui          the agent pipe, AG-UI transport, to the backend's /agui
 
-For each concurrency, ``--rounds`` rounds; in each round every way runs one wave of that many
+For each concurrency, ``--rounds`` rounds (more at low concurrency, so each way gets at least
+``--min-chats`` chats); in each round every way runs one wave of that many
 chats at once, the order of the ways rotating from round to round (interleaved, so load drift
 hits all three alike). Per chat: time to first token (the first text of the answer) and to last
 token (the last text), as the client sees them. Per way: medians, p90, the ratios of (b) and (c)
@@ -101,8 +102,9 @@ def configure(http: httpx.Client, backend: str) -> None:
 # ------------------------------------------------------------------------------ one chat
 
 
-async def chat(client: httpx.AsyncClient, model: str) -> tuple[float, float, str]:
-    """(first token s, last token s, text) of one streaming chat completion, as the client sees it."""
+async def chat(client: httpx.AsyncClient, model: str) -> tuple[float, float, str, int]:
+    """(first token s, last token s, text, chunks with text) of one streaming chat completion, as the
+    client sees it."""
     body = {"model": model, "messages": MESSAGES, "stream": True}
     first = last = 0.0
     parts: list[str] = []
@@ -122,7 +124,7 @@ async def chat(client: httpx.AsyncClient, model: str) -> tuple[float, float, str
                 last = time.perf_counter() - start
                 first = first or last
                 parts.append(text)
-    return first, last, "".join(parts)
+    return first, last, "".join(parts), len(parts)
 
 
 def check_answer(way: str, text: str, tokens: int) -> None:
@@ -187,6 +189,7 @@ async def concurrency_run(client: httpx.AsyncClient, pid: int, concurrency: int,
     last: dict[str, list[float]] = {w: [] for w in ways}
     cpu = dict.fromkeys(ways, 0.0)
     errors: dict[str, list[str]] = {w: [] for w in ways}
+    chunks: dict[str, list[int]] = {w: [] for w in ways}
     for r in range(rounds):
         for way in ways[r % 3:] + ways[:r % 3]:
             before = cpu_seconds(pid)
@@ -197,8 +200,9 @@ async def concurrency_run(client: httpx.AsyncClient, pid: int, concurrency: int,
                 if isinstance(result, BaseException):
                     errors[way].append(f"{type(result).__name__}: {result}"[:200])
                     continue
-                f, l, text = result
+                f, l, text, n = result
                 check_answer(way, text, tokens)
+                chunks[way].append(n)
                 first[way].append(f)
                 last[way].append(l)
     chats = rounds * concurrency
@@ -210,6 +214,7 @@ async def concurrency_run(client: httpx.AsyncClient, pid: int, concurrency: int,
             "last_ms": round(statistics.median(last[way]) * 1000, 2),
             "last_p90_ms": round(quantile(last[way], 0.9) * 1000, 2),
             "cpu_ms_per_chat": round(cpu[way] / chats * 1000, 2),
+            "chunks_per_chat": round(statistics.mean(chunks[way]), 1) if chunks[way] else 0,
             "errors": len(errors[way]),
             "first_errors": sorted(set(errors[way]))[:3],
         }
@@ -233,7 +238,7 @@ async def in_a_row(client: httpx.AsyncClient, pid: int, backend_port: int, way: 
             samples.append({"chats": i, "rss_mb": round(rss_mb(pid), 1), "socket_fds": fds,
                             "to_backend": to_backend})
         if i < count:
-            _, _, text = await chat(client, WAYS[way])
+            _, _, text, _ = await chat(client, WAYS[way])
             if i == 0:
                 check_answer(way, text, tokens)
     return {"way": way, "chats": count, "samples": samples}
@@ -242,10 +247,10 @@ async def in_a_row(client: httpx.AsyncClient, pid: int, backend_port: int, way: 
 def print_concurrency(run: dict[str, Any]) -> None:
     print(f"\n{run['concurrency']} chat(s) at a time, {run['chats_per_way']} chats per way:")
     print(f"  {'way':<18} {'first ms':>9} {'(p90)':>8} {'ratio':>6}   {'last ms':>9} {'(p90)':>8} {'ratio':>6}"
-          f"   {'OWUI CPU ms/chat':>16}")
+          f"   {'OWUI CPU ms/chat':>16} {'chunks/chat':>11}")
     for way, r in run["ways"].items():
         print(f"  {way:<18} {r['first_ms']:9.1f} {r['first_p90_ms']:8.1f} {r['first_ratio']:6.2f}   "
-              f"{r['last_ms']:9.1f} {r['last_p90_ms']:8.1f} {r['last_ratio']:6.2f}   {r['cpu_ms_per_chat']:16.1f}"
+              f"{r['last_ms']:9.1f} {r['last_p90_ms']:8.1f} {r['last_ratio']:6.2f}   {r['cpu_ms_per_chat']:16.1f} {r['chunks_per_chat']:11.1f}"
               + (f"   {r['errors']} failed: {r['first_errors']}" if r["errors"] else ""))
 
 
@@ -265,7 +270,8 @@ async def run_all(args: argparse.Namespace, url: str, token: str, pid: int, back
             for _ in range(3):
                 check_answer(way, (await chat(client, WAYS[way]))[2], args.tokens)
         for concurrency in args.concurrency:
-            run = await concurrency_run(client, pid, concurrency, args.rounds, args.tokens)
+            rounds = max(args.rounds, -(-args.min_chats // concurrency))
+            run = await concurrency_run(client, pid, concurrency, rounds, args.tokens)
             figures["concurrency"].append(run)
             print_concurrency(run)
         if args.in_a_row:
@@ -280,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--concurrency", type=int, nargs="*", default=[1, 10, 50], help="chats at a time")
     parser.add_argument("--rounds", type=int, default=10, help="waves per way and concurrency, interleaved")
+    parser.add_argument("--min-chats", type=int, default=100, help="at least this many chats per way and concurrency")
     parser.add_argument("--rate", type=float, default=200, help="backend tokens per second per stream")
     parser.add_argument("--tokens", type=int, default=40, help="text tokens before and after the tool call")
     parser.add_argument("--in-a-row", type=int, default=1000, help="chats one after another per way (0: skip)")

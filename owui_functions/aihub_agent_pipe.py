@@ -44,7 +44,7 @@ import types
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote, quote_plus, urlsplit
@@ -1007,7 +1007,7 @@ class StreamEndedEarly(Exception):
 class AgentSpec(BaseModel):
     """One entry of the AGENTS valve (written by ``provision sync``)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", frozen=True)  # parsed once, shared by every chat
 
     id: str
     name: str
@@ -1027,6 +1027,11 @@ class Pipe:
         AGENTS: str = Field(default="[]", description="JSON list of agents (written by provision sync).")
         API_KEYS: str = Field(default="{}", description="JSON object: key name -> secret, sent as a Bearer token.")
         TIMEOUT_SECONDS: float = Field(default=300, description="Longest an agent run may take, in seconds.")
+        STREAM_INTERVAL_MS: float = Field(
+            default=40,
+            description="Text that arrives within this many milliseconds of the last piece shown goes out "
+            "together (0: every delta at once). The first text and the end of a run are never held.",
+        )
         HISTORY_SIGNING_KEY: str = Field(
             default="",
             description="Secret that signs the tool blocks the pipe renders, so edited ones are not trusted "
@@ -1041,22 +1046,7 @@ class Pipe:
 
     def agents(self) -> list[AgentSpec]:
         """The AGENTS valve, entries that do not validate left out (never raises)."""
-        try:
-            raw = json.loads(self.valves.AGENTS or "[]")
-        except ValueError:
-            log.warning("aihub_agent_pipe: the AGENTS valve is not valid JSON")
-            return []
-        if not isinstance(raw, list):
-            return []
-        agents: dict[str, AgentSpec] = {}
-        for item in raw:
-            try:
-                spec = AgentSpec.model_validate(item)
-            except ValidationError:
-                log.warning("aihub_agent_pipe: skipping an AGENTS entry that does not validate")
-                continue
-            agents.setdefault(spec.id, spec)
-        return list(agents.values())
+        return list(_parse_agents(self.valves.AGENTS).values())
 
     def pipes(self) -> list[dict[str, str]]:
         return [{"id": agent.id, "name": agent.name} for agent in self.agents()]
@@ -1064,7 +1054,7 @@ class Pipe:
     def _agent_for(self, model: Any) -> AgentSpec | None:
         """``<function id>.<blueprint>.<agent>`` -> the agent; a function id never has a dot."""
         _, _, sub_id = _str(model).partition(".")
-        return next((agent for agent in self.agents() if agent.id == sub_id), None)
+        return _parse_agents(self.valves.AGENTS).get(sub_id)
 
     def _headers(self, agent: AgentSpec) -> dict[str, str]:
         headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
@@ -1072,12 +1062,8 @@ class Pipe:
             headers["Authorization"] = f"Bearer {self._secret(agent)}"
         return headers
 
-    def _synced_keys(self) -> dict[str, str]:
-        try:
-            keys = json.loads(self.valves.API_KEYS or "{}")
-        except ValueError:
-            return {}
-        return {str(k): v for k, v in keys.items() if isinstance(v, str) and v} if isinstance(keys, dict) else {}
+    def _synced_keys(self) -> Mapping[str, str]:
+        return _parse_keys(self.valves.API_KEYS)
 
     def _secret(self, agent: AgentSpec) -> str:
         """The agent's key: from API_KEYS, or read now from the server's environment."""
@@ -1102,11 +1088,8 @@ class Pipe:
 
     def scrubber(self) -> Scrubber:
         """Masks every key this pipe holds: API_KEYS, the signing key, keys it reads from the environment."""
-        secrets = {*self._synced_keys().values(), self.valves.HISTORY_SIGNING_KEY}
-        for agent in self.agents():
-            if agent.key_from == "server" and agent.api_key and _ENV_NAME.fullmatch(agent.api_key):
-                secrets.add(os.environ.get(agent.api_key, ""))
-        return _scrubber(frozenset(s for s in secrets if s))
+        from_server = tuple(os.environ.get(name, "") for name in _server_key_names(self.valves.AGENTS))
+        return _scrubber(frozenset(self._synced_keys().values()), self.valves.HISTORY_SIGNING_KEY, from_server)
 
     # -- the request ----------------------------------------------------------------------------
 
@@ -1157,18 +1140,16 @@ class Pipe:
             input_ids = [m["id"] for m in payload["messages"]]
         recorder = Recorder(input_ids=input_ids, scrubber=scrubber, signer=signer)
         await _emit(__event_emitter__, {"description": f"Asking {agent.name}…", "done": False})
+        batch = Batch(self.valves.STREAM_INTERVAL_MS / 1000)
         try:
             headers = self._headers(agent)
             client = await shared_client()
-            seconds = self.valves.TIMEOUT_SECONDS
-            timeout = aiohttp.ClientTimeout(total=None, sock_connect=seconds, sock_read=seconds)
-            source = _openai_events if agent.transport == "openai" else _agui_events
-            events = source(client, agent, headers, payload, timeout)
+            run = stream_run(client, agent, headers, payload, recorder, batch, __event_emitter__, self.valves.TIMEOUT_SECONDS)
             try:
-                async for chunk in _pump(events, recorder, __event_emitter__, self.valves.TIMEOUT_SECONDS):
+                async for chunk in run:
                     yield chunk
             finally:
-                await events.aclose()  # a cancelled chat (stop) closes the agent's request here, at once
+                await run.aclose()  # a cancelled chat (stop) closes the agent's request here, at once
             if not recorder.finished:
                 raise StreamEndedEarly
         except Exception as exc:  # the chat must get an answer, never a broken stream
@@ -1181,55 +1162,121 @@ class Pipe:
                 trace = "".join(traceback.format_exception(exc))
                 log.error("aihub_agent_pipe: unexpected error for agent %s\n%s", agent.id, scrubber.redact(trace))
             recorder.finish(error=message)
+        for chunk in _safe_chunks(batch.take()):  # text held for the interval goes out before the error
+            yield chunk
         for status in recorder.take_statuses():
             await _emit(__event_emitter__, status)
         for chunk in _safe_chunks(recorder.drain()):
             yield chunk
 
 
-async def _pump(
-    batches: AsyncIterator[Iterable[dict[str, Any]]], recorder: Recorder, emitter: EventEmitter, timeout: float
-) -> AsyncIterator[str]:
-    """Feed events to the recorder until the run ends and yield what became stable.
+class Batch:
+    """Text on its way to Open WebUI, sent as few chunks as a reader cannot tell from a stream.
 
-    One deadline for the whole run, checked per network read (a read carries a batch of events:
-    a per-event wait_for cost two thirds of the throughput; asyncio.timeout_at needs no task).
-    Once the run has finished and everything is out, the end of the body (which follows at once)
-    is still read, briefly: only a response read to its end returns its connection to the pool.
+    Open WebUI spends more CPU on each chunk a pipe yields (it wraps it in an OpenAI chunk of its
+    own, and a browser chat emits it over the socket) than the pipe spends on an event, and at
+    many chats at a time its CPU is every chat's latency. So text that arrives within ``interval``
+    seconds of the last chunk sent waits and goes out with what follows it; the first text goes
+    out at once, and nothing waits longer than the interval (``stream_run`` wakes for it).
     """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        if recorder.finished:
-            deadline = min(deadline, loop.time() + FINISH_GRACE_SECONDS)
-        try:
-            async with asyncio.timeout_at(deadline):
-                batch = await batches.__anext__()
-        except StopAsyncIteration:
-            return
-        except TimeoutError:
+
+    def __init__(self, interval: float) -> None:
+        self.interval = max(0.0, interval)
+        self._parts: list[str] = []
+        self._sent_at = -float("inf")  # loop time of the last chunk out
+
+    @property
+    def due(self) -> float:
+        """When the held text must go out (loop time); meaningful only while some is held."""
+        return self._sent_at + self.interval
+
+    @property
+    def holding(self) -> bool:
+        return bool(self._parts)
+
+    def add(self, text: str) -> None:
+        if text:
+            self._parts.append(text)
+
+    def ready(self, now: float) -> bool:
+        return bool(self._parts) and now >= self.due
+
+    def take(self, now: float | None = None) -> str:
+        text = "".join(self._parts)
+        self._parts = []
+        if text and now is not None:
+            self._sent_at = now
+        return text
+
+
+async def stream_run(
+    client: aiohttp.ClientSession,
+    agent: AgentSpec,
+    headers: dict[str, str],
+    payload: dict[str, Any],
+    recorder: Recorder,
+    batch: Batch,
+    emitter: EventEmitter,
+    timeout: float,
+) -> AsyncIterator[str]:
+    """Send the run to the agent, feed its events to the recorder, yield what became stable.
+
+    One deadline for the whole run (``timeout`` seconds), kept by aiohttp. Reads are
+    ``readany()``, which a timeout can interrupt and the next call resume, so while the batch
+    holds text the read also wakes when that text is due. Once the run has finished and everything
+    is out, the end of the body (which follows at once) is still read, briefly: only a response
+    read to its end returns its connection to the pool. What the batch still holds when this
+    raises is the caller's to send.
+    """
+    url = agent.url.rstrip("/") + "/chat/completions" if agent.transport == "openai" else agent.url
+    # aiohttp enforces the run's deadline itself: one timer per request, not one per network read
+    limits = aiohttp.ClientTimeout(total=timeout, sock_connect=timeout)
+    async with client.post(url, json=payload, headers=headers, timeout=limits, proxy=_proxy_for(url)) as response:
+        if response.status >= 400:
+            # read enough to mask a key the body echoes before the text is cut short (failure_text)
+            body = b""
+            while len(body) < 8192 and (more := await response.content.read(8192 - len(body))):
+                body += more
+            raise AgentHTTPError(response.status, body.decode("utf-8", "replace"))
+        stream, content, loop = AgentStream(agent.transport), response.content, asyncio.get_running_loop()
+        finished_at = 0.0
+        while True:
+            if batch.holding or recorder.finished:
+                # wake for the held text, or stop waiting for the body's end
+                waiting = asyncio.timeout_at(batch.due if batch.holding else finished_at + FINISH_GRACE_SECONDS)
+                try:
+                    async with waiting:
+                        raw = await content.readany()
+                except TimeoutError:
+                    if not waiting.expired():
+                        raise  # the run's deadline (aiohttp's)
+                    if not batch.holding:
+                        return  # a server that keeps the body open after the run loses its connection
+                    for chunk in _safe_chunks(batch.take(loop.time())):
+                        yield chunk
+                    continue
+            else:
+                raw = await content.readany()
             if recorder.finished:
-                return  # a server that keeps the body open after the run loses its connection
-            raise
-        if recorder.finished:
-            continue
-        # The first text of a read goes out at once (the first token must not wait for the rest
-        # of the read to be parsed); the rest of the read goes out as one chunk, because Open WebUI
-        # spends more CPU on each yielded chunk than the pipe does on each event.
-        rest: list[str] | None = None
-        for event in batch:
-            recorder.feed(event)
-            for status in recorder.take_statuses():
-                await _emit(emitter, status)
-            text = recorder.drain()
-            if rest is not None:
-                rest.append(text)
-            elif text:
-                rest = []
-                for chunk in _safe_chunks(text):
-                    yield chunk
-        for chunk in _safe_chunks("".join(rest or ())):
-            yield chunk
+                if not raw:
+                    return
+                continue  # the body's end, read so the connection goes back to the pool
+            for event in stream.feed(raw) if raw else stream.end():
+                recorder.feed(event)
+                if recorder.statuses:
+                    for status in recorder.take_statuses():
+                        await _emit(emitter, status)
+                if text := recorder.drain():
+                    batch.add(text)
+                    if batch.ready(now := loop.time()):  # the first text: out before the rest of the read is parsed
+                        for chunk in _safe_chunks(batch.take(now)):
+                            yield chunk
+            if recorder.finished or not raw:
+                finished_at = loop.time()
+                for chunk in _safe_chunks(batch.take(finished_at)):
+                    yield chunk  # the end of a run is never held
+                if not raw:
+                    return
 
 
 # --- connections: one pooled client per process (and event loop) ------------------------------
@@ -1265,10 +1312,57 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPENWEBUI_SECRETS = ("WEBUI_", "DATABASE_", "REDIS_", "WEBSOCKET_", "OAUTH_", "LDAP_", "OPENWEBUI_")
 
 
+# Open WebUI builds the valves anew for every request, but their text changes rarely and chats are
+# many: what is parsed or built from them is cached by that text (read-only from then on).
+
+
 @functools.lru_cache(maxsize=8)
-def _scrubber(secrets: frozenset[str]) -> Scrubber:
-    """Built once per set of keys: the valves change rarely, chats are many."""
-    return Scrubber(secrets)
+def _parse_agents(text: str) -> Mapping[str, AgentSpec]:
+    """The AGENTS valve by agent id, entries that do not validate left out (never raises)."""
+    try:
+        raw = json.loads(text or "[]")
+    except ValueError:
+        log.warning("aihub_agent_pipe: the AGENTS valve is not valid JSON")
+        return types.MappingProxyType({})
+    agents: dict[str, AgentSpec] = {}
+    for item in raw if isinstance(raw, list) else ():
+        try:
+            spec = AgentSpec.model_validate(item)
+        except ValidationError:
+            log.warning("aihub_agent_pipe: skipping an AGENTS entry that does not validate")
+            continue
+        agents.setdefault(spec.id, spec)
+    return types.MappingProxyType(agents)
+
+
+@functools.lru_cache(maxsize=8)
+def _parse_keys(text: str) -> Mapping[str, str]:
+    """The API_KEYS valve: key name -> secret (anything else left out)."""
+    try:
+        keys = json.loads(text or "{}")
+    except ValueError:
+        return types.MappingProxyType({})
+    if not isinstance(keys, dict):
+        return types.MappingProxyType({})
+    return types.MappingProxyType({str(k): v for k, v in keys.items() if isinstance(v, str) and v})
+
+
+@functools.lru_cache(maxsize=8)
+def _server_key_names(agents_text: str) -> tuple[str, ...]:
+    """The environment variables that key_from "server" agents read their keys from."""
+    return tuple(
+        dict.fromkeys(
+            agent.api_key
+            for agent in _parse_agents(agents_text).values()
+            if agent.key_from == "server" and agent.api_key and _ENV_NAME.fullmatch(agent.api_key)
+        )
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _scrubber(synced: frozenset[str], signing_key: str, from_server: tuple[str, ...]) -> Scrubber:
+    """Built once per set of keys (the server's keys are read on every chat, so a rotation counts)."""
+    return Scrubber(s for s in (*synced, signing_key, *from_server) if s)
 
 
 def _host(url: str) -> str:
@@ -1387,8 +1481,20 @@ async def shared_client() -> aiohttp.ClientSession:
     return client
 
 
+_PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "REQUEST_METHOD")
+
+
 def _proxy_for(url: str) -> str | None:
-    """The HTTP(S)_PROXY for ``url`` unless NO_PROXY exempts it: environment reads only, no thread."""
+    """The HTTP(S)_PROXY for ``url`` unless NO_PROXY exempts it: environment reads only, no thread.
+
+    Looked up again only when one of the variables changed (urllib's scan of the whole
+    environment took a fifth of a millisecond, on every chat).
+    """
+    return _proxy_lookup(url, tuple(os.environ.get(name) for name in _PROXY_VARIABLES))
+
+
+@functools.lru_cache(maxsize=64)
+def _proxy_lookup(url: str, environment: tuple[str | None, ...]) -> str | None:
     parts = urllib.parse.urlsplit(url)
     if urllib.request.proxy_bypass_environment(parts.hostname or ""):
         return None
@@ -1422,30 +1528,6 @@ async def _emit(emitter: EventEmitter, status: dict[str, Any]) -> None:
         log.debug("aihub_agent_pipe: event emitter failed", exc_info=True)
 
 
-async def _sse_batches(response: aiohttp.ClientResponse) -> AsyncIterator[Iterable[str]]:
-    """The data of the SSE events completed by each network read, each batch read through before the next."""
-    if response.status >= 400:
-        # read enough to mask a key the body echoes before the text is cut short (failure_text)
-        body = b""
-        while len(body) < 8192 and (more := await response.content.read(8192 - len(body))):
-            body += more
-        raise AgentHTTPError(response.status, body.decode("utf-8", "replace"))
-    parser = SSEParser()
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")  # SSE is UTF-8 by definition
-    pending = ""
-    async for raw in response.content.iter_any():
-        *lines, pending = (pending + decoder.decode(raw)).split("\n")
-        if lines:
-            # parsed as consumed: the first event of a large read is out before the rest is parsed
-            yield (
-                data for line in lines if (data := parser.feed(line[:-1] if line.endswith("\r") else line)) is not None
-            )
-    pending += decoder.decode(b"", final=True)
-    tail = [data for data in (parser.feed(pending) if pending else None, parser.flush()) if data is not None]
-    if tail:
-        yield tail
-
-
 def _short(detail: str) -> str:
     try:
         parsed = json.loads(detail)
@@ -1457,48 +1539,58 @@ def _short(detail: str) -> str:
     return detail if len(detail) <= 200 else detail[:199] + "…"
 
 
-async def _agui_events(
-    client: aiohttp.ClientSession,
-    agent: AgentSpec,
-    headers: dict[str, str],
-    payload: dict[str, Any],
-    timeout: aiohttp.ClientTimeout,
-) -> AsyncIterator[Iterable[dict[str, Any]]]:
-    async with client.post(
-        agent.url, json=payload, headers=headers, timeout=timeout, proxy=_proxy_for(agent.url)
-    ) as response:
-        async for batch in _sse_batches(response):
-            # decoded lazily, so the first event's text is out before the rest of the read is parsed
-            yield (event for event in map(_json_or_none, batch) if isinstance(event, dict))
+class AgentStream:
+    """The events in an agent's response body, fed as it is read (pure: bytes in, AG-UI events out).
 
+    AG-UI bodies are SSE whose data is an event; OpenAI bodies are SSE whose data is a chunk, made
+    AG-UI-shaped by the OpenAIChunkAdapter, and ``[DONE]`` ends the run. ``feed`` is lazy: the
+    first event of a large read is handled before the rest of the read is parsed.
+    """
 
-async def _openai_events(
-    client: aiohttp.ClientSession,
-    agent: AgentSpec,
-    headers: dict[str, str],
-    payload: dict[str, Any],
-    timeout: aiohttp.ClientTimeout,
-) -> AsyncIterator[list[dict[str, Any]]]:
-    adapter = OpenAIChunkAdapter()
-    url = agent.url.rstrip("/") + "/chat/completions"
-    async with client.post(url, json=payload, headers=headers, timeout=timeout, proxy=_proxy_for(url)) as response:
-        done = False
-        async for batch in _sse_batches(response):
-            if done:
-                continue  # read on to the body's end: the connection then goes back to the pool
-            events: list[dict[str, Any]] = []
-            for data in batch:
-                if data.strip() == "[DONE]":
-                    done = True
-                    events.append({"type": "RUN_FINISHED"})
-                    break
-                chunk = _json_or_none(data)
-                if isinstance(chunk, dict):
-                    events.extend(adapter.events(chunk))
-            yield events
-    if adapter.finish_reason and not done:  # some servers end without [DONE]
-        yield [{"type": "RUN_FINISHED"}]
+    def __init__(self, transport: str) -> None:
+        self._parser = SSEParser()
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")  # SSE is UTF-8 by definition
+        self._pending = ""
+        self._adapter = OpenAIChunkAdapter() if transport == "openai" else None
+        self._done = False
 
+    def feed(self, raw: bytes) -> Iterator[dict[str, Any]]:
+        text = self._pending + self._decoder.decode(raw)
+        self._pending, start, parser = "", 0, self._parser
+        # line by line as consumed (not split up front: a read can hold thousands of lines)
+        while (end := text.find("\n", start)) >= 0:
+            line, start = text[start:end], end + 1
+            data = parser.feed(line[:-1] if line.endswith("\r") else line)
+            if data is not None:
+                yield from self._events(data)
+        self._pending = text[start:]
+
+    def end(self) -> Iterator[dict[str, Any]]:
+        """The events the body's end completes (a last event without its blank line)."""
+        tail = self._pending + self._decoder.decode(b"", final=True)
+        self._pending = ""
+        for data in (self._parser.feed(tail) if tail else None, self._parser.flush()):
+            if data is not None:
+                yield from self._events(data)
+        if self._adapter is not None and self._adapter.finish_reason and not self._done:
+            self._done = True
+            yield {"type": "RUN_FINISHED"}  # some servers end without [DONE]
+
+    def _events(self, data: str) -> Iterator[dict[str, Any]]:
+        if self._adapter is None:
+            event = _json_or_none(data)
+            if isinstance(event, dict):
+                yield event
+            return
+        if self._done:
+            return
+        if data.strip() == "[DONE]":
+            self._done = True
+            yield {"type": "RUN_FINISHED"}
+            return
+        chunk = _json_or_none(data)
+        if isinstance(chunk, dict):
+            yield from self._adapter.events(chunk)
 
 def _json_or_none(data: str) -> Any:
     try:

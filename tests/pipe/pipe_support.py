@@ -7,6 +7,7 @@ import importlib.util
 import json
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -39,6 +40,7 @@ harness = load_by_path("agui_harness", HARNESS_FILE)
 class PipeRun:
     chunks: list[str]
     events: list[dict[str, Any]]
+    times: list[float] = field(default_factory=list)  # seconds from the call to each chunk
 
     @property
     def content(self) -> str:
@@ -58,13 +60,17 @@ def make_pipe(
     api_keys: dict[str, str] | None = None,
     timeout: float = 30,
     signing_key: str = SIGNING_KEY,
+    stream_interval_ms: float | None = None,
 ) -> Any:
+    """The pipe with these valves; ``stream_interval_ms`` None keeps the valve's default."""
     pipe = pipe_module.Pipe()
+    interval = {} if stream_interval_ms is None else {"STREAM_INTERVAL_MS": stream_interval_ms}
     pipe.valves = pipe.Valves(
         AGENTS=json.dumps(agents),
         API_KEYS=json.dumps(api_keys or {}),
         TIMEOUT_SECONDS=timeout,
         HISTORY_SIGNING_KEY=signing_key,
+        **interval,
     )
     return pipe
 
@@ -88,13 +94,13 @@ async def drive(
     if features is not None:
         metadata[pipe_module.METADATA_KEY] = features
     body = {"model": f"aihub_agent_pipe.{model}", "messages": messages, "stream": True}
-    chunks = [
-        chunk
-        async for chunk in pipe.pipe(
-            body=body, __user__={"id": user_id, "role": "user"}, __metadata__=metadata, __event_emitter__=emitter
-        )
-    ]
-    return PipeRun(chunks, events)
+    chunks, times, start = [], [], time.perf_counter()
+    async for chunk in pipe.pipe(
+        body=body, __user__={"id": user_id, "role": "user"}, __metadata__=metadata, __event_emitter__=emitter
+    ):
+        chunks.append(chunk)
+        times.append(time.perf_counter() - start)
+    return PipeRun(chunks, events, times)
 
 
 def run_pipe(pipe: Any, model: str, messages: list[dict[str, Any]], **kwargs: Any) -> PipeRun:
@@ -115,6 +121,7 @@ class StubBehaviour:
     fragment: int = 0  # ...in pieces of this many bytes (0: one piece)
     hang_after: bool = False  # keep the connection open after the data, send nothing more
     drop_after: bool = False  # close the socket without finishing the chunked body
+    pauses: dict[int, float] = field(default_factory=dict)  # seconds to wait before data item i
 
 
 class SSEStub:
@@ -154,7 +161,9 @@ class SSEStub:
                     size = b.fragment or len(b.raw)
                     for start in range(0, len(b.raw), size):
                         self._chunk(b.raw[start : start + size])
-                for item in b.data:
+                for index, item in enumerate(b.data):
+                    if index in b.pauses:
+                        time.sleep(b.pauses[index])
                     line = item if isinstance(item, str) else json.dumps(item)
                     self._chunk(f"data: {line}\n\n".encode())
                 if b.hang_after:

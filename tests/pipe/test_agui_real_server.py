@@ -11,7 +11,7 @@ import asyncio
 import json
 import re
 import urllib.parse
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -83,19 +83,28 @@ def server(agui_server: Any) -> Any:
 def wire(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """Every AG-UI event the pipe read from the server, in order (the pipe's own reader, teed)."""
     seen: list[dict[str, Any]] = []
-    original = P._agui_events
+    feed, end = P.AgentStream.feed, P.AgentStream.end
 
-    async def teed(*args: Any) -> AsyncIterator[list[dict[str, Any]]]:
-        async for batch in original(*args):
-            batch = list(batch)
-            seen.extend(batch)
-            yield batch
+    def teed(method: Any) -> Any:
+        def read(self: Any, *args: Any) -> Iterator[dict[str, Any]]:
+            for event in method(self, *args):
+                seen.append(event)
+                yield event
 
-    monkeypatch.setattr(P, "_agui_events", teed)
+        return read
+
+    monkeypatch.setattr(P.AgentStream, "feed", teed(feed))
+    monkeypatch.setattr(P.AgentStream, "end", teed(end))
     return seen
 
 
-def ask(server: Any, scenario: str, history: list[dict[str, Any]] | None = None, **kwargs: Any) -> PipeRun:
+def ask(
+    server: Any,
+    scenario: str,
+    history: list[dict[str, Any]] | None = None,
+    stream_interval_ms: float | None = None,
+    **kwargs: Any,
+) -> PipeRun:
     pipe = make_pipe(
         [
             {
@@ -105,7 +114,8 @@ def ask(server: Any, scenario: str, history: list[dict[str, Any]] | None = None,
                 "url": server.agent_url,
                 "features": ["web_search", "user_files"],
             }
-        ]
+        ],
+        stream_interval_ms=stream_interval_ms,
     )
     messages = (history or []) + [{"role": "user", "content": f"scenario:{scenario}"}]
     return asyncio.run(drive(pipe, "demo.scripted", messages, **kwargs))
@@ -120,7 +130,7 @@ def test_turn_renders_in_the_order_the_model_produced_it(server: Any, scenario: 
 
 
 def test_results_sit_inside_their_call_blocks_and_text_follows(server: Any) -> None:
-    run = ask(server, "lead_tool_summary")
+    run = ask(server, "lead_tool_summary", stream_interval_ms=0)
     content = run.content
     assert content.startswith('Let me look up the weather.\n<details type="tool_calls" done="true"')
     assert (
@@ -128,8 +138,8 @@ def test_results_sit_inside_their_call_blocks_and_text_follows(server: Any) -> N
         and 'result="{&quot;city&quot;: &quot;Paris&quot;, &quot;sky&quot;: &quot;sunny&quot;' in content
     )
     assert content.endswith("</details>\nIt is sunny in Paris.")
-    # the lead-in streams word by word, before the call (a word may wait one delta when its end
-    # could be the start of a key the pipe holds: the Scrubber's holdback)
+    # with no stream interval the lead-in streams word by word, before the call (a word may wait
+    # one delta when its end could be the start of a key the pipe holds: the Scrubber's holdback)
     lead = run.chunks[: next(i for i, c in enumerate(run.chunks) if "<details" in c)]
     # (what one network read carries reaches Open WebUI as at most two chunks, the first text at
     # once and the rest together, so the count depends on how the server's writes were read)

@@ -108,7 +108,7 @@ def test_an_unexpected_exception_is_logged_masked(sse_stub: SSEStub, monkeypatch
     def explode(*args: Any) -> Any:
         raise RuntimeError(f"client blew up with header Bearer {KEY}")
 
-    monkeypatch.setattr(P, "_agui_events", explode)
+    monkeypatch.setattr(P, "AgentStream", explode)
     caplog.set_level(logging.DEBUG)
     run = run_pipe(_pipe(sse_stub.url), "ops.desk", HISTORY)
     assert "Agent error: The agent pipe failed (RuntimeError)" in run.content

@@ -1,0 +1,68 @@
+"""The STREAM_INTERVAL_MS valve: text that arrives within the interval of the last chunk goes out
+with what follows, so Open WebUI handles fewer chunks; the first text, text before a pause and the
+end of a run are never held longer than the interval.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pipe_support import FINISHED, SSEStub, T, events, make_pipe, run_pipe
+
+HISTORY = [{"role": "user", "content": "hi"}]
+
+
+def _pipe(url: str, interval_ms: float) -> Any:
+    agent = {"id": "bp.agent", "name": "Agent", "transport": "agui", "url": url}
+    return make_pipe([agent], stream_interval_ms=interval_ms)
+
+
+def _paced(stub: SSEStub, words: int, seconds: float) -> str:
+    """``words`` text deltas, one every ``seconds``, then the run's end; returns the whole text."""
+    stub.behaviour.data = events(*(T(f"w{i} ") for i in range(words)), FINISHED)
+    stub.behaviour.pauses = {i: seconds for i in range(1, words + 1)}
+    return "".join(f"w{i} " for i in range(words))
+
+
+def test_deltas_within_the_interval_go_out_together(sse_stub: SSEStub) -> None:
+    text = _paced(sse_stub, 40, 0.01)
+    run = run_pipe(_pipe(sse_stub.url, 100), "bp.agent", HISTORY)
+    assert run.content == text
+    assert run.chunks[0] == "w0 "  # the first text is never held
+    assert len(run.chunks) <= 12, run.chunks  # ~0.4 s of text in chunks at least 0.1 s apart
+
+
+def test_no_interval_streams_every_delta(sse_stub: SSEStub) -> None:
+    text = _paced(sse_stub, 40, 0.01)
+    run = run_pipe(_pipe(sse_stub.url, 0), "bp.agent", HISTORY)
+    assert run.content == text
+    assert len(run.chunks) >= 20, run.chunks  # one per network read (a busy machine may merge a few)
+
+
+def test_text_held_before_a_pause_goes_out_within_the_interval(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(T("a "), T("b "), T("c "), T("d "), FINISHED)
+    sse_stub.behaviour.pauses = {3: 1.5}  # the agent thinks for 1.5 s after "c "
+    run = run_pipe(_pipe(sse_stub.url, 200), "bp.agent", HISTORY)
+    assert run.content == "a b c d "
+    at = {chunk: time for chunk, time in zip(run.chunks, run.times)}
+    c_sent = next(time for chunk, time in at.items() if "c " in chunk)
+    d_sent = next(time for chunk, time in at.items() if "d " in chunk)
+    assert c_sent < 1.0, (run.chunks, run.times)  # not kept until the agent spoke again
+    assert d_sent >= 1.4, (run.chunks, run.times)
+
+
+def test_the_end_of_a_run_is_never_held(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(T("one "), T("two "), FINISHED)
+    run = run_pipe(_pipe(sse_stub.url, 10_000), "bp.agent", HISTORY)
+    assert run.content == "one two "
+    assert run.times[-1] < 5, run.times  # a 10 s interval did not delay the last text
+
+
+def test_held_text_stays_above_the_error_when_the_stream_breaks(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(T("first "), T("second "), T("third "))
+    sse_stub.behaviour.drop_after = True
+    run = run_pipe(_pipe(sse_stub.url, 10_000), "bp.agent", HISTORY)
+    assert run.content.startswith("first second third "), run.content
+    assert "Agent error" in run.content and "The answer above is incomplete." in run.content
+    assert json.dumps(run.chunks).count("third") == 1
