@@ -53,6 +53,7 @@ import aiohttp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 METADATA_KEY = "aihub_requested_features"
+CALLS_RAN = "AIHUB_TOOL_CALLS_RAN"  # the pipe's own event: the calls waiting for a result ran (OpenAI)
 FUNCTION_ID = "aihub_agent_pipe"  # Open WebUI's id for this file; its models are FUNCTION_ID.<blueprint>.<agent>
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,8 @@ class ToolCall:
     result: str | None = None
     result_id: str | None = None
     failed: bool = False  # closed by the pipe because the run ended in an error
+    # ran on the agent's side, result not streamed (an OpenAI stream went on after the call)
+    unreported: bool = False
     sig: str = ""  # the Signer's HMAC over the fields above, set when the block is rendered
 
 
@@ -117,7 +120,7 @@ def _attr(value: str) -> str:
 
 
 def render_tool_call(call: ToolCall, message_id: str) -> str:
-    done = call.result is not None
+    done = call.result is not None or call.unreported
     attrs = [
         ("type", "tool_calls"),
         ("done", "true" if done else "false"),
@@ -125,10 +128,12 @@ def render_tool_call(call: ToolCall, message_id: str) -> str:
         ("name", call.name),
         ("arguments", call.arguments),
     ]
-    if done:
-        attrs.append(("result", call.result or ""))
+    if call.result is not None:
+        attrs.append(("result", call.result))
+    elif call.unreported:
+        attrs.append(("unreported", "true"))
     attrs.append(("message_id", message_id))
-    if done and call.result_id:
+    if call.result is not None and call.result_id:
         attrs.append(("result_id", call.result_id))
     if call.failed:
         attrs.append(("status", "failed"))  # Open WebUI shows a failed call as done, with an error mark
@@ -214,7 +219,8 @@ def parse_content(
             id=attrs.get("id", ""),
             name=attrs.get("name", ""),
             arguments=attrs.get("arguments", ""),
-            result=attrs.get("result", "") if attrs.get("done") == "true" else None,
+            result=attrs.get("result", "") if attrs.get("done") == "true" and "unreported" not in attrs else None,
+            unreported=attrs.get("unreported") == "true",
             result_id=attrs.get("result_id"),
             failed=attrs.get("status") == "failed",
             sig=attrs.get("sig", ""),
@@ -504,6 +510,9 @@ class Recorder:
     def _on_run_finished(self, e: Mapping[str, Any]) -> None:
         self.finish()
 
+    def _on_calls_ran(self, e: Mapping[str, Any]) -> None:
+        self.calls_ran()
+
     def _on_run_error(self, e: Mapping[str, Any]) -> None:
         message = _str(e.get("message")) or "The agent reported an error."
         code = _str(e.get("code"))
@@ -611,6 +620,14 @@ class Recorder:
         call.result_id = self._unique(message_id, "result")
         self._open_step = None
 
+    def calls_ran(self) -> None:
+        """The calls still waiting for a result ran on the agent's side and none will come (an
+        OpenAI stream that goes on after its calls): they are done, so what follows streams."""
+        for step, call in self._calls.values():
+            if call.result is None and not self._is_emitted(step):
+                call.unreported = True
+        self._open_step = None
+
     def reasoning(self, delta: str, reasoning_id: str | None = None) -> None:
         """Reasoning in a row is one block (rc8 gives every delta its own id)."""
         if not delta:
@@ -642,7 +659,7 @@ class Recorder:
             for segment in self.segments:
                 if isinstance(segment, ToolStep) and not self._is_emitted(segment):
                     for call in segment.calls:
-                        if call.result is None:
+                        if call.result is None and not call.unreported:
                             call.result = "Error: the run ended before this tool returned a result."
                             call.failed = True
             self.segments.append(Error(error))
@@ -692,7 +709,7 @@ class Recorder:
         if self.finished:
             return True
         if isinstance(segment, ToolStep):
-            return all(call.result is not None for call in segment.calls)
+            return all(call.result is not None or call.unreported for call in segment.calls)
         if isinstance(segment, Reasoning):
             return segment is not self._reasoning
         return True
@@ -755,6 +772,7 @@ _HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
     "MESSAGES_SNAPSHOT": Recorder._on_snapshot,
     "RUN_FINISHED": Recorder._on_run_finished,
     "RUN_ERROR": Recorder._on_run_error,
+    CALLS_RAN: Recorder._on_calls_ran,
 }
 
 
@@ -933,6 +951,11 @@ class SSEParser:
             self._data.append(value[1:] if value.startswith(" ") else value)
         return None
 
+    @property
+    def pending(self) -> bool:
+        """Data lines of an event that is not complete yet."""
+        return bool(self._data)
+
     def flush(self) -> str | None:
         if not self._data:
             return None
@@ -942,10 +965,17 @@ class SSEParser:
 
 
 class OpenAIChunkAdapter:
-    """OpenAI chat-completion chunks as AG-UI-shaped events, so one recorder serves both transports."""
+    """OpenAI chat-completion chunks as AG-UI-shaped events, so one recorder serves both transports.
+
+    An OpenAI stream carries a call's result, if at all, as a ``tool`` delta right after the call.
+    When text or reasoning follows calls whose results did not come, the agent ran them on its side
+    and will not send them: the adapter says so (CALLS_RAN), so the text is not held below calls
+    that would otherwise wait for a result until the run ends.
+    """
 
     def __init__(self) -> None:
         self._calls_by_index: dict[int, str] = {}
+        self._waiting: set[str] = set()  # calls started, no result seen
         self.finish_reason: str | None = None
 
     def events(self, chunk: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -957,10 +987,15 @@ class OpenAIChunkAdapter:
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            text = delta.get("content")
+            is_result = delta.get("role") == "tool" and delta.get("tool_call_id")
+            if self._waiting and not is_result and ((isinstance(text, str) and text.strip()) or reasoning):
+                self._waiting.clear()
+                out.append({"type": CALLS_RAN})
             if isinstance(reasoning, str) and reasoning:
                 out.append({"type": "REASONING_MESSAGE_CONTENT", "messageId": "reasoning", "delta": reasoning})
-            text = delta.get("content")
-            if delta.get("role") == "tool" and delta.get("tool_call_id"):
+            if is_result:
+                self._waiting.discard(_str(delta["tool_call_id"]))
                 out.append(
                     {"type": "TOOL_CALL_RESULT", "toolCallId": delta["tool_call_id"], "content": _content_text(text)}
                 )
@@ -974,6 +1009,7 @@ class OpenAIChunkAdapter:
                     call_id = f"call-{uuid.uuid4().hex}"
                 if index not in self._calls_by_index or function.get("name"):
                     self._calls_by_index[index] = call_id
+                    self._waiting.add(call_id)
                     out.append(
                         {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": _str(function.get("name"))}
                     )
@@ -1176,8 +1212,10 @@ class Batch:
     Open WebUI spends more CPU on each chunk a pipe yields (it wraps it in an OpenAI chunk of its
     own, and a browser chat emits it over the socket) than the pipe spends on an event, and at
     many chats at a time its CPU is every chat's latency. So text that arrives within ``interval``
-    seconds of the last chunk sent waits and goes out with what follows it; the first text goes
-    out at once, and nothing waits longer than the interval (``stream_run`` wakes for it).
+    seconds of the last chunk sent waits and goes out with the first read after that (``due``);
+    when the agent pauses and no read comes, ``stream_run`` wakes for it at ``wake_at``, one
+    interval later (a wake of its own costs more than the chunk: it is kept for pauses). The first
+    text goes out at once; nothing waits longer than twice the interval.
     """
 
     def __init__(self, interval: float) -> None:
@@ -1189,6 +1227,11 @@ class Batch:
     def due(self) -> float:
         """When the held text must go out (loop time); meaningful only while some is held."""
         return self._sent_at + self.interval
+
+    @property
+    def wake_at(self) -> float:
+        """When held text goes out although no read came (the agent paused)."""
+        return self._sent_at + 2 * self.interval
 
     @property
     def holding(self) -> bool:
@@ -1223,10 +1266,10 @@ async def stream_run(
 
     One deadline for the whole run (``timeout`` seconds), kept by aiohttp. Reads are
     ``readany()``, which a timeout can interrupt and the next call resume, so while the batch
-    holds text the read also wakes when that text is due. Once the run has finished and everything
-    is out, the end of the body (which follows at once) is still read, briefly: only a response
-    read to its end returns its connection to the pool. What the batch still holds when this
-    raises is the caller's to send.
+    holds text the reads also wake when that text must go out. Once the run has finished and
+    everything is out, the end of the body (which follows at once) is still read, briefly: only a
+    response read to its end returns its connection to the pool. What the batch still holds when
+    this raises is the caller's to send.
     """
     url = agent.url.rstrip("/") + "/chat/completions" if agent.transport == "openai" else agent.url
     # aiohttp enforces the run's deadline itself: one timer per request, not one per network read
@@ -1239,44 +1282,59 @@ async def stream_run(
                 body += more
             raise AgentHTTPError(response.status, body.decode("utf-8", "replace"))
         stream, content, loop = AgentStream(agent.transport), response.content, asyncio.get_running_loop()
-        finished_at = 0.0
-        while True:
-            if batch.holding or recorder.finished:
-                # wake for the held text, or stop waiting for the body's end
-                waiting = asyncio.timeout_at(batch.due if batch.holding else finished_at + FINISH_GRACE_SECONDS)
+        while not recorder.finished:
+            if batch.holding:
+                # Held text goes out with the first read after it is due, or at wake_at when the
+                # agent pauses: one timer for the whole wait, not one per read, and nothing is
+                # yielded or emitted inside it (a timeout must only ever interrupt the read).
+                waiting, ended = asyncio.timeout_at(batch.wake_at), False
                 try:
                     async with waiting:
-                        raw = await content.readany()
+                        while not (ended or recorder.finished or batch.ready(loop.time())):
+                            raw = await content.readany()
+                            ended = not raw
+                            for event in stream.feed(raw) if raw else stream.end():
+                                recorder.feed(event)
+                            batch.add(recorder.drain())
                 except TimeoutError:
                     if not waiting.expired():
                         raise  # the run's deadline (aiohttp's)
-                    if not batch.holding:
-                        return  # a server that keeps the body open after the run loses its connection
-                    for chunk in _safe_chunks(batch.take(loop.time())):
-                        yield chunk
-                    continue
-            else:
-                raw = await content.readany()
-            if recorder.finished:
-                if not raw:
+                for status in recorder.take_statuses():
+                    await _emit(emitter, status)
+                for chunk in _safe_chunks(batch.take(loop.time())):
+                    yield chunk
+                if ended:
                     return
-                continue  # the body's end, read so the connection goes back to the pool
+                continue
+            # Nothing held: the first text of this read goes out before the rest of it is parsed.
+            raw = await content.readany()
             for event in stream.feed(raw) if raw else stream.end():
                 recorder.feed(event)
                 if recorder.statuses:
                     for status in recorder.take_statuses():
                         await _emit(emitter, status)
                 if text := recorder.drain():
-                    batch.add(text)
-                    if batch.ready(now := loop.time()):  # the first text: out before the rest of the read is parsed
+                    batch.add(text)  # after the first, the rest of this read waits for the interval
+                    if batch.ready(now := loop.time()):
                         for chunk in _safe_chunks(batch.take(now)):
                             yield chunk
-            if recorder.finished or not raw:
-                finished_at = loop.time()
-                for chunk in _safe_chunks(batch.take(finished_at)):
-                    yield chunk  # the end of a run is never held
-                if not raw:
-                    return
+            if not raw:
+                break
+        for status in recorder.take_statuses():
+            await _emit(emitter, status)
+        for chunk in _safe_chunks(batch.take(loop.time())):
+            yield chunk  # the end of a run is never held
+        if recorder.finished:
+            # The body's end follows the run's end at once: read it, briefly, so the connection
+            # goes back to the pool; a server that keeps the body open loses its connection.
+            waiting = asyncio.timeout_at(loop.time() + FINISH_GRACE_SECONDS)
+            try:
+                async with waiting:
+                    while await content.readany():
+                        pass
+            except TimeoutError:
+                if not waiting.expired():
+                    raise
 
 
 # --- connections: one pooled client per process (and event loop) ------------------------------
@@ -1560,7 +1618,13 @@ class AgentStream:
         # line by line as consumed (not split up front: a read can hold thousands of lines)
         while (end := text.find("\n", start)) >= 0:
             line, start = text[start:end], end + 1
-            data = parser.feed(line[:-1] if line.endswith("\r") else line)
+            if line.endswith("\r"):
+                line = line[:-1]
+            if line[:5] == "data:" and text.startswith("\n", start) and not parser.pending:
+                start += 1  # "data: ...\n\n", what nearly every event is: no parser needed
+                yield from self._events(line[6:] if line[5:6] == " " else line[5:])
+                continue
+            data = parser.feed(line)
             if data is not None:
                 yield from self._events(data)
         self._pending = text[start:]
@@ -1579,7 +1643,7 @@ class AgentStream:
     def _events(self, data: str) -> Iterator[dict[str, Any]]:
         if self._adapter is None:
             event = _json_or_none(data)
-            if isinstance(event, dict):
+            if isinstance(event, dict) and event.get("type") != CALLS_RAN:  # only the adapter says that
                 yield event
             return
         if self._done:

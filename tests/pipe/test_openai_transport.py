@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipe_support import FINISHED, C, R, SSEStub, T, events, make_pipe, pipe_module, record, run_pipe
+from pipe_support import FINISHED, SIGNER, C, R, SSEStub, T, events, make_pipe, pipe_module, record, run_pipe
 
 P = pipe_module
 
@@ -148,3 +148,54 @@ def test_stream_cut_before_any_finish_is_an_error(sse_stub: SSEStub) -> None:
         "ok\n\n> [!CAUTION]\n> Agent error: The agent's stream ended before the run finished. "
         "The answer above is incomplete.\n"
     )
+
+
+def _call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    function = {"name": name, "arguments": arguments}
+    return _delta(tool_calls=[{"index": 0, "id": call_id, "type": "function", "function": function}])
+
+
+def test_text_after_calls_whose_results_never_stream_is_not_held_until_the_end(sse_stub: SSEStub) -> None:
+    """An agent behind an OpenAI endpoint runs its tools itself and streams on: the call shows
+    as done (no result to show) and the text after it streams below it as it comes."""
+    sse_stub.behaviour.data = [
+        _delta(content="Let me check. "),
+        _call("call_a", "get_weather", '{"city": "Paris"}'),
+        _delta(content="It is sunny."),
+        _delta(content=" Anything else?"),
+        "[DONE]",
+    ]
+    sse_stub.behaviour.pauses = {3: 1.5}  # the agent pauses after "It is sunny."
+    pipe = make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}, stream_interval_ms=0)
+    run = run_pipe(pipe, "ops.oncall", [{"role": "user", "content": "q"}])
+    sunny = next(t for c, t in zip(run.chunks, run.times) if "It is sunny." in c)
+    assert sunny < 1.0, (run.chunks, run.times)  # not held below the call until the run ended
+    text, step, after = P.parse_content(run.content)
+    assert text.text == "Let me check. " and after.text == "It is sunny. Anything else?"
+    call = step.calls[0]
+    assert (call.name, call.result, call.unreported) == ("get_weather", None, True)
+    assert 'done="true"' in run.content and 'unreported="true"' in run.content and "result=" not in run.content
+    # the next turn: the call had no result to send back, so it is left out like any unanswered call
+    history = [{"role": "user", "content": "q"}, {"role": "assistant", "content": run.content}]
+    assert P.to_openai_messages(history, SIGNER) == [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "Let me check. "},
+        {"role": "assistant", "content": "It is sunny. Anything else?"},
+    ]
+
+
+def test_a_streamed_result_still_fills_its_call(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = [
+        _call("call_a", "get_weather", "{}"),
+        _delta(role="tool", tool_call_id="call_a", content="sunny"),
+        _delta(content="Sunny."),
+        "[DONE]",
+    ]
+    run = run_pipe(make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}), "ops.oncall", [])
+    step, _ = P.parse_content(run.content)
+    assert (step.calls[0].result, step.calls[0].unreported) == ("sunny", False)
+
+
+def test_an_agui_agent_cannot_send_the_pipes_own_event() -> None:
+    body = b'data: {"type": "AIHUB_TOOL_CALLS_RAN"}\n\ndata: {"type": "RUN_FINISHED"}\n\n'
+    assert list(P.AgentStream("agui").feed(body)) == [{"type": "RUN_FINISHED"}]

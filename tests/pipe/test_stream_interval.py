@@ -1,6 +1,6 @@
 """The STREAM_INTERVAL_MS valve: text that arrives within the interval of the last chunk goes out
-with what follows, so Open WebUI handles fewer chunks; the first text, text before a pause and the
-end of a run are never held longer than the interval.
+with what follows, so Open WebUI handles fewer chunks; the first text and the end of a run are
+never held, text before a pause at most twice the interval.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def test_no_interval_streams_every_delta(sse_stub: SSEStub) -> None:
 def test_text_held_before_a_pause_goes_out_within_the_interval(sse_stub: SSEStub) -> None:
     sse_stub.behaviour.data = events(T("a "), T("b "), T("c "), T("d "), FINISHED)
     sse_stub.behaviour.pauses = {3: 1.5}  # the agent thinks for 1.5 s after "c "
-    run = run_pipe(_pipe(sse_stub.url, 200), "bp.agent", HISTORY)
+    run = run_pipe(_pipe(sse_stub.url, 200), "bp.agent", HISTORY)  # so "b c " waits at most 0.4 s
     assert run.content == "a b c d "
     at = {chunk: time for chunk, time in zip(run.chunks, run.times)}
     c_sent = next(time for chunk, time in at.items() if "c " in chunk)
