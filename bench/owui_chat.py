@@ -8,22 +8,25 @@ Usage (from the repository root)::
 
 One throwaway Open WebUI (scripts/openwebui-local) and one scripted backend process
 (bench/scripted_backend.py: a lead-in, a tool call, a summary, ``--rate`` tokens per
-second) serve three ways to the same turn, all through Open WebUI's streaming chat endpoint
+second) serve four ways to the same turn, all through Open WebUI's streaming chat endpoint
 (``POST /api/chat/completions``, ``stream: true``):
 
     (a) openai-connection  Open WebUI's own OpenAI connection to the backend's /v1 (what a
                            platform team would use instead of the pipe)
     (b) pipe-openai        the agent pipe, OpenAI transport, to the same /v1
     (c) pipe-agui          the agent pipe, AG-UI transport, to the backend's /agui
+    (d) pipe-floor         a pipe with no agent behind it (bench/fixtures/paced_pipe.py) that
+                           yields the same turn at the same rate: what Open WebUI costs for any
+                           pipe function, so (b) and (c) next to (d) are the agent pipe's own cost
 
 For each concurrency, ``--rounds`` rounds (more at low concurrency, so each way gets at least
 ``--min-chats`` chats); in each round every way runs one wave of that many
 chats at once, the order of the ways rotating from round to round (interleaved, so load drift
-hits all three alike). Per chat: time to first token (the first text of the answer) and to last
-token (the last text), as the client sees them. Per way: medians, p90, the ratios of (b) and (c)
+hits all ways alike). Per chat: time to first token (the first text of the answer) and to last
+token (the last text), as the client sees them. Per way: medians, p90, the ratios of (b), (c) and (d)
 to (a), and the Open WebUI process's CPU time per chat (utime+stime over the waves of that way).
 
-Then ``--in-a-row`` chats one after another on each way: the Open WebUI process's RSS, its open
+Then ``--in-a-row`` chats one after another on each of (a), (b) and (c): the Open WebUI process's RSS, its open
 socket fds and its connections to the backend, sampled every tenth of the run.
 """
 
@@ -46,12 +49,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 PIPE_FILE = REPO / "owui_functions" / "aihub_agent_pipe.py"
+PACED_PIPE_FILE = REPO / "bench" / "fixtures" / "paced_pipe.py"
 BACKEND = REPO / "bench" / "scripted_backend.py"
 WAYS = {
     "openai-connection": "bench-agent",
     "pipe-openai": "aihub_agent_pipe.bench.openai",
     "pipe-agui": "aihub_agent_pipe.bench.agui",
+    "pipe-floor": "bench_paced_pipe.floor",
 }
+ROW_WAYS = ("openai-connection", "pipe-openai", "pipe-agui")  # the ways of the 1,000 chats in a row
 BASELINE = "openai-connection"
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -73,8 +79,9 @@ def start_backend(rate: float, tokens: int) -> tuple[subprocess.Popen[str], str]
     return proc, f"http://127.0.0.1:{line.split()[1]}"
 
 
-def configure(http: httpx.Client, backend: str) -> None:
-    """Point Open WebUI's OpenAI connection at the backend; install the pipe with two agents on it."""
+def configure(http: httpx.Client, backend: str, rate: float, tokens: int) -> None:
+    """Point Open WebUI's OpenAI connection at the backend; install the pipe with two agents on it,
+    and the paced pipe (the floor) at the backend's rate."""
     http.post("/openai/config/update", json={
         "ENABLE_OPENAI_API": True,
         "OPENAI_API_BASE_URLS": [f"{backend}/v1"],
@@ -93,6 +100,13 @@ def configure(http: httpx.Client, backend: str) -> None:
     ]
     http.post("/api/v1/functions/id/aihub_agent_pipe/valves/update",
               json={"AGENTS": json.dumps(agents), "API_KEYS": "{}", "TIMEOUT_SECONDS": 300}).raise_for_status()
+    floor = {"id": "bench_paced_pipe", "name": "Bench paced pipe",
+             "content": PACED_PIPE_FILE.read_text(encoding="utf-8"), "meta": {"description": "bench"}}
+    if http.get("/api/v1/functions/id/bench_paced_pipe").status_code != 200:
+        http.post("/api/v1/functions/create", json=floor).raise_for_status()
+        http.post("/api/v1/functions/id/bench_paced_pipe/toggle").raise_for_status()
+    http.post("/api/v1/functions/id/bench_paced_pipe/valves/update",
+              json={"RATE": rate, "TOKENS": tokens}).raise_for_status()
     listed = {m["id"] for m in http.get("/api/models", params={"refresh": "true"}).raise_for_status().json()["data"]}
     missing = set(WAYS.values()) - listed
     if missing:
@@ -191,7 +205,7 @@ async def concurrency_run(client: httpx.AsyncClient, pid: int, concurrency: int,
     errors: dict[str, list[str]] = {w: [] for w in ways}
     chunks: dict[str, list[int]] = {w: [] for w in ways}
     for r in range(rounds):
-        for way in ways[r % 3:] + ways[:r % 3]:
+        for way in ways[r % len(ways):] + ways[:r % len(ways)]:
             before = cpu_seconds(pid)
             results = await asyncio.gather(*(chat(client, WAYS[way]) for _ in range(concurrency)),
                                            return_exceptions=True)
@@ -275,7 +289,7 @@ async def run_all(args: argparse.Namespace, url: str, token: str, pid: int, back
             figures["concurrency"].append(run)
             print_concurrency(run)
         if args.in_a_row:
-            for way in WAYS:
+            for way in ROW_WAYS:
                 run = await in_a_row(client, pid, backend_port, way, args.in_a_row, args.tokens)
                 figures["in_a_row"].append(run)
                 print_in_a_row(run)
@@ -313,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
                 proc, backend_url = start_backend(rate, args.tokens)
                 backends.append(proc)
                 with owui.client(timeout=60) as http:
-                    configure(http, backend_url)
+                    configure(http, backend_url, rate, args.tokens)
                 print(f"\nbackend {backend_url}: {rate:g} tokens/s per stream (0: no pause)")
                 plan = argparse.Namespace(**{**vars(args), "concurrency": concurrency, "in_a_row": row})
                 done = asyncio.run(run_all(plan, owui.url, owui.token, pid, int(backend_url.rsplit(":", 1)[1])))

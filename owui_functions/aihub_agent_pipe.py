@@ -1175,16 +1175,19 @@ class Pipe:
             }
             input_ids = [m["id"] for m in payload["messages"]]
         recorder = Recorder(input_ids=input_ids, scrubber=scrubber, signer=signer)
-        await _emit(__event_emitter__, {"description": f"Asking {agent.name}…", "done": False})
+        status = StatusLine(__event_emitter__)
+        status.later({"description": f"Asking {agent.name}…", "done": False}, ASKING_DELAY_SECONDS)
         batch = Batch(self.valves.STREAM_INTERVAL_MS / 1000)
         try:
             headers = self._headers(agent)
             client = await shared_client()
-            run = stream_run(client, agent, headers, payload, recorder, batch, __event_emitter__, self.valves.TIMEOUT_SECONDS)
+            run = stream_run(client, agent, headers, payload, recorder, batch, status, self.valves.TIMEOUT_SECONDS)
             try:
                 async for chunk in run:
+                    status.answered()
                     yield chunk
             finally:
+                status.answered()
                 await run.aclose()  # a cancelled chat (stop) closes the agent's request here, at once
             if not recorder.finished:
                 raise StreamEndedEarly
@@ -1200,10 +1203,49 @@ class Pipe:
             recorder.finish(error=message)
         for chunk in _safe_chunks(batch.take()):  # text held for the interval goes out before the error
             yield chunk
-        for status in recorder.take_statuses():
-            await _emit(__event_emitter__, status)
+        for update in recorder.take_statuses():
+            await status.send(update)
         for chunk in _safe_chunks(recorder.drain()):
             yield chunk
+
+
+ASKING_DELAY_SECONDS = 0.5  # an agent that answers sooner never shows "Asking <agent>…"
+
+
+class StatusLine:
+    """The chat's status line (Open WebUI's event emitter), updates kept in order.
+
+    In a browser chat every status is two socket messages and a rewrite of the whole chat in
+    Open WebUI's database, and Open WebUI's own connections send none. So "Asking <agent>…" is
+    sent only when the agent has shown nothing within ``ASKING_DELAY_SECONDS`` (a timer, not a
+    wait: the request goes out at once); an agent that answers sooner is its own progress sign.
+    """
+
+    def __init__(self, emitter: EventEmitter) -> None:
+        self._emitter = emitter
+        self._timer: asyncio.TimerHandle | None = None
+        self._sending: asyncio.Future[None] | None = None  # a delayed update on its way
+
+    def later(self, update: dict[str, Any], delay: float) -> None:
+        if self._emitter is not None:
+            self._timer = asyncio.get_running_loop().call_later(delay, self._fire, update)
+
+    def _fire(self, update: dict[str, Any]) -> None:
+        self._timer = None
+        self._sending = asyncio.ensure_future(_emit(self._emitter, update))
+
+    def answered(self) -> None:
+        """Something showed up in the chat: a delayed update not sent yet is not needed."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    async def send(self, update: dict[str, Any]) -> None:
+        self.answered()
+        if self._sending is not None:
+            await self._sending  # the delayed update first, so this one is the last word
+            self._sending = None
+        await _emit(self._emitter, update)
 
 
 class Batch:
@@ -1259,7 +1301,7 @@ async def stream_run(
     payload: dict[str, Any],
     recorder: Recorder,
     batch: Batch,
-    emitter: EventEmitter,
+    status: StatusLine,
     timeout: float,
 ) -> AsyncIterator[str]:
     """Send the run to the agent, feed its events to the recorder, yield what became stable.
@@ -1299,8 +1341,8 @@ async def stream_run(
                 except TimeoutError:
                     if not waiting.expired():
                         raise  # the run's deadline (aiohttp's)
-                for status in recorder.take_statuses():
-                    await _emit(emitter, status)
+                for update in recorder.take_statuses():
+                    await status.send(update)
                 for chunk in _safe_chunks(batch.take(loop.time())):
                     yield chunk
                 if ended:
@@ -1311,8 +1353,8 @@ async def stream_run(
             for event in stream.feed(raw) if raw else stream.end():
                 recorder.feed(event)
                 if recorder.statuses:
-                    for status in recorder.take_statuses():
-                        await _emit(emitter, status)
+                    for update in recorder.take_statuses():
+                        await status.send(update)
                 if text := recorder.drain():
                     batch.add(text)  # after the first, the rest of this read waits for the interval
                     if batch.ready(now := loop.time()):
@@ -1320,8 +1362,8 @@ async def stream_run(
                             yield chunk
             if not raw:
                 break
-        for status in recorder.take_statuses():
-            await _emit(emitter, status)
+        for update in recorder.take_statuses():
+            await status.send(update)
         for chunk in _safe_chunks(batch.take(loop.time())):
             yield chunk  # the end of a run is never held
         if recorder.finished:

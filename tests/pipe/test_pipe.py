@@ -172,7 +172,17 @@ def test_stream_is_rendered_in_order_and_statuses_are_emitted(sse_stub: SSEStub)
     content = run.content
     assert content.index("Let me check.") < content.index('id="c1"') < content.index("</details>\nSunny.")
     assert run.chunks[0] == "Let me check."  # streamed before the call even started
-    assert run.statuses == ["Asking Concierge…", "Running get_weather…", "Done"]
+    # an agent that answers at once needs no "Asking…" (in a browser chat each status is socket
+    # messages and a rewrite of the chat in Open WebUI's database)
+    assert run.statuses == ["Running get_weather…", "Done"]
+
+
+def test_a_slow_agent_gets_an_asking_status_while_the_request_is_already_out(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(T("Here."), FINISHED)
+    sse_stub.behaviour.pauses = {0: 1.2}  # the agent thinks before its first event
+    run = run_pipe(make_pipe([_agent(sse_stub.url)]), "travel.concierge", HISTORY)
+    assert run.statuses == ["Asking Concierge…", "Done"]
+    assert run.content == "Here."
 
 
 def test_works_without_an_event_emitter(sse_stub: SSEStub) -> None:
