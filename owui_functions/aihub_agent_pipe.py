@@ -215,12 +215,13 @@ def parse_content(
             segments.append(_parse_reasoning(match.group(3), attrs, f"{id_prefix}-r{len(segments)}"))
             step_key = None
             continue
+        unreported = attrs.get("unreported") == "true"
         call = ToolCall(
             id=attrs.get("id", ""),
             name=attrs.get("name", ""),
             arguments=attrs.get("arguments", ""),
-            result=attrs.get("result", "") if attrs.get("done") == "true" and "unreported" not in attrs else None,
-            unreported=attrs.get("unreported") == "true",
+            result=attrs.get("result", "") if attrs.get("done") == "true" and not unreported else None,
+            unreported=unreported,
             result_id=attrs.get("result_id"),
             failed=attrs.get("status") == "failed",
             sig=attrs.get("sig", ""),
@@ -382,6 +383,8 @@ class Signer:
             call.result_id,
             call.failed,
         ]
+        if call.unreported:
+            fields.append("unreported")  # only then: blocks signed before the field existed still verify
         payload = json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode()
         return hmac.new(self._key, payload, hashlib.sha256).hexdigest()
 
@@ -970,7 +973,8 @@ class OpenAIChunkAdapter:
     An OpenAI stream carries a call's result, if at all, as a ``tool`` delta right after the call.
     When text or reasoning follows calls whose results did not come, the agent ran them on its side
     and will not send them: the adapter says so (CALLS_RAN), so the text is not held below calls
-    that would otherwise wait for a result until the run ends.
+    that would otherwise wait for a result until the run ends. (A result that still comes after
+    that is not shown: the call's block has gone out.)
     """
 
     def __init__(self) -> None:
@@ -989,7 +993,8 @@ class OpenAIChunkAdapter:
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")
             text = delta.get("content")
             is_result = delta.get("role") == "tool" and delta.get("tool_call_id")
-            if self._waiting and not is_result and ((isinstance(text, str) and text.strip()) or reasoning):
+            said = any(isinstance(part, str) and part.strip() for part in (text, reasoning))
+            if self._waiting and not is_result and said:
                 self._waiting.clear()
                 out.append({"type": CALLS_RAN})
             if isinstance(reasoning, str) and reasoning:
@@ -1052,7 +1057,7 @@ class AgentSpec(BaseModel):
     model: str | None = None  # the model name for the openai transport (default: the agent id)
     api_key: str | None = None  # the key's name: in API_KEYS ("sync") or the server's environment ("server")
     key_from: Literal["sync", "server"] = "sync"
-    features: list[str] = Field(default_factory=list)
+    features: tuple[str, ...] = ()
 
 
 EventEmitter = Callable[[dict[str, Any]], Awaitable[None]] | None
@@ -1062,9 +1067,14 @@ class Pipe:
     class Valves(BaseModel):
         AGENTS: str = Field(default="[]", description="JSON list of agents (written by provision sync).")
         API_KEYS: str = Field(default="{}", description="JSON object: key name -> secret, sent as a Bearer token.")
-        TIMEOUT_SECONDS: float = Field(default=300, description="Longest an agent run may take, in seconds.")
+        TIMEOUT_SECONDS: float = Field(
+            default=300, gt=0, allow_inf_nan=False, description="Longest an agent run may take, in seconds."
+        )
         STREAM_INTERVAL_MS: float = Field(
             default=40,
+            ge=0,
+            le=1000,
+            allow_inf_nan=False,
             description="Text that arrives within this many milliseconds of the last piece shown goes out "
             "together (0: every delta at once). The first text and the end of a run are never held.",
         )
@@ -1184,10 +1194,10 @@ class Pipe:
             run = stream_run(client, agent, headers, payload, recorder, batch, status, self.valves.TIMEOUT_SECONDS)
             try:
                 async for chunk in run:
-                    status.answered()
+                    status.shown()
                     yield chunk
             finally:
-                status.answered()
+                status.shown()  # also when the chat was stopped: no "Asking…" after that
                 await run.aclose()  # a cancelled chat (stop) closes the agent's request here, at once
             if not recorder.finished:
                 raise StreamEndedEarly
@@ -1234,14 +1244,14 @@ class StatusLine:
         self._timer = None
         self._sending = asyncio.ensure_future(_emit(self._emitter, update))
 
-    def answered(self) -> None:
-        """Something showed up in the chat: a delayed update not sent yet is not needed."""
+    def shown(self) -> None:
+        """Something showed up in the chat (or it ended): a delayed update not sent yet is not needed."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
 
     async def send(self, update: dict[str, Any]) -> None:
-        self.answered()
+        self.shown()
         if self._sending is not None:
             await self._sending  # the delayed update first, so this one is the last word
             self._sending = None
@@ -1528,8 +1538,6 @@ def failure_text(
     kinds = _kinds(exc)
     if kinds & _CONNECT_FAILURES:
         return f"The agent cannot be reached at {host} ({_connect_reason(exc)})."
-    if kinds & {"SocketTimeoutError", "TimeoutException"}:  # aiohttp's is a TimeoutError too: test it first
-        return f"The agent at {host} sent nothing for {timeout:g} seconds, so the run was stopped.{incomplete}"
     if isinstance(exc, TimeoutError):
         return f"The agent did not finish within {timeout:g} seconds, so the run was stopped.{incomplete}"
     if isinstance(exc, StreamEndedEarly):
@@ -1581,6 +1589,7 @@ async def shared_client() -> aiohttp.ClientSession:
     return client
 
 
+# REQUEST_METHOD: urllib ignores HTTP_PROXY when it is set (a CGI environment, where it is untrusted)
 _PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "REQUEST_METHOD")
 
 

@@ -221,3 +221,16 @@ def test_agent_text_with_block_markup_is_escaped_and_comes_back_as_its_text() ->
     assert "&lt;details type=" in content
     messages = P.to_agui_messages(_history_of(content), SIGNER)
     assert agui_shape(messages) == ['user"Weather?"', f'A"{fake}"', 'user"And now?"']
+
+
+def test_an_unreported_call_round_trips_signed_and_flipping_it_breaks_the_signature() -> None:
+    # a call the agent ran itself (an OpenAI stream went on without its result)
+    content = _turn(T("Checking."), C("c1", args="{}"), [{"type": P.CALLS_RAN}], T("Done."))
+    assert 'unreported="true"' in content and "result=" not in content
+    step = P.parse_content(content, verify=P.history_verifier(SIGNER))[1]
+    assert isinstance(step, P.ToolStep) and step.calls[0].unreported and step.calls[0].result is None
+    assert P.render_segments(P.parse_content(content)) == content  # parse is render's inverse
+    pending = content.replace('done="true"', 'done="false"', 1).replace(' unreported="true"', "", 1)
+    for forged in (pending, content.replace('unreported="true"', 'unreported="false"', 1)):
+        segments = P.parse_content(forged, verify=P.history_verifier(SIGNER))
+        assert not any(isinstance(s, P.ToolStep) for s in segments), forged

@@ -199,3 +199,25 @@ def test_a_streamed_result_still_fills_its_call(sse_stub: SSEStub) -> None:
 def test_an_agui_agent_cannot_send_the_pipes_own_event() -> None:
     body = b'data: {"type": "AIHUB_TOOL_CALLS_RAN"}\n\ndata: {"type": "RUN_FINISHED"}\n\n'
     assert list(P.AgentStream("agui").feed(body)) == [{"type": "RUN_FINISHED"}]
+
+
+def test_parallel_calls_then_reasoning_all_count_as_ran(sse_stub: SSEStub) -> None:
+    first = {"index": 0, "id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+    second = {"index": 1, "id": "call_b", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}
+    sse_stub.behaviour.data = [
+        _delta(tool_calls=[first]),
+        _delta(tool_calls=[second]),
+        _delta(reasoning_content="   "),  # whitespace says nothing: the calls still wait
+        _delta(reasoning_content="Both came back."),
+        _delta(content="Sunny, 3 pm."),
+        "[DONE]",
+    ]
+    run = run_pipe(make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}), "ops.oncall", [])
+    step, reasoning, text = P.parse_content(run.content)
+    assert [(c.id, c.unreported, c.result) for c in step.calls] == [("call_a", True, None), ("call_b", True, None)]
+    assert reasoning.text.strip() == "Both came back." and text.text == "Sunny, 3 pm."
+    adapter = P.OpenAIChunkAdapter()
+    adapter.events(_delta(tool_calls=[first]))
+    assert adapter.events(_delta(reasoning_content="   ")) == [
+        {"type": "REASONING_MESSAGE_CONTENT", "messageId": "reasoning", "delta": "   "}
+    ]

@@ -185,6 +185,36 @@ def test_a_slow_agent_gets_an_asking_status_while_the_request_is_already_out(sse
     assert run.content == "Here."
 
 
+def test_an_agent_that_answered_at_once_gets_no_asking_status_however_long_it_runs(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(T("Hi."), T(" More."), FINISHED)
+    sse_stub.behaviour.pauses = {1: 1.0}  # first words at once, then a long pause
+    run = run_pipe(make_pipe([_agent(sse_stub.url)]), "travel.concierge", HISTORY)
+    assert run.statuses == ["Done"]
+
+
+def test_a_status_waits_for_a_delayed_asking_status_still_on_its_way(sse_stub: SSEStub) -> None:
+    """A slow event emitter (a browser chat: socket messages, a database write): the delayed
+    "Asking…" is still being sent when the next status comes; the next one must land after it."""
+    sse_stub.behaviour.data = events(C("c1"), R("c1", "ok"), T("Done it."), FINISHED)
+    sse_stub.behaviour.pauses = {0: 0.6}  # "Asking…" fires at 0.5 s and takes 0.4 s to send
+    seen: list[str] = []
+
+    async def slow_emitter(event: dict[str, Any]) -> None:
+        description = event["data"]["description"]
+        if description.startswith("Asking"):
+            await asyncio.sleep(0.4)
+        seen.append(description)
+
+    async def chat() -> None:
+        pipe = make_pipe([_agent(sse_stub.url)])
+        body = {"model": "aihub_agent_pipe.travel.concierge", "messages": HISTORY, "stream": True}
+        async for _ in pipe.pipe(body=body, __user__={"id": "u"}, __metadata__={"chat_id": "c"}, __event_emitter__=slow_emitter):
+            pass
+
+    asyncio.run(chat())
+    assert seen == ["Asking Concierge…", "Running get_weather…", "Done"]
+
+
 def test_works_without_an_event_emitter(sse_stub: SSEStub) -> None:
     sse_stub.behaviour.data = events(T("Hi"), FINISHED)
     pipe = make_pipe([_agent(sse_stub.url)])

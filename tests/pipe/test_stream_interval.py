@@ -45,24 +45,45 @@ def test_text_held_before_a_pause_goes_out_within_the_interval(sse_stub: SSEStub
     sse_stub.behaviour.pauses = {3: 1.5}  # the agent thinks for 1.5 s after "c "
     run = run_pipe(_pipe(sse_stub.url, 200), "bp.agent", HISTORY)  # so "b c " waits at most 0.4 s
     assert run.content == "a b c d "
-    at = {chunk: time for chunk, time in zip(run.chunks, run.times)}
-    c_sent = next(time for chunk, time in at.items() if "c " in chunk)
-    d_sent = next(time for chunk, time in at.items() if "d " in chunk)
-    assert c_sent < 1.0, (run.chunks, run.times)  # not kept until the agent spoke again
+    sent = list(zip(run.chunks, run.times))
+    c_sent = next(time for chunk, time in sent if "c " in chunk)
+    d_sent = next(time for chunk, time in sent if "d " in chunk)
+    assert c_sent < 0.8, (run.chunks, run.times)  # two intervals (0.4 s), not until the agent spoke again
     assert d_sent >= 1.4, (run.chunks, run.times)
 
 
 def test_the_end_of_a_run_is_never_held(sse_stub: SSEStub) -> None:
     sse_stub.behaviour.data = events(T("one "), T("two "), FINISHED)
-    run = run_pipe(_pipe(sse_stub.url, 10_000), "bp.agent", HISTORY)
+    run = run_pipe(_pipe(sse_stub.url, 1000), "bp.agent", HISTORY)
     assert run.content == "one two "
-    assert run.times[-1] < 5, run.times  # a 10 s interval did not delay the last text
+    assert run.times[-1] < 0.9, run.times  # the longest interval (1 s) did not delay the last text
 
 
 def test_held_text_stays_above_the_error_when_the_stream_breaks(sse_stub: SSEStub) -> None:
     sse_stub.behaviour.data = events(T("first "), T("second "), T("third "))
     sse_stub.behaviour.drop_after = True
-    run = run_pipe(_pipe(sse_stub.url, 10_000), "bp.agent", HISTORY)
+    run = run_pipe(_pipe(sse_stub.url, 1000), "bp.agent", HISTORY)
     assert run.content.startswith("first second third "), run.content
     assert "Agent error" in run.content and "The answer above is incomplete." in run.content
     assert json.dumps(run.chunks).count("third") == 1
+
+
+def test_text_held_when_the_run_deadline_passes_stays_above_the_timeout_alert(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(T("first "), T("second "))
+    sse_stub.behaviour.hang_after = True  # then nothing, until the run's deadline
+    agent = {"id": "bp.agent", "name": "Agent", "transport": "agui", "url": sse_stub.url}
+    run = run_pipe(make_pipe([agent], timeout=0.5, stream_interval_ms=1000), "bp.agent", HISTORY)
+    assert run.content.startswith("first second "), run.content
+    assert "did not finish within 0.5 seconds" in run.content
+
+
+def test_interval_valve_bounds() -> None:
+    import pytest
+    from pipe_support import pipe_module
+
+    for bad in (-1, 1001, float("inf"), float("nan")):
+        with pytest.raises(ValueError):
+            pipe_module.Pipe.Valves(STREAM_INTERVAL_MS=bad)
+    for bad in (0, -5, float("inf")):
+        with pytest.raises(ValueError):
+            pipe_module.Pipe.Valves(TIMEOUT_SECONDS=bad)
