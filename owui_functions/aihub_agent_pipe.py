@@ -25,7 +25,6 @@ global: false
 # How it streams is the Recorder's docstring.
 
 import asyncio
-import codecs
 import functools
 import hashlib
 import hmac
@@ -1658,32 +1657,31 @@ class AgentStream:
 
     def __init__(self, transport: str) -> None:
         self._parser = SSEParser()
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")  # SSE is UTF-8 by definition
-        self._pending = ""
+        self._pending = b""  # the start of a line the next read completes
         self._adapter = OpenAIChunkAdapter() if transport == "openai" else None
         self._done = False
 
     def feed(self, raw: bytes) -> Iterator[dict[str, Any]]:
-        text = self._pending + self._decoder.decode(raw)
-        self._pending, start, parser = "", 0, self._parser
-        # line by line as consumed (not split up front: a read can hold thousands of lines)
-        while (end := text.find("\n", start)) >= 0:
-            line, start = text[start:end], end + 1
+        body, self._pending, start, parser = self._pending + raw, b"", 0, self._parser
+        # Line by line as consumed, each line decoded on its own (SSE is UTF-8, and "\n" never
+        # occurs inside a UTF-8 sequence): a read can hold thousands of lines, and the first
+        # event must not wait for all of them to be split or decoded.
+        while (end := body.find(b"\n", start)) >= 0:
+            line, start = body[start:end].decode("utf-8", "replace"), end + 1
             if line.endswith("\r"):
                 line = line[:-1]
-            if line[:5] == "data:" and text.startswith("\n", start) and not parser.pending:
+            if line[:5] == "data:" and body.startswith(b"\n", start) and not parser.pending:
                 start += 1  # "data: ...\n\n", what nearly every event is: no parser needed
                 yield from self._events(line[6:] if line[5:6] == " " else line[5:])
                 continue
             data = parser.feed(line)
             if data is not None:
                 yield from self._events(data)
-        self._pending = text[start:]
+        self._pending = body[start:]
 
     def end(self) -> Iterator[dict[str, Any]]:
         """The events the body's end completes (a last event without its blank line)."""
-        tail = self._pending + self._decoder.decode(b"", final=True)
-        self._pending = ""
+        tail, self._pending = self._pending.decode("utf-8", "replace").removesuffix("\r"), b""
         for data in (self._parser.feed(tail) if tail else None, self._parser.flush()):
             if data is not None:
                 yield from self._events(data)

@@ -208,7 +208,8 @@ def test_a_status_waits_for_a_delayed_asking_status_still_on_its_way(sse_stub: S
     async def chat() -> None:
         pipe = make_pipe([_agent(sse_stub.url)])
         body = {"model": "aihub_agent_pipe.travel.concierge", "messages": HISTORY, "stream": True}
-        async for _ in pipe.pipe(body=body, __user__={"id": "u"}, __metadata__={"chat_id": "c"}, __event_emitter__=slow_emitter):
+        metadata = {"chat_id": "c"}
+        async for _ in pipe.pipe(body=body, __user__={"id": "u"}, __metadata__=metadata, __event_emitter__=slow_emitter):
             pass
 
     asyncio.run(chat())
