@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import select
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +17,8 @@ from typing import Any
 import aiohttp
 import pytest
 from pipe_support import PIPE_FILE, FINISHED, T, drive, events, load_by_path, make_pipe, pipe_module
+
+from tests.slow_agent import SlowAgent
 
 HOLDER = pipe_module._POOL_HOLDER
 TURN = events(T("Hi"), FINISHED)
@@ -30,20 +30,14 @@ class Server(ThreadingHTTPServer):
 
 
 class AgentServer:
-    """A loopback AG-UI agent that records each request's client address and sees disconnects.
+    """A loopback AG-UI agent that records each request's client address and cookie.
 
-    ``slow`` makes it send one text delta, then one more every 50 ms for up to 10 s, watching the
-    socket: when the client closes it, ``disconnected`` is set with the time it was noticed.
     ``barrier`` holds every answer until that many requests are in (concurrent chats).
     """
 
-    def __init__(self, *, slow: bool = False, barrier: int = 0) -> None:
+    def __init__(self, *, barrier: int = 0) -> None:
         self.peers: list[tuple[str, int]] = []
         self.cookies: list[str | None] = []
-        self.disconnected = threading.Event()
-        self.disconnected_at = 0.0
-        self.deltas_sent = 0
-        self.started = threading.Event()
         self._barrier = threading.Barrier(barrier, timeout=15) if barrier else None
         server = self
 
@@ -64,31 +58,9 @@ class AgentServer:
                 self.send_header("Transfer-Encoding", "chunked")
                 self.send_header("Set-Cookie", f"session=user-{len(server.peers)}; Path=/")
                 self.end_headers()
-                if slow:
-                    self._slow()
-                    return
                 for event in TURN:
                     self._chunk(f"data: {json.dumps(event)}\n\n".encode())
                 self.wfile.write(b"0\r\n\r\n")
-
-            def _slow(self) -> None:
-                self._chunk(f"data: {json.dumps(T('first ')[0])}\n\n".encode())
-                server.started.set()
-                deadline = time.monotonic() + 10
-                while time.monotonic() < deadline:
-                    readable, _, _ = select.select([self.connection], [], [], 0.05)
-                    if readable and self.connection.recv(1, socket.MSG_PEEK) == b"":
-                        server.disconnected_at = time.monotonic()
-                        server.disconnected.set()
-                        return
-                    try:
-                        self._chunk(f"data: {json.dumps(T('more ')[0])}\n\n".encode())
-                        server.deltas_sent += 1
-                    except OSError:
-                        server.disconnected_at = time.monotonic()
-                        server.disconnected.set()
-                        return
-                self.close_connection = True
 
             def _chunk(self, payload: bytes) -> None:
                 self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
@@ -171,7 +143,7 @@ def test_ssl_context_is_built_once_and_never_on_the_event_loop(monkeypatch: pyte
 
 
 def test_a_cancelled_chat_closes_the_agent_request_at_once() -> None:
-    server = AgentServer(slow=True)
+    server = SlowAgent()
     try:
         pipe = agent_pipe(server.url)
 
@@ -191,7 +163,7 @@ def test_a_cancelled_chat_closes_the_agent_request_at_once() -> None:
         cancelled_at = asyncio.run(cancel_after_first_text())
         assert server.disconnected.wait(2), "the agent never saw the request end"
         assert server.disconnected_at - cancelled_at < 0.5
-        assert server.deltas_sent < 30  # it stopped streaming long before its 10 s were up
+        assert server.deltas < 30  # it stopped streaming long before its 10 s were up
     finally:
         server.close()
 
