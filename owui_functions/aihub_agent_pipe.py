@@ -1582,7 +1582,8 @@ async def shared_client() -> aiohttp.ClientSession:
         # on another user's request
         cookie_jar=aiohttp.DummyCookieJar(),
         trust_env=False,  # with it, aiohttp looks up proxies and .netrc in a thread on every request; see _proxy_for
-        timeout=aiohttp.ClientTimeout(total=None, sock_connect=300, sock_read=300),
+        # every request passes its own (stream_run: the TIMEOUT_SECONDS valve); this is the fallback
+        timeout=aiohttp.ClientTimeout(total=300, sock_connect=300),
     )
     pool.clients[loop] = (_POOL_VERSION, client)
     return client

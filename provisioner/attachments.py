@@ -15,6 +15,7 @@ from .blueprints import Agent, Blueprint
 from .errors import Problem
 from .function_files import FunctionFile
 from .loader import Catalog, LoadedBlueprint, suggest
+from .state import BUNDLE_PREFIX
 from .yaml_source import PathKey
 
 FIELDS = ("filters", "actions")
@@ -86,7 +87,7 @@ def _check_one(
 ) -> list[Problem]:
     want = _KIND_OF_FIELD[field]
     folder = f"{functions_dir}/" if functions_dir is not None else "your functions folder"
-    if ident in reserved or ident.startswith("aihub_"):
+    if ident in reserved or ident.startswith(BUNDLE_PREFIX):
         return [
             lb.source.problem(
                 path,

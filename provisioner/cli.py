@@ -21,7 +21,6 @@ from typing import Annotated, Any, Optional
 import httpx
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from . import __version__
 from .apply import ApplyReport, apply_plan
@@ -41,9 +40,9 @@ from .kept import keep_orphan_agents
 from .loader import Catalog, load_catalog
 from .observed import observe
 from .plan import Plan, make_plan
-from .render import render_notes, render_orphans, render_plan
+from .render import render_notes, render_orphans, render_plan, shown
 from .features import NATIVE_FEATURES
-from .state import Kind
+from .state import BUNDLE_PREFIX, Kind
 from .targets import TARGETS_FILE, Target, select_target, targets_problems
 from .text import visible
 from .variables import ALWAYS_SECRET, Variables
@@ -241,16 +240,16 @@ def _select_target(
 
 def _variables(target: Optional[Target], strict: bool) -> Variables:
     """What ${NAME} resolves from: the target's variables, then the environment."""
-    secrets = set(ALWAYS_SECRET)
+    secret_names = set(ALWAYS_SECRET)
     if target is not None and target.token_env:
-        secrets.add(target.token_env)
+        secret_names.add(target.token_env)
     return Variables(
         values=target.variables if target else {},
         env=dict(os.environ),
         strict=strict,
         target=target.name if target else None,
         targets_file=target.file if target else TARGETS_FILE,
-        secret_names=frozenset(secrets),
+        secret_names=frozenset(secret_names),
     )
 
 
@@ -316,9 +315,11 @@ def load_bundle(
 def _reserved_ids(own: tuple[FunctionFile, ...], bundle_ids: set[str]) -> list[Problem]:
     """A user's function may not take a bundle id or the prefix the bundle's ids use."""
     return [
-        Problem(f.path, None, "id", f"{f.id!r} is reserved for the bundle (ids starting with 'aihub_'); rename the file")
+        Problem(
+            f.path, None, "id", f"{f.id!r} is reserved for the bundle (ids starting with {BUNDLE_PREFIX!r}); rename the file"
+        )
         for f in own
-        if f.id in bundle_ids or f.id.startswith("aihub_")
+        if f.id in bundle_ids or f.id.startswith(BUNDLE_PREFIX)
     ]
 
 
@@ -648,13 +649,14 @@ def list_managed(
     for a in agents:  # rows come from the instance: show what a reader cannot see
         served = {True: "yes", False: "NO: chats fail", None: "no pipe"}[a["served"]]
         cells = (a["agent"], a["name"], ", ".join(a["features"]) or "-", ", ".join(a["defaults"]) or "-", a["access"], served)
-        table.add_row(*(escape(visible(str(c))) for c in cells))
+        table.add_row(*(shown(str(c)) for c in cells))
     out.print(table)
     table = Table(title=f"Functions ({len(functions)})", title_justify="left")
     for column in ("id", "type", "active", "global"):
         table.add_column(column, overflow="fold")
     for f in functions:
-        table.add_row(escape(visible(str(f["id"]))), escape(visible(str(f["type"] or ""))), "yes" if f["active"] else "no", "yes" if f["global"] else "no")
+        active, is_global = ("yes" if f["active"] else "no"), ("yes" if f["global"] else "no")
+        table.add_row(shown(str(f["id"])), shown(str(f["type"] or "")), active, is_global)
     out.print(table)
     return EXIT_OK
 

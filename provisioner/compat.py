@@ -22,7 +22,6 @@ MINIMUM: Version = (0, 6, 0)
 # anything else gets the "outside the tested range" warning.
 TESTED: tuple[str, ...] = ("0.6.43", "0.7.2", "0.8.12", "0.9.6", "0.10.2", "0.11.4", "0.12.4")
 PINNED = "0.12.4"
-PINNED_VERSION: Version = (0, 12, 4)
 
 PUBLIC_GRANT = {"principal_type": "user", "principal_id": "*", "permission": "read"}
 
@@ -80,6 +79,9 @@ def parse_version(text: str) -> Version | None:
     return (int(match[1]), int(match[2]), int(match[3])) if match else None
 
 
+_PINNED_VERSION: Version = parse_version(PINNED) or (0, 0, 0)
+
+
 def select(version_text: str) -> Compat:
     """The Compat for a version string from `/api/version`; refuses releases before 0.6.0.
 
@@ -87,7 +89,7 @@ def select(version_text: str) -> Compat:
     """
     parsed = parse_version(version_text)
     if parsed is None:
-        return _row(PINNED_VERSION, version_text or "(unknown version)")
+        return _row(_PINNED_VERSION, version_text or "(unknown version)")
     if parsed < MINIMUM:
         raise ConfigError(
             f"Open WebUI {version_text} is not supported: provision needs 0.6.0 or later "

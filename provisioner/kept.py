@@ -38,9 +38,9 @@ def keep_orphan_agents(
     if prune or pipe is None or not orphans:
         return desired, {}
     live_pipe = observed.functions.get(PIPE_FUNCTION_ID)
-    live_entries = _entries(live_pipe.fields.get(PIPE_AGENTS_VALVE) if live_pipe else None)
+    live_entries = agent_entries(live_pipe.fields.get(PIPE_AGENTS_VALVE) if live_pipe else None)
     live_keys = _mapping(live_pipe.fields.get(PIPE_SECRET_VALVE) if live_pipe else None)
-    desired_entries = _entries(pipe.fields.get(PIPE_AGENTS_VALVE))
+    desired_entries = agent_entries(pipe.fields.get(PIPE_AGENTS_VALVE))
     keys = _mapping(pipe.fields.get(PIPE_SECRET_VALVE))
     notes: dict[str, str] = {}
     kept: list[dict[str, Any]] = []
@@ -72,7 +72,7 @@ def keep_orphan_agents(
     return replace(desired, functions=functions), notes
 
 
-def _entries(raw: Any) -> dict[str, dict[str, Any]]:
+def agent_entries(raw: Any) -> dict[str, dict[str, Any]]:
     """The AGENTS valve's entries by id; nothing for a valve that is absent or not valid JSON."""
     try:
         data = json.loads(raw) if isinstance(raw, str) else None

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+from .kept import agent_entries
 from .state import MARKER_KEY, is_managed
 from .toggle_filters import TOGGLE_FILTER_PREFIX
 
@@ -68,14 +68,9 @@ def describe_access(grants: Iterable[Mapping[str, Any]], groups: Mapping[str, st
     return f"groups: {', '.join(sorted(names))}" if names else "private"
 
 
-def served_agent_ids(functions: Iterable[Mapping[str, Any]], pipe_id: str, valve: str = "AGENTS") -> set[str] | None:
+def served_agent_ids(functions: Iterable[Mapping[str, Any]], pipe_id: str) -> set[str] | None:
     """The agent ids (`<blueprint>.<agent>`) the pipe's AGENTS valve lists; None without the pipe."""
     pipe = next((f for f in functions if f.get("id") == pipe_id), None)
     if pipe is None:
         return None
-    raw = (pipe.get("valves") or {}).get(valve)
-    try:
-        entries = json.loads(raw) if isinstance(raw, str) else []
-    except ValueError:
-        entries = []
-    return {str(e["id"]) for e in entries if isinstance(e, dict) and "id" in e} if isinstance(entries, list) else set()
+    return set(agent_entries((pipe.get("valves") or {}).get("AGENTS")))

@@ -106,7 +106,7 @@ def load_catalog(root: Path, variables: Variables | None = None) -> Catalog:
                 problems.append(
                     cap_source.problem(
                         ("capabilities", name, "serves"),
-                        f"unknown feature {cap.serves!r}{_suggest(cap.serves, known_features)}; "
+                        f"unknown feature {cap.serves!r}{suggest(cap.serves, known_features)}; "
                         f"native features are {', '.join(sorted(NATIVE_FEATURES))}, custom ones "
                         f"are defined in {FEATURES_FILE}",
                     )
@@ -344,7 +344,7 @@ def _message(error: dict[str, Any], loc: PathKey) -> str:
         return f"expected true or false (a YAML boolean, unquoted), found {_describe(error.get('input'))}"
     if kind == "extra_forbidden":
         name = str(loc[-1]) if loc else ""
-        return f"unknown field{_suggest(name, _ALL_FIELDS)}"
+        return f"unknown field{suggest(name, _ALL_FIELDS)}"
     if kind == "string_pattern_mismatch":
         pattern = error.get("ctx", {}).get("pattern", "")
         hints = {
@@ -413,12 +413,11 @@ def _clean_loc(loc: PathKey, data: Any, kind: str) -> PathKey:
     return tuple(out)
 
 
-def _suggest(name: str, options: set[str] | frozenset[str] | Mapping[str, Any]) -> str:
+def suggest(name: str, options: set[str] | frozenset[str] | Mapping[str, Any]) -> str:
     close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.75)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-suggest = _suggest  # public for the checks that span files (attachments.py)
 
 
 def _check_features(
@@ -468,7 +467,7 @@ def _check_blueprint(
                     problems.append(
                         source.problem(
                             ("steps", s, "calls", c),
-                            f"unknown capability {name!r}{_suggest(name, capabilities)}; "
+                            f"unknown capability {name!r}{suggest(name, capabilities)}; "
                             f"capabilities are defined in {where}",
                         )
                     )
@@ -490,7 +489,7 @@ def _check_blueprint(
                 problems.append(
                     source.problem(
                         ("agents", a, "defaults", d),
-                        f"{feature!r} is not a feature this blueprint supports{_suggest(feature, supported)}; "
+                        f"{feature!r} is not a feature this blueprint supports{suggest(feature, supported)}; "
                         f"it supports {have}, from the capabilities its steps call",
                     )
                 )
@@ -582,7 +581,7 @@ def _check_openwebui_capabilities(blueprint: Blueprint, source: SourceFile, prob
                 "its capabilities; memory, builtin_tools and terminal stay off)"
             )
         else:
-            why = f"unknown Open WebUI capability {key!r}{_suggest(key, OVERRIDABLE_DEFAULTS)}; a blueprint may set {allowed}"
+            why = f"unknown Open WebUI capability {key!r}{suggest(key, OVERRIDABLE_DEFAULTS)}; a blueprint may set {allowed}"
         problems.append(source.problem(("openwebui_capabilities", key), why))
 
 

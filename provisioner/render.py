@@ -45,7 +45,7 @@ def render_plan(plan_json: dict[str, Any], out: Console) -> None:
     for line in upgrade_lines(plan_json):
         out.print(escape(line), soft_wrap=True)
     out.print()
-    width = max(len(_shown(c["id"])) for c in changes)
+    width = max(len(shown(c["id"])) for c in changes)
     for change in changes:
         action = change["action"]
         style = _STYLE[action]
@@ -54,18 +54,18 @@ def render_plan(plan_json: dict[str, Any], out: Console) -> None:
             note = f"  (bundle changed: {upgrade_text(change['upgrade'])})"
         out.print(
             f"  [{style}]{_SYMBOL[action]}[/{style}] {change['kind']:<9} "
-            f"{_shown(change['id']):<{width}}  {action}{note}",
+            f"{shown(change['id']):<{width}}  {action}{note}",
             soft_wrap=True,
         )
         if action != "update":
             continue
         leaves = [leaf for f in change["fields"] for leaf in leaf_changes(f["path"], f["before"], f["after"])]
-        path_width = max((len(_shown(path)) for path, _, _ in leaves), default=0)
+        path_width = max((len(shown(path)) for path, _, _ in leaves), default=0)
         for path, before, after in leaves:
             shown_before, shown_after = short_pair(before, after)
             out.print(
-                f"      [yellow]~[/yellow] {_shown(path):<{path_width}}  "
-                f"{_shown(shown_before)} -> {_shown(shown_after)}",
+                f"      [yellow]~[/yellow] {shown(path):<{path_width}}  "
+                f"{shown(shown_before)} -> {shown(shown_after)}",
                 soft_wrap=True,
             )
     out.print()
@@ -108,11 +108,11 @@ def render_orphans(plan_json: dict[str, Any], err: Console) -> None:
         soft_wrap=True,
     )
     for item in orphans:
-        note = f"  ({_shown(item['note'])})" if item.get("note") else ""
-        err.print(f"  {item['kind']} {_shown(item['id'])}{note}", soft_wrap=True)
+        note = f"  ({shown(item['note'])})" if item.get("note") else ""
+        err.print(f"  {item['kind']} {shown(item['id'])}{note}", soft_wrap=True)
 
 
-def _shown(text: str) -> str:
+def shown(text: str) -> str:
     """Text as a reader may see it: hidden characters (U+202E, NUL, ESC) as escapes, no markup."""
     return escape(visible(text))
 

@@ -18,17 +18,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .blueprints import TOKEN_VARIABLES
 from .errors import Problem
 from .yaml_source import PathKey, SourceFile
 
 # `$${` (an escaped `${`), or `${...}` up to the first `}`, or an unclosed `${`.
 _REFERENCE = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _EXPRESSION = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>.*))?", re.DOTALL)
 SYNTAX_HINT = "write ${NAME} or ${NAME:-default} (NAME: letters, digits and _), or $${ for a literal ${"
 # Fields whose value names a secret: a variable there would route a key through the YAML.
 KEY_FIELDS = frozenset({"api_key_env"})
-ALWAYS_SECRET = frozenset({"OPENWEBUI_TOKEN", "OPENWEBUI_TOKEN_FILE"})
+ALWAYS_SECRET = TOKEN_VARIABLES  # the admin token's variables are secret in any target
 PLACEHOLDER = "https://unresolved.invalid/{name}"
 
 
@@ -137,7 +137,3 @@ def _unresolved_message(name: str, variables: Variables) -> str:
         where = f"no target is selected (--target) and the environment has no {name}"
         fix = "select a target with --target, set it in the environment"
     return f"variable {name} is not set: {where}; {fix}, or write ${{{name}:-default}}"
-
-
-def is_variable_name(name: str) -> bool:
-    return _NAME.fullmatch(name) is not None

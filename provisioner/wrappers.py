@@ -13,9 +13,8 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 
-from .text import visible
+from .render import shown
 
 
 def find_wrappers(models: Iterable[Mapping[str, Any]], agent_ids: Collection[str]) -> list[dict[str, str]]:
@@ -54,11 +53,7 @@ def render_wrappers(wrappers: list[dict[str, Any]], err: Console) -> None:
     )
     for w in wrappers:
         err.print(
-            f"  model {_shown(w['id'])} (owner: {_shown(w['owner'])}) wraps {_shown(w['base_model_id'])}",
+            f"  model {shown(w['id'])} (owner: {shown(w['owner'])}) wraps {shown(w['base_model_id'])}",
             soft_wrap=True,
         )
 
-
-def _shown(text: str) -> str:
-    """Rows come from the instance: hidden characters shown as escapes, no markup."""
-    return escape(visible(text))
