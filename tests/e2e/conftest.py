@@ -11,29 +11,28 @@ from __future__ import annotations
 
 import os
 import shutil
-import uuid
 from pathlib import Path
-from typing import Any, Iterator, NoReturn
+from typing import Any, Iterator
 
 import pytest
 import yaml
 
 try:  # tests/e2e may become a package; work either way
     from .chat_support import AGENT_PIPE, ChatRig, install_observer, provision
-    from .owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, agui_harness, running_in_ci
+    from .owui_instance import (
+        SERVER_KEY, SERVER_KEY_ENV, OpenWebUIInstance, OpenWebUIUnavailable, agui_harness, unavailable,
+    )
 except ImportError:
     from chat_support import AGENT_PIPE, ChatRig, install_observer, provision
-    from owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, agui_harness, running_in_ci
+    from owui_instance import (
+        SERVER_KEY, SERVER_KEY_ENV, OpenWebUIInstance, OpenWebUIUnavailable, agui_harness, unavailable,
+    )
 
 from tests.builders import REPO, write_function_dir
 from tests.recording import Recorder, record_cli_requests
 
 E2E_DIR = Path(__file__).resolve().parent
 AGUI_VERSION = "1.7.0"
-# In the session instance's own environment, for agents whose key the server reads at chat time
-# (`api_key_from: server`); the test process never sets it.
-SERVER_KEY_ENV = "AIHUB_E2E_SERVER_KEY"
-SERVER_KEY = f"e2e-server-key-{uuid.uuid4().hex}"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -51,13 +50,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     setattr(item, f"rep_{report.when}", report)
 
 
-def unavailable(reason: str) -> NoReturn:
-    """Fail in CI (a missing instance must not pass silently there), skip elsewhere."""
-    if running_in_ci():
-        pytest.fail(f"Open WebUI could not be started (CI is set):\n{reason}", pytrace=False)
-    pytest.skip(f"Open WebUI could not be started: {reason}")
-
-
 def start_instance(name: str, extra_env: dict[str, str] | None = None) -> OpenWebUIInstance:
     """Start a fresh private instance or end the test through `unavailable`."""
     instance = OpenWebUIInstance(name, extra_env=extra_env)
@@ -70,7 +62,7 @@ def start_instance(name: str, extra_env: dict[str, str] | None = None) -> OpenWe
         instance.stop(keep_data=False)  # the script already stopped it; this only drops the data
     except OpenWebUIUnavailable:
         pass
-    unavailable(reason)
+    unavailable(f"Open WebUI could not be started:\n{reason}")
 
 
 @pytest.fixture(scope="session")
@@ -102,9 +94,7 @@ def agui_server() -> Iterator[Any]:
         server = harness.AguiServer(AGUI_VERSION).start()
     except Exception as exc:  # HarnessError, or pip/venv trouble surfacing as OSError
         reason = f"AG-UI server {AGUI_VERSION} unavailable: {exc}"
-        if running_in_ci():
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
+        unavailable(reason)
     try:
         yield server
     finally:

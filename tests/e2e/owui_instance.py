@@ -7,6 +7,7 @@ share one tested way of running Open WebUI.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import json
 import os
@@ -16,9 +17,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
+import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "scripts" / "openwebui-local"
@@ -30,8 +32,23 @@ class OpenWebUIUnavailable(RuntimeError):
     """The script could not start the instance; the message carries its stderr and log tail."""
 
 
+# In the session instance's own environment, for agents whose key the server reads at chat time
+# (`api_key_from: server`); the test process never sets it. Derived from the process id, not
+# random: this module may be imported under two names, and both must hold the same key.
+SERVER_KEY_ENV = "AIHUB_E2E_SERVER_KEY"
+SERVER_KEY = "e2e-server-key-" + hashlib.sha256(f"aihub-e2e-{os.getpid()}".encode()).hexdigest()[:32]
+
+
 def running_in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def unavailable(reason: str) -> NoReturn:
+    """A real part the test needs is missing: fail in CI (it must not pass silently there), skip
+    elsewhere with the reason printed."""
+    if running_in_ci():
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
 
 
 def parse_env_lines(stdout: str) -> dict[str, str]:

@@ -31,11 +31,11 @@ from tests.builders import REPO, write_function_dir
 try:
     from .browser_support import BrowserUnavailable, ChatPage, Toggle, launch
     from .chat_support import AGENT_ANSWER, AGENT_PIPE
-    from .owui_instance import running_in_ci
+    from .owui_instance import unavailable
 except ImportError:
     from browser_support import BrowserUnavailable, ChatPage, Toggle, launch
     from chat_support import AGENT_ANSWER, AGENT_PIPE
-    from owui_instance import running_in_ci
+    from owui_instance import unavailable
 
 GROUP = "Support"
 MEMBER_EMAIL = "member@localhost"
@@ -196,12 +196,6 @@ def browser_blueprints(root: Path, agent_url: str, down_url: str) -> Path:
     return root
 
 
-def _unavailable(reason: str) -> None:
-    if running_in_ci():
-        pytest.fail(reason, pytrace=False)
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def site(openwebui, agui_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     if not openwebui.healthy():
@@ -234,12 +228,12 @@ def browser(site: Site) -> Iterator[Any]:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError as exc:
-        _unavailable(f"the playwright package is missing ({exc}); scripts/test installs the test extras")
+        unavailable(f"the playwright package is missing ({exc}); scripts/test installs the test extras")
     with sync_playwright() as playwright:
         try:
             chromium = launch(playwright)
         except (BrowserUnavailable, Exception) as exc:  # noqa: BLE001 - any launch failure means no browser
-            _unavailable(f"Chromium could not be started: {exc}")
+            unavailable(f"Chromium could not be started: {exc}")
         yield chromium
         chromium.close()
 

@@ -20,10 +20,10 @@ import yaml
 
 try:  # tests/e2e may become a package; work either way (as conftest.py does)
     from .chat_support import AGENT_ANSWER, provision
-    from .owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, running_in_ci
+    from .owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, unavailable
 except ImportError:
     from chat_support import AGENT_ANSWER, provision
-    from owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, running_in_ci
+    from owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, unavailable
 
 from tests.builders import REPO
 
@@ -32,12 +32,6 @@ POLICY = "aihub_agent_pipe.policy-faq.default"
 TIER1 = "aihub_agent_pipe.support-desk.tier1"
 TOGGLE = "aihub_toggle_user_files"
 UNREACHABLE = "http://127.0.0.1:9/agent"  # discard port: nothing listens
-
-
-def unavailable(reason: str) -> None:
-    if running_in_ci():
-        pytest.fail(reason, pytrace=False)
-    pytest.skip(reason)
 
 
 def start_or_skip(instance: OpenWebUIInstance) -> OpenWebUIInstance:
@@ -190,6 +184,13 @@ def two_workers() -> Iterator[OpenWebUIInstance]:
     instance.purge()
 
 
+def worker_pids(instance: OpenWebUIInstance) -> list[int]:
+    """The server's worker processes: uvicorn's supervisor spawns each with multiprocessing."""
+    pid = int(instance.status()["pid"])
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [int(c) for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+
+
 def listings(instance: OpenWebUIInstance) -> list[dict[str, str]]:
     """`/api/models` ROUNDS times, each on a new connection: {id: name} per answer."""
     seen = []
@@ -203,6 +204,7 @@ def test_two_workers_without_redis_serve_every_sync_change_on_every_request(two_
     """What the README promises users of UVICORN_WORKERS>1 without Redis (Open WebUI 0.12.4):
     new rows, renames and prunes show on every request whichever worker answers, and chats work.
     """
+    assert len(worker_pids(two_workers)) == 2, "UVICORN_WORKERS=2 did not start two workers"
     args, root = blueprints(tmp_path, agui_server.agent_url)
     sync(capsys, monkeypatch, two_workers, two_workers.url, *args)
     assert all(TIER1 in seen and POLICY in seen for seen in listings(two_workers))

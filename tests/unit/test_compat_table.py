@@ -41,3 +41,15 @@ def test_the_table_is_written_between_the_markers_from_the_results(tmp_path: Pat
 
 def test_no_results_is_an_error_not_an_empty_table(tmp_path: Path) -> None:
     assert load_script().main(["--results", str(tmp_path / "none"), "--print"]) == 1
+
+
+def test_a_result_for_a_release_no_longer_tested_gets_no_row(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "0.5.9.json").write_text(json.dumps({"version": "0.5.9", "recorded_at": 0, "steps": {"sync": "pass"}}))
+    (results / "0.12.4.json").write_text(json.dumps({"version": "0.12.4", "recorded_at": 0, "steps": {"sync": "pass"}}))
+    readme = tmp_path / "README.md"
+    script = load_script()
+    readme.write_text(f"{script.START}\n{script.END}\n")
+    assert script.main(["--results", str(results), "--readme", str(readme)]) == 0
+    assert "| 0.5.9 |" not in readme.read_text() and "| 0.12.4 | sync | works |" in readme.read_text()
