@@ -568,8 +568,7 @@ def _run(opts: RunOptions, conn: Connection) -> int:
             return EXIT_CHANGES if opts.detailed_exitcode and not plan.is_empty else EXIT_OK
         if plan.is_empty:
             if opts.output is PlanOutput.json:  # sync -o json always answers {"plan", "result"}
-                result = ApplyReport().to_json()
-                sys.stdout.write(json.dumps({"plan": plan.to_json(), "result": result}, indent=2) + "\n")
+                _print_result(plan, ApplyReport(), opts)
             else:
                 _print_plan(plan, opts, out, err)
             return EXIT_OK
@@ -580,20 +579,26 @@ def _run(opts: RunOptions, conn: Connection) -> int:
                 err.print("Nothing applied.")
                 return EXIT_ERROR
         report = _apply(plan, client, opts, err)
-        if opts.output is PlanOutput.json:
-            sys.stdout.write(json.dumps({"plan": plan.to_json(), "result": report.to_json()}, indent=2) + "\n")
-        elif opts.output is PlanOutput.markdown:
-            from .render_markdown import result_markdown
-
-            sys.stdout.write(result_markdown(report.to_json()))
-        else:
+        if opts.output is PlanOutput.text:
             applied = report.to_json()["applied"]
             out.print(
                 f"Applied: {applied['add']} added, {applied['change']} changed, "
                 f"{applied['destroy']} destroyed.",
                 soft_wrap=True,
             )
+        else:
+            _print_result(plan, report, opts)
         return EXIT_OK
+
+
+def _print_result(plan: Plan, report: ApplyReport, opts: RunOptions) -> None:
+    """What sync did, for -o json ({"plan", "result"}) and -o markdown (the result section)."""
+    if opts.output is PlanOutput.json:
+        sys.stdout.write(json.dumps({"plan": plan.to_json(), "result": report.to_json()}, indent=2) + "\n")
+    elif opts.output is PlanOutput.markdown:
+        from .render_markdown import result_markdown
+
+        sys.stdout.write(result_markdown(report.to_json()))
 
 
 def _apply(plan: Plan, client: OpenWebUIClient, opts: RunOptions, err: Console) -> ApplyReport:
@@ -603,12 +608,7 @@ def _apply(plan: Plan, client: OpenWebUIClient, opts: RunOptions, err: Console) 
         try:
             return apply_plan(plan, client, parallelism=opts.parallelism, on_progress=tick)
         except ApplyError as exc:
-            if opts.output is PlanOutput.json:
-                sys.stdout.write(json.dumps({"plan": plan.to_json(), "result": exc.report.to_json()}, indent=2) + "\n")
-            elif opts.output is PlanOutput.markdown:
-                from .render_markdown import result_markdown
-
-                sys.stdout.write(result_markdown(exc.report.to_json()))
+            _print_result(plan, exc.report, opts)  # nothing for text: the error says it
             raise
 
 

@@ -21,7 +21,7 @@ from rich.markup import escape
 from .text import visible
 
 _STYLE = {"create": "green", "update": "yellow", "delete": "red"}
-_SYMBOL = {"create": "+", "update": "~", "delete": "-"}
+SYMBOL = {"create": "+", "update": "~", "delete": "-"}
 MAX_VALUE_CHARS = 80
 # Characters of unchanged text shown on each side of a change inside a long value.
 CONTEXT_CHARS = 24
@@ -53,7 +53,7 @@ def render_plan(plan_json: dict[str, Any], out: Console) -> None:
         if change.get("upgrade"):
             note = f"  (bundle changed: {upgrade_text(change['upgrade'])})"
         out.print(
-            f"  [{style}]{_SYMBOL[action]}[/{style}] {change['kind']:<9} "
+            f"  [{style}]{SYMBOL[action]}[/{style}] {change['kind']:<9} "
             f"{shown(change['id']):<{width}}  {action}{note}",
             soft_wrap=True,
         )

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .render import leaf_changes, short_pair, summary_line
+from .render import SYMBOL, leaf_changes, short_pair, summary_line
 from .text import visible
 
-_SYMBOL = {"create": "+", "update": "~", "delete": "-"}
 # More objects than this, or more changed fields than MAX_OPEN_FIELDS: details start collapsed.
 MAX_OPEN_ROWS = 10
 MAX_OPEN_FIELDS = 20
@@ -39,7 +38,7 @@ def render_markdown(plan_json: dict[str, Any], title: str = "provision plan") ->
             note = " (managed by provision)"
         elif change.get("upgrade"):
             note = f" (bundle changed: {_upgrade(change['upgrade'])})"
-        table.append(f"| {_SYMBOL[change['action']]} | {change['kind']} | {_code(change['id'])} | {change['action']}{note} |")
+        table.append(f"| {SYMBOL[change['action']]} | {change['kind']} | {_code(change['id'])} | {change['action']}{note} |")
     lines += _collapsible(f"{len(changes)} objects", table, open_=len(changes) <= MAX_OPEN_ROWS)
 
     sections: list[str] = []

@@ -6,21 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from provisioner.cli import main
 from tests.builders import REPO
-from tests.fake_owui import FakeOpenWebUI, fake_instance_for_cli
+from tests.fake_owui import FakeOpenWebUI
 
 TOKEN = "sk-wrapper-test-token-0123456789"
 SAMPLES = ["-p", str(REPO / "blueprints"), "--bundle", str(REPO / "owui_functions")]
 AGENT = "aihub_agent_pipe.research-assistant.default"
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeOpenWebUI:
-    with fake_instance_for_cli(monkeypatch, TOKEN) as server:
-        yield server
 
 
 def run(capsys, *args: str) -> tuple[int, str, str]:
