@@ -273,3 +273,38 @@ def test_proxies_come_from_the_environment(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert pipe_module._proxy_for(url) == proxy
+
+
+@pytest.mark.parametrize(
+    ("env", "url", "proxy"),
+    [
+        ({"http_proxy": "http://lower:3128", "HTTP_PROXY": "http://upper:3128"}, "http://a.internal/x",
+         "http://lower:3128"),
+        ({"HTTP_PROXY": "http://proxy:3128", "REQUEST_METHOD": "GET"}, "http://a.internal/x", None),
+        ({"HTTPS_PROXY": "http://proxy:3128", "REQUEST_METHOD": "GET"}, "https://a.internal/x", "http://proxy:3128"),
+        ({"HTTPS_PROXY": "http://proxy:3128", "no_proxy": "*"}, "https://a.internal/x", None),
+        ({"HTTPS_PROXY": "http://proxy:3128"}, "HTTPS://a.internal/x", "http://proxy:3128"),
+    ],
+)
+def test_proxies_as_urllib_reads_them(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], url: str, proxy: str | None
+) -> None:
+    """The pipe reads only the variables that can matter for a URL; its answer is urllib's."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "REQUEST_METHOD"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert pipe_module._proxy_for(url) == proxy
+
+
+def test_a_changed_proxy_counts_at_the_next_chat(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    url = "https://agents.internal/x"
+    assert pipe_module._proxy_for(url) is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://first:3128")
+    assert pipe_module._proxy_for(url) == "http://first:3128"
+    monkeypatch.setenv("HTTPS_PROXY", "http://second:3128")
+    assert pipe_module._proxy_for(url) == "http://second:3128"
+    monkeypatch.setenv("NO_PROXY", "agents.internal")
+    assert pipe_module._proxy_for(url) is None
