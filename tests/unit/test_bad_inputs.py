@@ -18,12 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from provisioner.cli import load_bundle, main
+from provisioner.cli import load_bundle
 from provisioner.errors import BlueprintError
 from provisioner.loader import load_catalog
 from tests.bad_inputs import ARGS, BUILDERS, CASES_DIR, Case, check_stderr, load_cases, make_workspace
 from tests.builders import write_function_dir
 from tests.e2e.owui_instance import unavailable
+from tests.run_cli import run_cli
 
 CASES = load_cases()
 OFFLINE = [c for c in CASES if not c.needs_instance]
@@ -38,10 +39,7 @@ def workspace(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
     return root
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
+run = run_cli
 
 
 def test_the_corpus_is_complete() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -9,19 +10,15 @@ import httpx
 import pytest
 import yaml
 
-from provisioner.cli import main
 from tests.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
 from tests.fake_owui import FakeOpenWebUI
+from tests.run_cli import run_cli
 
 TOKEN = "sk-cli-test-token-0123456789"
 SAMPLES = ["-p", str(REPO / "blueprints"), "--bundle", str(REPO / "owui_functions")]
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    assert TOKEN not in captured.out and TOKEN not in captured.err
-    return code, captured.out, captured.err
+run = functools.partial(run_cli, secrets=(TOKEN,))
 
 
 def test_validate_samples_offline(capsys) -> None:

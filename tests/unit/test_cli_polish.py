@@ -13,17 +13,15 @@ from pathlib import Path
 import pytest
 
 from provisioner import __version__
-from provisioner.cli import app, main
+from provisioner.cli import app
 from tests.builders import REPO, write_blueprint_dir
+from tests.run_cli import run_cli
 
 COMMANDS = sorted(c.name or c.callback.__name__ for c in app.registered_commands)
 ENV_VARS = ("OPENWEBUI_URL", "OPENWEBUI_TOKEN", "OPENWEBUI_TOKEN_FILE", "PROVISION_TARGET", "NO_COLOR")
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+run = run_cli
 
 
 @pytest.fixture(autouse=True)

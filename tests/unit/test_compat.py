@@ -7,26 +7,24 @@ for an update without `access_grants` on 0.9/0.10, the access endpoint missing o
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
 import pytest
 
 from provisioner import compat
-from provisioner.cli import main
 from provisioner.errors import ConfigError
 from tests.builders import REPO, blueprint, write_blueprint_dir
 from tests.fake_owui import SPA_PAGE, FakeOpenWebUI
+from tests.run_cli import run_cli
 
 TOKEN = "sk-compat-test-token-0123456789"
 BUNDLE = ["--bundle", str(REPO / "owui_functions")]
 RANGES = ["0.6.0", "0.6.43", "0.7.2", "0.8.12", "0.9.6", "0.10.2", "0.11.0", "0.11.3", "0.11.4", "0.12.0", "0.12.4"]
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+run = functools.partial(run_cli, secrets=(TOKEN,))
 
 
 def access_blueprints(root: Path) -> list[str]:

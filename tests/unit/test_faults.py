@@ -19,6 +19,7 @@ import provisioner.cli as cli
 from provisioner.client import OpenWebUIClient
 from tests.builders import REPO, SAMPLE_MODEL_IDS
 from tests.fake_owui import FakeOpenWebUI, fake_instance_for_cli
+from tests.run_cli import run_cli
 
 TOKEN = "sk-faults-test-token-0123456789"
 SAMPLES = ["-p", str(REPO / "blueprints"), "--bundle", str(REPO / "owui_functions")]
@@ -47,11 +48,7 @@ def fake(monkeypatch: pytest.MonkeyPatch, sleeps: list[float]) -> FakeOpenWebUI:
         yield server
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = cli.main(list(args))
-    captured = capsys.readouterr()
-    assert TOKEN not in captured.out and TOKEN not in captured.err
-    return code, captured.out, captured.err
+run = functools.partial(run_cli, secrets=(TOKEN,))
 
 
 def fail(

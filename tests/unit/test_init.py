@@ -10,18 +10,14 @@ import hashlib
 import importlib.util
 from pathlib import Path
 
-import pytest
 import yaml
 
 from provisioner import __version__
-from provisioner.cli import main
 from provisioner.scaffold import FILES
+from tests.run_cli import run_cli
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
+run = run_cli
 
 
 def tree(root: Path) -> dict[str, str]:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
 import pytest
 
-from provisioner.cli import main
 from tests.builders import REPO, blueprint, write_blueprint_dir
 from tests.fake_owui import FakeOpenWebUI, fake_instance_for_cli
+from tests.run_cli import run_cli
 
 TOKEN = "sk-kept-test-token-0123456789"
 BUNDLE = ["--bundle", str(REPO / "owui_functions")]
@@ -22,10 +23,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeOpenWebUI:
         yield server
 
 
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+run = functools.partial(run_cli, secrets=(TOKEN,))
 
 
 def agents_valve(fake: FakeOpenWebUI) -> dict[str, dict]:

@@ -8,6 +8,7 @@ in text plans, files in the blueprint directory that are not read, and `-v`.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -15,7 +16,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from provisioner.cli import main
 from provisioner.desired import build_desired
 from provisioner.errors import BlueprintError
 from provisioner.function_files import load_function_files
@@ -24,17 +24,14 @@ from provisioner.text import visible
 from provisioner.urls import credential_in_url, plain_http_host
 from tests.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
 from tests.fake_owui import FakeOpenWebUI
+from tests.run_cli import run_cli
 
 TOKEN = "sk-admin-token-9f8e7d6c5b4a"
 KEY = "bk-backend-key-1a2b3c4d5e"
 PIPE = REPO / "owui_functions" / "aihub_agent_pipe.py"
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    assert TOKEN not in out + err and KEY not in out + err
-    return code, out, err
+run = functools.partial(run_cli, secrets=(TOKEN, KEY,))
 
 
 def workspace(tmp_path: Path, bp: dict) -> list[str]:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
 import pytest
 
-from provisioner.cli import main
 from provisioner.desired import PIPE_AGENTS_VALVE, PIPE_FUNCTION_ID, build_desired
 from provisioner.errors import BlueprintError, ConfigError
 from provisioner.function_files import load_function_files
@@ -16,6 +16,7 @@ from provisioner.targets import load_targets, select_target
 from provisioner.variables import Variables
 from tests.builders import REPO, blueprint, write_blueprint_dir
 from tests.fake_owui import FakeOpenWebUI
+from tests.run_cli import run_cli
 
 TOKEN = "sk-target-test-token-0123456789"
 BUNDLE = ["--bundle", str(REPO / "owui_functions")]
@@ -167,11 +168,7 @@ def _repo(tmp_path: Path, base_url: str) -> tuple[Path, Path]:
     return root, targets
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    assert TOKEN not in captured.out and TOKEN not in captured.err
-    return code, captured.out, captured.err
+run = functools.partial(run_cli, secrets=(TOKEN,))
 
 
 def test_target_selects_url_token_and_variables(capsys, fake: FakeOpenWebUI, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

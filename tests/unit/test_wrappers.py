@@ -3,22 +3,19 @@ alone (issue 8 point 5)."""
 
 from __future__ import annotations
 
+import functools
 import json
-from pathlib import Path
 
-from provisioner.cli import main
 from tests.builders import REPO
 from tests.fake_owui import FakeOpenWebUI
+from tests.run_cli import run_cli
 
 TOKEN = "sk-wrapper-test-token-0123456789"
 SAMPLES = ["-p", str(REPO / "blueprints"), "--bundle", str(REPO / "owui_functions")]
 AGENT = "aihub_agent_pipe.research-assistant.default"
 
 
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+run = functools.partial(run_cli, secrets=(TOKEN,))
 
 
 def add_wrappers(fake: FakeOpenWebUI) -> None:
