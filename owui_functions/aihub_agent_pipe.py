@@ -1610,8 +1610,8 @@ def _proxy_for(url: str) -> str | None:
 
     Read on every chat, so a change counts, but only what can matter: with no proxy for the URL's
     scheme (the usual case) that is two reads. A read of an unset variable raises and catches
-    two KeyErrors inside ``os.environ``; seven of them cost the first token 0.045 ms in
-    ``bench/pipe_stream.py``. urllib's answer is cached by the values it depends on.
+    two KeyErrors inside ``os.environ``; seven of them cost the first token 0.045 ms
+    (``bench/pipe_versions.py``). urllib's answer is cached by the values it depends on.
     """
     proxies = tuple(map(os.environ.get, _PROXY_VARIABLES.get(url.partition(":")[0].lower(), ())))
     if not any(proxies):

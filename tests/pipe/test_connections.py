@@ -254,6 +254,11 @@ def test_after_the_first_chat_nothing_is_handed_to_a_thread(monkeypatch: pytest.
         server.close()
 
 
+PROXY_ENVIRONMENT = (
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "ALL_PROXY", "REQUEST_METHOD"
+)
+
+
 @pytest.mark.parametrize(
     ("env", "url", "proxy"),
     [
@@ -263,21 +268,6 @@ def test_after_the_first_chat_nothing_is_handed_to_a_thread(monkeypatch: pytest.
         ({"HTTP_PROXY": "http://proxy:3128", "NO_PROXY": "agents.internal"}, "http://agents.internal/x", None),
         ({"HTTP_PROXY": "http://proxy:3128", "NO_PROXY": "other.internal"}, "http://agents.internal/x",
          "http://proxy:3128"),
-    ],
-)
-def test_proxies_come_from_the_environment(
-    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], url: str, proxy: str | None
-) -> None:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    assert pipe_module._proxy_for(url) == proxy
-
-
-@pytest.mark.parametrize(
-    ("env", "url", "proxy"),
-    [
         ({"http_proxy": "http://lower:3128", "HTTP_PROXY": "http://upper:3128"}, "http://a.internal/x",
          "http://lower:3128"),
         ({"HTTP_PROXY": "http://proxy:3128", "REQUEST_METHOD": "GET"}, "http://a.internal/x", None),
@@ -286,11 +276,11 @@ def test_proxies_come_from_the_environment(
         ({"HTTPS_PROXY": "http://proxy:3128"}, "HTTPS://a.internal/x", "http://proxy:3128"),
     ],
 )
-def test_proxies_as_urllib_reads_them(
+def test_proxies_come_from_the_environment(
     monkeypatch: pytest.MonkeyPatch, env: dict[str, str], url: str, proxy: str | None
 ) -> None:
-    """The pipe reads only the variables that can matter for a URL; its answer is urllib's."""
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "REQUEST_METHOD"):
+    """The pipe reads only the variables that can matter for the URL; the answer is urllib's."""
+    for name in PROXY_ENVIRONMENT:
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -298,13 +288,18 @@ def test_proxies_as_urllib_reads_them(
 
 
 def test_a_changed_proxy_counts_at_the_next_chat(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"):
+    """The look-up is cached by every value that decides it, so a change is never missed."""
+    for name in PROXY_ENVIRONMENT:
         monkeypatch.delenv(name, raising=False)
-    url = "https://agents.internal/x"
+    url = "http://agents.internal/x"
     assert pipe_module._proxy_for(url) is None
-    monkeypatch.setenv("HTTPS_PROXY", "http://first:3128")
+    monkeypatch.setenv("HTTP_PROXY", "http://first:3128")
     assert pipe_module._proxy_for(url) == "http://first:3128"
-    monkeypatch.setenv("HTTPS_PROXY", "http://second:3128")
+    monkeypatch.setenv("HTTP_PROXY", "http://second:3128")
     assert pipe_module._proxy_for(url) == "http://second:3128"
-    monkeypatch.setenv("NO_PROXY", "agents.internal")
+    monkeypatch.setenv("REQUEST_METHOD", "GET")
     assert pipe_module._proxy_for(url) is None
+    monkeypatch.delenv("REQUEST_METHOD")
+    monkeypatch.setenv("no_proxy", "agents.internal")
+    assert pipe_module._proxy_for(url) is None
+
