@@ -6,13 +6,13 @@ Open WebUI (tests/e2e/test_chat_cancel_e2e.py).
 
 from __future__ import annotations
 
-import json
 import select
 import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from http.server import ThreadingHTTPServer
+
+from tests.sse_handler import SSEHandler
 
 
 class SlowAgent:
@@ -25,20 +25,12 @@ class SlowAgent:
         self.deltas = 0
         agent = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(SSEHandler):
             def do_POST(self) -> None:  # noqa: N802
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                self.event({"type": "RUN_STARTED", "threadId": "t", "runId": "r"})
-                self.event({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"})
+                self.read_body()
+                self.start_stream()
+                self.send_event({"type": "RUN_STARTED", "threadId": "t", "runId": "r"})
+                self.send_event({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"})
                 agent.started.set()
                 deadline = time.monotonic() + 10
                 while time.monotonic() < deadline:
@@ -46,18 +38,13 @@ class SlowAgent:
                     try:
                         if readable and self.connection.recv(1, socket.MSG_PEEK) == b"":
                             raise ConnectionResetError
-                        self.event({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "more "})
+                        self.send_event({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "more "})
                         agent.deltas += 1
                     except OSError:
                         agent.disconnected_at = time.monotonic()
                         agent.disconnected.set()
                         return
                 self.close_connection = True
-
-            def event(self, data: dict[str, Any]) -> None:
-                payload = f"data: {json.dumps(data)}\n\n".encode()
-                self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
-                self.wfile.flush()
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True

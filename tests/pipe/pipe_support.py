@@ -9,10 +9,12 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from tests.sse_handler import SSEHandler
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPE_FILE = ROOT / "owui_functions" / "aihub_agent_pipe.py"
@@ -133,17 +135,9 @@ class SSEStub:
         self._stop = threading.Event()
         stub = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
-
+        class Handler(SSEHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server naming)
-                length = int(self.headers.get("Content-Length", 0))
-                stub.requests.append(
-                    {"path": self.path, "headers": dict(self.headers), "json": json.loads(self.rfile.read(length))}
-                )
+                stub.requests.append({"path": self.path, "headers": dict(self.headers), "json": json.loads(self.read_body())})
                 b = stub.behaviour
                 if b.status >= 400:
                     body = b.error_body.encode()
@@ -153,19 +147,15 @@ class SSEStub:
                     self.end_headers()
                     self.wfile.write(body)
                     return
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
+                self.start_stream()
                 if b.raw is not None:
                     size = b.fragment or len(b.raw)
                     for start in range(0, len(b.raw), size):
-                        self._chunk(b.raw[start : start + size])
+                        self.send_chunk(b.raw[start : start + size])
                 for index, item in enumerate(b.data):
                     if index in b.pauses:
                         time.sleep(b.pauses[index])
-                    line = item if isinstance(item, str) else json.dumps(item)
-                    self._chunk(f"data: {line}\n\n".encode())
+                    self.send_event(item)
                 if b.hang_after:
                     stub._stop.wait(30)
                 if b.drop_after:
@@ -173,11 +163,7 @@ class SSEStub:
                     self.close_connection = True
                     self.connection.shutdown(2)
                     return
-                self.wfile.write(b"0\r\n\r\n")
-
-            def _chunk(self, payload: bytes) -> None:
-                self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
-                self.wfile.flush()
+                self.end_stream()
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True

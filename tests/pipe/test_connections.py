@@ -11,7 +11,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import aiohttp
@@ -19,6 +19,7 @@ import pytest
 from pipe_support import PIPE_FILE, FINISHED, T, drive, events, load_by_path, make_pipe, pipe_module
 
 from tests.slow_agent import SlowAgent
+from tests.sse_handler import SSEHandler
 
 HOLDER = pipe_module._POOL_HOLDER
 TURN = events(T("Hi"), FINISHED)
@@ -41,30 +42,17 @@ class AgentServer:
         self._barrier = threading.Barrier(barrier, timeout=15) if barrier else None
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(SSEHandler):
             def do_POST(self) -> None:  # noqa: N802
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self.read_body()
                 server.peers.append(self.client_address)
                 server.cookies.append(self.headers.get("Cookie"))
                 if server._barrier is not None:
                     server._barrier.wait()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Transfer-Encoding", "chunked")
-                self.send_header("Set-Cookie", f"session=user-{len(server.peers)}; Path=/")
-                self.end_headers()
+                self.start_stream(("Set-Cookie", f"session=user-{len(server.peers)}; Path=/"))
                 for event in TURN:
-                    self._chunk(f"data: {json.dumps(event)}\n\n".encode())
-                self.wfile.write(b"0\r\n\r\n")
-
-            def _chunk(self, payload: bytes) -> None:
-                self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
-                self.wfile.flush()
+                    self.send_event(event)
+                self.end_stream()
 
         self.server = Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/agent"
