@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +66,38 @@ def write_blueprint_dir(
     for bp in blueprints if blueprints is not None else [blueprint()]:
         write_yaml(root / f"{bp['id']}.yaml", bp)
     return root
+
+
+def set_backend(
+    root: Path, agent_url: str, *, only: str | None = None, adjust: Callable[[dict[str, Any]], None] | None = None
+) -> None:
+    """Every blueprint in ``root`` (or just the one with id ``only``) served by the AG-UI agent at
+    ``agent_url``, the agents' own backend overrides dropped; ``adjust`` may change each agent on
+    the way (files are read in name order)."""
+    for path in sorted(root.glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if "agents" not in data or (only and data["id"] != only):
+            continue  # capabilities.yaml, features.yaml, the other blueprints
+        data["backend"] = {"transport": "agui", "url": agent_url}
+        for agent in data["agents"]:
+            agent.pop("backend", None)
+            if adjust is not None:
+                adjust(agent)
+        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
+def samples_on(root: Path, agent_url: str, *, adjust: Callable[[dict[str, Any]], None] | None = None) -> Path:
+    """A copy of the sample blueprints (blueprints/) at ``root``, every backend on ``agent_url``."""
+    shutil.copytree(REPO / "blueprints", root, dirs_exist_ok=True)
+    set_backend(root, agent_url, adjust=adjust)
+    return root
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released): a backend that is down."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def write_function_dir(root: Path, blueprint_dir: Path, *extra: Path) -> Path:

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-import yaml
 
 try:  # tests/e2e may become a package; work either way
     from .chat_support import AGENT_PIPE, ChatRig, install_observer, provision
@@ -28,7 +27,7 @@ except ImportError:
         SERVER_KEY, SERVER_KEY_ENV, OpenWebUIInstance, OpenWebUIUnavailable, agui_harness, unavailable,
     )
 
-from tests.builders import REPO, write_function_dir
+from tests.builders import REPO, samples_on, write_function_dir
 from tests.recording import Recorder, record_cli_requests
 
 E2E_DIR = Path(__file__).resolve().parent
@@ -134,16 +133,7 @@ def chat_bundle(tmp_path_factory: pytest.TempPathFactory, agui_server: Any) -> l
     code_interpreter, document-analyst user_files, support-desk web_search and deep_research.
     """
     tmp = tmp_path_factory.mktemp("chat-bundle")
-    root = tmp / "blueprints"
-    shutil.copytree(REPO / "blueprints", root)
-    for path in root.glob("*.yaml"):
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        if "agents" not in data:
-            continue  # capabilities.yaml, features.yaml
-        data["backend"] = {"transport": "agui", "url": agui_server.agent_url}
-        for agent in data["agents"]:
-            agent.pop("backend", None)
-        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    root = samples_on(tmp / "blueprints", agui_server.agent_url)
     functions = write_function_dir(tmp / "functions", root, AGENT_PIPE)
     return ["-p", str(root), "--bundle", str(functions)]
 

@@ -21,7 +21,6 @@ import http.client
 import json
 import os
 import re
-import socket
 import threading
 import time
 import uuid
@@ -33,7 +32,7 @@ from urllib.parse import urlsplit
 import pytest
 
 import provisioner.cli as cli
-from tests.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
+from tests.builders import REPO, blueprint, closed_port, write_blueprint_dir, write_function_dir
 
 try:  # tests/e2e may become a package; work either way
     from .owui_instance import SERVER_KEY, SERVER_KEY_ENV, OpenWebUIInstance, agui_harness, unavailable
@@ -177,13 +176,6 @@ def agent_key(monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv(KEY_ENV, key)
     monkeypatch.setenv(LEAKY_ENV, LEAKY_KEY)
     return key
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then closed)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -14,8 +14,6 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import shutil
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -26,7 +24,7 @@ import yaml
 import provisioner.cli as cli
 from provisioner.features import is_native
 from provisioner.loader import Catalog, load_catalog
-from tests.builders import REPO, write_function_dir
+from tests.builders import REPO, closed_port, samples_on, write_function_dir
 
 try:
     from .browser_support import BrowserUnavailable, ChatPage, Toggle, launch
@@ -164,28 +162,17 @@ class Site:
         assert code == 0, "provision sync failed (its output is in the captured stdout)"
 
 
-def free_closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def browser_blueprints(root: Path, agent_url: str, down_url: str) -> Path:
     """The samples with every backend on the scripted server, the first private agent readable by
     the group, and one public agent whose backend is down."""
-    shutil.copytree(REPO / "blueprints", root)
-    opened = False
-    for path in sorted(root.glob("*.yaml")):
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        if "agents" not in data:
-            continue  # capabilities.yaml, features.yaml
-        data["backend"] = {"transport": "agui", "url": agent_url}
-        for agent in data["agents"]:
-            agent.pop("backend", None)
-            if not opened and agent.get("access", "private") == "private":
-                agent["access"], opened = {"groups": [GROUP]}, True
-        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    opened: list[str] = []
+
+    def open_the_first_private_one(agent: dict[str, Any]) -> None:
+        if not opened and agent.get("access", "private") == "private":
+            agent["access"] = {"groups": [GROUP]}
+            opened.append(agent["id"])
+
+    samples_on(root, agent_url, adjust=open_the_first_private_one)
     assert opened, "no private sample agent to open to the group"
     (root / "down_desk.yaml").write_text(yaml.safe_dump({
         "id": DOWN_BLUEPRINT, "name": "Down Desk", "description": "An agent whose backend is down.",
@@ -202,7 +189,7 @@ def site(openwebui, agui_server, tmp_path_factory: pytest.TempPathFactory) -> It
         openwebui.start()
     openwebui.reset()
     tmp = tmp_path_factory.mktemp("browser")
-    port = free_closed_port()
+    port = closed_port()
     root = browser_blueprints(tmp / "blueprints", agui_server.agent_url, f"http://127.0.0.1:{port}/agent")
     functions = write_function_dir(tmp / "functions", root, AGENT_PIPE)
     password = secrets.token_urlsafe(18)
@@ -280,7 +267,7 @@ def instance_switches_on(site: Site) -> Iterator[None]:
     The search engine and image endpoint point at a closed loopback port: Open WebUI running
     either for an agent would fail loudly rather than reach the internet. Restored afterwards.
     """
-    port = free_closed_port()
+    port = closed_port()
     with site.owui.client() as http:
         web_before = http.get("/api/v1/retrieval/config").raise_for_status().json()["web"]
         images_before = http.get("/api/v1/images/config").raise_for_status().json()

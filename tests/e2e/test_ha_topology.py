@@ -9,7 +9,6 @@ through the other's own API and a chat through the pipe on it.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +24,7 @@ except ImportError:
     from chat_support import AGENT_ANSWER, provision
     from owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, unavailable
 
-from tests.builders import REPO
+from tests.builders import REPO, samples_on, set_backend
 
 DOCUMENTS = "aihub_agent_pipe.document-analyst.default"
 POLICY = "aihub_agent_pipe.policy-faq.default"
@@ -55,21 +54,8 @@ def ha() -> Iterator[OpenWebUIInstance]:
 
 
 def blueprints(tmp: Path, agent_url: str) -> tuple[list[str], Path]:
-    root = tmp / "blueprints"
-    shutil.copytree(REPO / "blueprints", root, dirs_exist_ok=True)
-    set_backend(root, agent_url)
+    root = samples_on(tmp / "blueprints", agent_url)
     return ["-p", str(root), "--bundle", str(REPO / "owui_functions")], root
-
-
-def set_backend(root: Path, agent_url: str, only: str | None = None) -> None:
-    for path in root.glob("*.yaml"):
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        if "agents" not in data or (only and data["id"] != only):
-            continue
-        data["backend"] = {"transport": "agui", "url": agent_url}
-        for agent in data["agents"]:
-            agent.pop("backend", None)
-        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
 
 
 def sync(capsys, monkeypatch, instance: OpenWebUIInstance, url: str, *args: str) -> str:

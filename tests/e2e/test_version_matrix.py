@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any, Iterator
 
-import httpx
 import pytest
 import yaml
 
@@ -31,7 +29,7 @@ except ImportError:
     from chat_support import AGENT_ANSWER, provision
     from owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, unavailable
 
-from tests.builders import REPO
+from tests.builders import REPO, samples_on
 
 MATRIX_ENV = "AIHUB_OWUI_MATRIX"
 RESULTS_DIR = Path(os.environ.get("AIHUB_COMPAT_RESULTS") or REPO / ".compat")
@@ -118,18 +116,12 @@ def release(request: pytest.FixtureRequest) -> Iterator[OpenWebUIInstance]:
 
 def matrix_bundle(tmp: Path, agent_url: str) -> tuple[list[str], Path]:
     """The samples on the scripted AG-UI server; billing is group-only (group Support)."""
-    root = tmp / "blueprints"
-    shutil.copytree(REPO / "blueprints", root)
-    for path in root.glob("*.yaml"):
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        if "agents" not in data:
-            continue
-        data["backend"] = {"transport": "agui", "url": agent_url}
-        for agent in data["agents"]:
-            agent.pop("backend", None)
-            if agent["id"] == "billing":
-                agent["access"] = {"groups": ["Support"]}
-        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+    def billing_for_support(agent: dict[str, Any]) -> None:
+        if agent["id"] == "billing":
+            agent["access"] = {"groups": ["Support"]}
+
+    root = samples_on(tmp / "blueprints", agent_url, adjust=billing_for_support)
     return ["-p", str(root), "--bundle", str(REPO / "owui_functions")], root
 
 
