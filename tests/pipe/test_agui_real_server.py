@@ -11,7 +11,7 @@ import asyncio
 import json
 import re
 import urllib.parse
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest

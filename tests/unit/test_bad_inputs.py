@@ -24,7 +24,7 @@ from provisioner.loader import load_catalog
 from tests.bad_inputs import ARGS, BUILDERS, CASES_DIR, Case, check_stderr, load_cases, make_workspace
 from tests.builders import write_function_dir
 from tests.e2e.owui_instance import unavailable
-from tests.run_cli import run_cli
+from tests.run_cli import run_cli as run
 
 CASES = load_cases()
 OFFLINE = [c for c in CASES if not c.needs_instance]
@@ -38,8 +38,6 @@ def workspace(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
     monkeypatch.chdir(root)
     return root
 
-
-run = run_cli
 
 
 def test_the_corpus_is_complete() -> None:

@@ -15,13 +15,11 @@ import pytest
 from provisioner import __version__
 from provisioner.cli import app
 from tests.builders import REPO, write_blueprint_dir
-from tests.run_cli import run_cli
+from tests.run_cli import run_cli as run
 
 COMMANDS = sorted(c.name or c.callback.__name__ for c in app.registered_commands)
 ENV_VARS = ("OPENWEBUI_URL", "OPENWEBUI_TOKEN", "OPENWEBUI_TOKEN_FILE", "PROVISION_TARGET", "NO_COLOR")
 
-
-run = run_cli
 
 
 @pytest.fixture(autouse=True)

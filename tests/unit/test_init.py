@@ -14,10 +14,8 @@ import yaml
 
 from provisioner import __version__
 from provisioner.scaffold import FILES
-from tests.run_cli import run_cli
+from tests.run_cli import run_cli as run
 
-
-run = run_cli
 
 
 def tree(root: Path) -> dict[str, str]:

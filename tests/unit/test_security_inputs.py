@@ -31,7 +31,7 @@ KEY = "bk-backend-key-1a2b3c4d5e"
 PIPE = REPO / "owui_functions" / "aihub_agent_pipe.py"
 
 
-run = functools.partial(run_cli, secrets=(TOKEN, KEY,))
+run = functools.partial(run_cli, secrets=(TOKEN, KEY))
 
 
 def workspace(tmp_path: Path, bp: dict) -> list[str]:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 import provisioner.desired
-from provisioner.cli import main
 from provisioner.plan import remerge_model_form
 from tests.builders import REPO, write_blueprint_dir
 from tests.fake_owui import FakeOpenWebUI
+from tests.run_cli import run_cli
 
 TOKEN = "sk-upgrade-test-token-0123456789"
 FILTER = "aihub_feature_filter"
@@ -36,8 +36,7 @@ def repo(tmp_path: Path) -> tuple[Path, Path, Path]:
 def run(capsys, monkeypatch, version: str, repo: tuple[Path, Path, Path], *args: str) -> tuple[int, str]:
     monkeypatch.setattr(provisioner.desired, "__version__", version)
     root, bundle, own = repo
-    code = main([*args, "-p", str(root), "--bundle", str(bundle), "--functions", str(own)])
-    out = capsys.readouterr().out
+    code, out, _ = run_cli(capsys, *args, "-p", str(root), "--bundle", str(bundle), "--functions", str(own), secrets=(TOKEN,))
     return code, out
 
 

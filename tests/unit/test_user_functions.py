@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from provisioner.cli import load_bundle, main
 from provisioner.desired import build_desired
 from provisioner.observed import observe
