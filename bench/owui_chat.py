@@ -24,7 +24,12 @@ For each concurrency, ``--rounds`` rounds (more at low concurrency, so each way 
 chats at once, the order of the ways rotating from round to round (interleaved, so load drift
 hits all ways alike). Per chat: time to first token (the first text of the answer) and to last
 token (the last text), as the client sees them. Per way: medians, p90, the ratios of (b), (c) and (d)
-to (a), and the Open WebUI process's CPU time per chat (utime+stime over the waves of that way).
+to (a) with a 95% bootstrap interval (how far the ratio could move on other chats), and the
+Open WebUI process's CPU time per chat (utime+stime over the waves of that way). At one chat at a
+time, also where each first token of (a), (b) and (c) spent its time, from the backend's
+timeline (all three processes read the same monotonic clock): until the agent had the request
+(Open WebUI's dispatch, and for (b) and (c) the pipe's set-up), the agent's own time to its first
+token, and from that token written until the client had it as text.
 
 Then ``--in-a-row`` chats one after another on each of (a), (b) and (c): the Open WebUI process's RSS, its open
 socket fds and its connections to the backend, sampled every tenth of the run.
@@ -36,6 +41,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -58,6 +64,10 @@ WAYS = {
     "pipe-floor": "bench_paced_pipe.floor",
 }
 ROW_WAYS = ("openai-connection", "pipe-openai", "pipe-agui")  # the ways of the 1,000 chats in a row
+# A chat's first token, one chat at a time, in three parts on the machine's monotonic clock: the
+# client's request until the backend has the agent's request; the agent's own time to its first
+# token (the same script for every way); that token written until the client has it as text.
+PHASES = ("to_the_agent", "agent", "back_to_the_client")
 BASELINE = "openai-connection"
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -116,9 +126,9 @@ def configure(http: httpx.Client, backend: str, rate: float, tokens: int) -> Non
 # ------------------------------------------------------------------------------ one chat
 
 
-async def chat(client: httpx.AsyncClient, model: str) -> tuple[float, float, str, int]:
-    """(first token s, last token s, text, chunks with text) of one streaming chat completion, as the
-    client sees it."""
+async def chat(client: httpx.AsyncClient, model: str) -> tuple[float, float, str, int, float]:
+    """(first token s, last token s, text, chunks with text, start on time.perf_counter's clock) of one
+    streaming chat completion, as the client sees it."""
     body = {"model": model, "messages": MESSAGES, "stream": True}
     first = last = 0.0
     parts: list[str] = []
@@ -138,7 +148,7 @@ async def chat(client: httpx.AsyncClient, model: str) -> tuple[float, float, str
                 last = time.perf_counter() - start
                 first = first or last
                 parts.append(text)
-    return first, last, "".join(parts), len(parts)
+    return first, last, "".join(parts), len(parts), start
 
 
 def check_answer(way: str, text: str, tokens: int) -> None:
@@ -196,9 +206,11 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def concurrency_run(client: httpx.AsyncClient, pid: int, concurrency: int, rounds: int,
-                          tokens: int) -> dict[str, Any]:
+async def concurrency_run(client: httpx.AsyncClient, backend: httpx.AsyncClient, pid: int, concurrency: int,
+                          rounds: int, tokens: int) -> dict[str, Any]:
     ways = list(WAYS)
+    # one chat at a time: where each chat's first token spent its time, from the backend's timeline
+    phases: dict[str, dict[str, list[float]]] = {w: {p: [] for p in PHASES} for w in ways if w != "pipe-floor"}
     first: dict[str, list[float]] = {w: [] for w in ways}
     last: dict[str, list[float]] = {w: [] for w in ways}
     cpu = dict.fromkeys(ways, 0.0)
@@ -214,11 +226,17 @@ async def concurrency_run(client: httpx.AsyncClient, pid: int, concurrency: int,
                 if isinstance(result, BaseException):
                     errors[way].append(f"{type(result).__name__}: {result}"[:200])
                     continue
-                f, l, text, n = result
+                f, l, text, n, start = result
                 check_answer(way, text, tokens)
                 chunks[way].append(n)
                 first[way].append(f)
                 last[way].append(l)
+            timeline = (await backend.get("/timeline")).json()["timeline"]
+            if concurrency == 1 and way in phases:
+                (received, first_token), = timeline
+                for phase, seconds in zip(PHASES, (received - start, first_token - received,
+                                                   start + f - first_token)):
+                    phases[way][phase].append(seconds)
     chats = rounds * concurrency
     out: dict[str, Any] = {"concurrency": concurrency, "chats_per_way": chats, "ways": {}}
     for way in ways:
@@ -232,12 +250,32 @@ async def concurrency_run(client: httpx.AsyncClient, pid: int, concurrency: int,
             "errors": len(errors[way]),
             "first_errors": sorted(set(errors[way]))[:3],
         }
+        if concurrency == 1 and way in phases:
+            out["ways"][way]["first_token_phases_ms"] = {
+                phase: round(statistics.median(values) * 1000, 2) for phase, values in phases[way].items()
+            }
     base = out["ways"][BASELINE]
     for way in ways:
         row = out["ways"][way]
         row["first_ratio"] = round(row["first_ms"] / base["first_ms"], 3)
         row["last_ratio"] = round(row["last_ms"] / base["last_ms"], 3)
+        row["first_ratio_95"] = ratio_interval(first[way], first[BASELINE])
+        row["last_ratio_95"] = ratio_interval(last[way], last[BASELINE])
     return out
+
+
+def ratio_interval(values: list[float], baseline: list[float], resamples: int = 2000) -> list[float]:
+    """A 95% bootstrap interval of median(values) / median(baseline): how far the ratio could be from
+    the one measured on these chats alone. Chats are resampled one by one, so it leaves out what all
+    ways share (the machine's drift, which the interleaving spreads over them alike)."""
+    if not values or not baseline:
+        return [float("nan"), float("nan")]
+    pick = random.Random(0).choices
+    ratios = sorted(
+        statistics.median(pick(values, k=len(values))) / statistics.median(pick(baseline, k=len(baseline)))
+        for _ in range(resamples)
+    )
+    return [round(ratios[int(0.025 * resamples)], 3), round(ratios[int(0.975 * resamples) - 1], 3)]
 
 
 async def in_a_row(client: httpx.AsyncClient, pid: int, backend_port: int, way: str, count: int,
@@ -252,7 +290,7 @@ async def in_a_row(client: httpx.AsyncClient, pid: int, backend_port: int, way: 
             samples.append({"chats": i, "rss_mb": round(rss_mb(pid), 1), "socket_fds": fds,
                             "to_backend": to_backend})
         if i < count:
-            _, _, text, _ = await chat(client, WAYS[way])
+            _, _, text, _, _ = await chat(client, WAYS[way])
             if i == 0:
                 check_answer(way, text, tokens)
     return {"way": way, "chats": count, "samples": samples}
@@ -260,12 +298,22 @@ async def in_a_row(client: httpx.AsyncClient, pid: int, backend_port: int, way: 
 
 def print_concurrency(run: dict[str, Any]) -> None:
     print(f"\n{run['concurrency']} chat(s) at a time, {run['chats_per_way']} chats per way:")
-    print(f"  {'way':<18} {'first ms':>9} {'(p90)':>8} {'ratio':>6}   {'last ms':>9} {'(p90)':>8} {'ratio':>6}"
-          f"   {'OWUI CPU ms/chat':>16} {'chunks/chat':>11}")
+    print(f"  {'way':<18} {'first ms':>9} {'(p90)':>8} {'ratio [95%]':>17}   {'last ms':>9} {'(p90)':>8}"
+          f" {'ratio [95%]':>17}   {'OWUI CPU ms/chat':>16} {'chunks/chat':>11}")
+
+    def ratio(value: float, interval: list[float]) -> str:
+        return f"{value:.2f} [{interval[0]:.2f}-{interval[1]:.2f}]"
+
     for way, r in run["ways"].items():
-        print(f"  {way:<18} {r['first_ms']:9.1f} {r['first_p90_ms']:8.1f} {r['first_ratio']:6.2f}   "
-              f"{r['last_ms']:9.1f} {r['last_p90_ms']:8.1f} {r['last_ratio']:6.2f}   {r['cpu_ms_per_chat']:16.1f} {r['chunks_per_chat']:11.1f}"
+        print(f"  {way:<18} {r['first_ms']:9.1f} {r['first_p90_ms']:8.1f} {ratio(r['first_ratio'], r['first_ratio_95']):>17}   "
+              f"{r['last_ms']:9.1f} {r['last_p90_ms']:8.1f} {ratio(r['last_ratio'], r['last_ratio_95']):>17}   "
+              f"{r['cpu_ms_per_chat']:16.1f} {r['chunks_per_chat']:11.1f}"
               + (f"   {r['errors']} failed: {r['first_errors']}" if r["errors"] else ""))
+    phased = {way: r["first_token_phases_ms"] for way, r in run["ways"].items() if "first_token_phases_ms" in r}
+    if phased:
+        print(f"  first token in parts, medians in ms: {' / '.join(PHASES)}")
+        for way, parts in phased.items():
+            print(f"  {way:<18} " + " / ".join(f"{parts[p]:.2f}" for p in PHASES))
 
 
 def print_in_a_row(run: dict[str, Any]) -> None:
@@ -279,13 +327,17 @@ async def run_all(args: argparse.Namespace, url: str, token: str, pid: int, back
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=100, keepalive_expiry=2.0)
     headers = {"Authorization": f"Bearer {token}"}
     figures: dict[str, Any] = {"concurrency": [], "in_a_row": []}
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=300, limits=limits, trust_env=False) as client:
+    async with (
+        httpx.AsyncClient(base_url=url, headers=headers, timeout=300, limits=limits, trust_env=False) as client,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{backend_port}", timeout=60, trust_env=False) as backend,
+    ):
         for way in WAYS:  # warm-up, and proof that each way streams the whole turn
             for _ in range(3):
                 check_answer(way, (await chat(client, WAYS[way]))[2], args.tokens)
+        await backend.get("/timeline")  # drops the warm-up's
         for concurrency in args.concurrency:
             rounds = max(args.rounds, -(-args.min_chats // concurrency))
-            run = await concurrency_run(client, pid, concurrency, rounds, args.tokens)
+            run = await concurrency_run(client, backend, pid, concurrency, rounds, args.tokens)
             figures["concurrency"].append(run)
             print_concurrency(run)
         if args.in_a_row:
