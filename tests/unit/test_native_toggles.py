@@ -64,16 +64,15 @@ def test_the_samples_render_toggles_for_their_native_features() -> None:
 
 
 def test_the_plan_says_how_native_features_reach_agents_only_when_it_changes_something(capsys, monkeypatch) -> None:
-    from provisioner.cli import main
     from tests.fake_owui import fake_instance_for_cli
+    from tests.run_cli import run_cli as run
 
     samples = ["-p", str(REPO / "blueprints"), "--bundle", str(REPO / "owui_functions")]
     with fake_instance_for_cli(monkeypatch, "sk-native-note-0123456789"):
-        assert main(["diff", *samples]) == 0
-        err = capsys.readouterr().err
+        code, _, err = run(capsys, "diff", *samples)
+        assert code == 0
         assert "Note: code_interpreter, web_search reach agents as the bundle's own toggles " in err
         assert "(aihub_toggle_code_interpreter, aihub_toggle_web_search), on any instance configuration" in err
-        assert main(["sync", *samples]) == 0
-        capsys.readouterr()
-        assert main(["diff", *samples]) == 0
-        assert "Note:" not in capsys.readouterr().err
+        assert run(capsys, "sync", *samples)[0] == 0
+        code, _, err = run(capsys, "diff", *samples)
+        assert code == 0 and "Note:" not in err

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
 import pytest
 import respx
 
-from provisioner.cli import main
 from provisioner.desired import build_desired
 from provisioner.errors import BlueprintError
 from provisioner.function_files import load_function_files
@@ -17,8 +17,10 @@ from tests.builders import REPO, blueprint, write_blueprint_dir, write_function_
 
 PIPE = REPO / "owui_functions" / "aihub_agent_pipe.py"
 from tests.fake_owui import FakeOpenWebUI
+from tests.run_cli import run_cli
 
 SECRET = "sk-backend-secret-value-42"
+run = functools.partial(run_cli, secrets=(SECRET,))  # every CLI run here is checked for it
 
 
 @pytest.fixture
@@ -81,20 +83,14 @@ def test_secret_never_appears_in_diff_or_sync_output(keyed: Path, capsys, monkey
     args = ["-p", str(keyed), "--bundle", str(keyed.parent / "fn")]
     with respx.mock(assert_all_called=False) as router:
         server.mount(router)
-        outputs = []
-        for command in (["diff"], ["diff", "-o", "json"], ["sync"]):
-            assert main([*command, *args]) == 0
-            outputs.append(capsys.readouterr())
+        for command in (["diff"], ["diff", "-o", "json"], ["sync"]):  # each run checked for SECRET
+            assert run(capsys, *command, *args)[0] == 0
         assert json.loads(server.functions["aihub_agent_pipe"]["valves"]["API_KEYS"]) == {"DESK_KEY": SECRET}
-        monkeypatch.setenv("DESK_KEY", SECRET + "-rotated")
-        assert main(["diff", "-o", "json", *args]) == 0
-        rotated = capsys.readouterr()
-        outputs.append(rotated)
-        assert main(["sync", "-o", "json", *args]) == 0
-        outputs.append(capsys.readouterr())
-    for captured in outputs:
-        assert SECRET not in captured.out and SECRET not in captured.err
-    [change] = json.loads(rotated.out)["changes"]
+        monkeypatch.setenv("DESK_KEY", SECRET + "-rotated")  # starts with SECRET: run's check covers it
+        code, rotated, _ = run(capsys, "diff", "-o", "json", *args)
+        assert code == 0
+        assert run(capsys, "sync", "-o", "json", *args)[0] == 0
+    [change] = json.loads(rotated)["changes"]
     assert change["fields"] == [{"path": "valves.API_KEYS", "before": "(sensitive)", "after": "(sensitive)"}]
 
 
@@ -110,10 +106,8 @@ def test_secret_echoed_by_a_server_error_is_redacted(keyed: Path, capsys, monkey
     monkeypatch.setenv("DESK_KEY", SECRET)
     with respx.mock(assert_all_called=False) as router:
         server.mount(router)
-        code = main(["sync", "-p", str(keyed), "--bundle", str(keyed.parent / "fn")])
-    captured = capsys.readouterr()
-    assert code == 1 and "bad valves" in captured.err
-    assert SECRET not in captured.out + captured.err
+        code, _, err = run(capsys, "sync", "-p", str(keyed), "--bundle", str(keyed.parent / "fn"))
+    assert code == 1 and "bad valves" in err  # and, as every run, without SECRET
 
 
 # --- the history signing key: written once, kept, never shown ---------------------------------------
@@ -127,29 +121,27 @@ def _signing_run(keyed: Path, capsys, monkeypatch: pytest.MonkeyPatch, server: F
     command = tuple(c for c in command if c != "-v")
     with respx.mock(assert_all_called=False) as router:
         server.mount(router)
-        code = main([*options, *command, "-p", str(keyed), "--bundle", str(keyed.parent / "fn")])
-    return code, capsys.readouterr()
+        return run(capsys, *options, *command, "-p", str(keyed), "--bundle", str(keyed.parent / "fn"))
 
 
 def test_sync_writes_a_random_signing_key_once_and_never_prints_it(
     keyed: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = FakeOpenWebUI()
-    code, diff = _signing_run(keyed, capsys, monkeypatch, server, "diff", "-o", "json")
+    code, *diff = _signing_run(keyed, capsys, monkeypatch, server, "diff", "-o", "json")
     assert code == 0
-    pipe_change = next(c for c in json.loads(diff.out)["changes"] if c["id"] == "aihub_agent_pipe")
+    pipe_change = next(c for c in json.loads(diff[0])["changes"] if c["id"] == "aihub_agent_pipe")
     assert {"path": "valves.HISTORY_SIGNING_KEY", "before": None, "after": "(sensitive)"} in pipe_change["fields"]
-    code, first = _signing_run(keyed, capsys, monkeypatch, server, "-v", "sync")
-    assert "POST /api/v1/functions/id/aihub_agent_pipe/valves/update -> 200" in first.err  # -v logged the write
+    code, *first = _signing_run(keyed, capsys, monkeypatch, server, "-v", "sync")
+    assert "POST /api/v1/functions/id/aihub_agent_pipe/valves/update -> 200" in first[1]  # -v logged the write
     key = server.functions["aihub_agent_pipe"]["valves"]["HISTORY_SIGNING_KEY"]
     assert code == 0 and len(key) >= 32
-    code, again = _signing_run(keyed, capsys, monkeypatch, server, "diff", "--detailed-exitcode")
-    assert code == 0, again.out  # kept: a normal sync never rotates it
-    code, _ = _signing_run(keyed, capsys, monkeypatch, server, "sync")
+    code, *again = _signing_run(keyed, capsys, monkeypatch, server, "diff", "--detailed-exitcode")
+    assert code == 0, again  # kept: a normal sync never rotates it
+    code, _, _ = _signing_run(keyed, capsys, monkeypatch, server, "sync")
     assert server.functions["aihub_agent_pipe"]["valves"]["HISTORY_SIGNING_KEY"] == key
-    for captured in (diff, first, again):
-        assert key not in captured.out + captured.err
-        assert key[:8] not in captured.out + captured.err
+    for output in map("".join, (diff, first, again)):  # stdout and stderr of each
+        assert key not in output and key[:8] not in output
 
 
 def test_an_existing_signing_key_is_kept_and_a_missing_one_is_written(
@@ -164,10 +156,10 @@ def test_an_existing_signing_key_is_kept_and_a_missing_one_is_written(
         "an-admins-own-key-that-is-long-enough-0123"
     )
     del server.functions["aihub_agent_pipe"]["valves"]["HISTORY_SIGNING_KEY"]  # an admin cleared it
-    code, captured = _signing_run(keyed, capsys, monkeypatch, server, "sync")
+    code, out, err = _signing_run(keyed, capsys, monkeypatch, server, "sync")
     fresh = server.functions["aihub_agent_pipe"]["valves"]["HISTORY_SIGNING_KEY"]
-    assert code == 0 and len(fresh) >= 32 and fresh not in captured.out + captured.err
-    assert "valves.HISTORY_SIGNING_KEY" in captured.out and "(sensitive)" in captured.out
+    assert code == 0 and len(fresh) >= 32 and fresh not in out + err
+    assert "valves.HISTORY_SIGNING_KEY" in out and "(sensitive)" in out
 
 
 def test_two_instances_get_different_signing_keys(keyed: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:

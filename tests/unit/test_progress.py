@@ -19,6 +19,8 @@ from provisioner.progress import MIN_CHANGES_FOR_BAR
 from provisioner.render import MAX_VALUE_CHARS, render_plan
 from tests.builders import blueprint, write_blueprint_dir, write_function_dir
 from tests.fake_owui import FakeOpenWebUI
+from tests.run_cli import admin_tokens
+from tests.run_cli import run_cli as run
 
 TOKEN = "sk-progress-test-token-0123456789"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -53,10 +55,11 @@ def bundle(tmp_path: Path, agents: int) -> list[str]:
 
 def sync(capsys: pytest.CaptureFixture[str], stderr: io.StringIO, *args: str) -> tuple[int, str, str]:
     """`provision sync --yes <args>` with the given stderr stream; (exit code, stdout, stderr)."""
-    with contextlib.redirect_stderr(stderr):
+    with contextlib.redirect_stderr(stderr):  # a stream of the test's choosing, so not run_cli's capsys
         code = main(["sync", "--yes", *args])
-    out = capsys.readouterr().out
-    return code, out, stderr.getvalue()
+    out, err = capsys.readouterr().out, stderr.getvalue()
+    assert not any(token in out + err for token in admin_tokens()), "the admin token was printed"
+    return code, out, err
 
 
 def test_a_long_sync_shows_a_bar_on_a_terminal_stderr_and_erases_it(capsys, fake, tmp_path: Path) -> None:
@@ -103,8 +106,7 @@ def test_diff_of_500_new_agents_is_summary_first_and_one_line_per_object(capsys,
     blueprints = [blueprint(f"team-with-a-long-name-{i:02d}", agents=roster) for i in range(50)]
     root = write_blueprint_dir(tmp_path / "bp", blueprints)
     args = ["-p", str(root), "--bundle", str(write_function_dir(tmp_path / "fn", root))]
-    code = main(["diff", *args])
-    out, err = capsys.readouterr()
+    code, out, err = run(capsys, "diff", *args)
     lines = out.splitlines()
     n_functions = len(list((tmp_path / "fn").glob("*.py"))) + 1  # + the rendered user_files toggle
     assert code == 0 and err == ""

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from provisioner.cli import main
 from provisioner.render_markdown import render_markdown, result_markdown
 from tests.builders import REPO
 from tests.fake_owui import FakeOpenWebUI
+from tests.run_cli import run_cli as run
 
 GOLDEN = REPO / "tests" / "data" / "markdown"
 TOKEN = "sk-markdown-test-token-0123456789"
@@ -119,25 +119,24 @@ def test_result_markdown_lists_failures() -> None:
 
 
 def test_diff_and_sync_print_markdown(capsys, fake: FakeOpenWebUI) -> None:
-    assert main(["diff", *SAMPLES, "-o", "markdown", "--detailed-exitcode"]) == 2
-    out = capsys.readouterr().out
+    code, out, _ = run(capsys, "diff", *SAMPLES, "-o", "markdown", "--detailed-exitcode")
+    assert code == 2
     assert out.startswith("### provision plan\n\n**Plan: ") and "| + | model | `aihub_agent_pipe.policy-faq.default` | create |" in out
-    assert main(["sync", *SAMPLES, "-o", "markdown", "--yes"]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("### provision plan\n") and "**Applied: " in out
-    assert main(["sync", *SAMPLES, "-o", "markdown"]) == 0
-    assert "**No changes.**" in capsys.readouterr().out
+    code, out, _ = run(capsys, "sync", *SAMPLES, "-o", "markdown", "--yes")
+    assert code == 0 and out.startswith("### provision plan\n") and "**Applied: " in out
+    code, out, _ = run(capsys, "sync", *SAMPLES, "-o", "markdown")
+    assert code == 0 and "**No changes.**" in out
 
 
 def test_sync_json_prints_plan_and_result_even_with_nothing_to_change(capsys, fake: FakeOpenWebUI) -> None:
-    assert main(["sync", *SAMPLES, "--yes"]) == 0
-    capsys.readouterr()
-    assert main(["sync", *SAMPLES, "-o", "json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    assert run(capsys, "sync", *SAMPLES, "--yes")[0] == 0
+    code, out, _ = run(capsys, "sync", *SAMPLES, "-o", "json")
+    assert code == 0
+    data = json.loads(out)
     assert set(data) == {"plan", "result"} and data["plan"]["changes"] == []
     assert data["result"]["applied"] == {"add": 0, "change": 0, "destroy": 0} and data["result"]["failed"] == []
 
 
 def test_validate_does_not_take_markdown(capsys) -> None:
-    assert main(["validate", *SAMPLES, "-o", "markdown"]) == 1
-    assert "markdown" in capsys.readouterr().err
+    code, _, err = run(capsys, "validate", *SAMPLES, "-o", "markdown")
+    assert code == 1 and "markdown" in err

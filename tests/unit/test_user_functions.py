@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from provisioner.cli import load_bundle, main
+from provisioner.cli import load_bundle
 from provisioner.desired import build_desired
 from provisioner.observed import observe
 from provisioner.plan import make_plan
 from tests.builders import REPO, blueprint, write_blueprint_dir
 from tests.fake_owui import FakeOpenWebUI
+from tests.run_cli import run_cli as run
 
 TOKEN = "sk-user-functions-test-0123456789"
 FILTER = '"""\ntitle: PII redaction\ndescription: Masks e-mail addresses.\n"""\n\n\nclass Filter:\n    def inlet(self, body: dict) -> dict:\n        return body\n'
@@ -99,17 +100,17 @@ def test_rows_written_before_actions_existed_need_no_write(tmp_path: Path) -> No
 def test_sync_writes_the_attachments_and_diff_shows_a_removed_action(fake: FakeOpenWebUI, tmp_path: Path, capsys) -> None:
     root, functions = repo_with_functions(tmp_path)
     args = ["-p", str(root), "--functions", str(functions), "--bundle", str(REPO / "owui_functions")]
-    assert main(["sync", *args, "--yes"]) == 0
+    assert run(capsys, "sync", *args, "--yes")[0] == 0
     audited = fake.models["aihub_agent_pipe.demo.audited"]
     assert audited["meta"]["actionIds"] == ["copy_answer"]
     assert audited["meta"]["filterIds"][-2:] == ["pii_redaction", "audit"]
     assert {"pii_redaction", "audit", "copy_answer"} <= set(fake.functions)
     assert all(fake.functions[i]["is_active"] for i in ("pii_redaction", "audit", "copy_answer"))
-    capsys.readouterr()
     # An admin removes the action button by hand: diff shows it, one field, and sync restores it.
     audited["meta"]["actionIds"] = []
-    assert main(["diff", *args, "-o", "json", "--detailed-exitcode"]) == 2
-    plan = json.loads(capsys.readouterr().out)
+    code, out, _ = run(capsys, "diff", *args, "-o", "json", "--detailed-exitcode")
+    assert code == 2
+    plan = json.loads(out)
     [change] = plan["changes"]
     assert change["id"] == "aihub_agent_pipe.demo.audited"
     assert change["fields"] == [{"path": "meta.actionIds", "before": [], "after": ["copy_answer"]}]
