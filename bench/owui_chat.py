@@ -18,12 +18,15 @@ second) serve four ways to the same turn, all through Open WebUI's streaming cha
     (d) pipe-floor         a pipe with no agent behind it (bench/fixtures/paced_pipe.py) that
                            yields the same turn at the same rate: what Open WebUI costs for any
                            pipe function, so (b) and (c) next to (d) are the agent pipe's own cost
+    (e) pipe-minimal       the least a pipe can do to relay the agent (bench/fixtures/minimal_pipe.py):
+                           the same request to /v1, each text delta yielded as it is parsed, nothing
+                           else; (b) next to (e) is the agent pipe's own cost with the request in it
 
 For each concurrency, ``--rounds`` rounds (more at low concurrency, so each way gets at least
 ``--min-chats`` chats); in each round every way runs one wave of that many
 chats at once, the order of the ways rotating from round to round (interleaved, so load drift
 hits all ways alike). Per chat: time to first token (the first text of the answer) and to last
-token (the last text), as the client sees them. Per way: medians, p90, the ratios of (b), (c) and (d)
+token (the last text), as the client sees them. Per way: medians, p90, the ratios of (b) to (e)
 to (a) with a 95% bootstrap interval (how far the ratio could move on other chats), and the
 Open WebUI process's CPU time per chat (utime+stime over the waves of that way). At one chat at a
 time, also where each first token of (a), (b) and (c) spent its time, from the backend's
@@ -56,12 +59,14 @@ sys.path.insert(0, str(REPO))
 
 PIPE_FILE = REPO / "owui_functions" / "aihub_agent_pipe.py"
 PACED_PIPE_FILE = REPO / "bench" / "fixtures" / "paced_pipe.py"
+MINIMAL_PIPE_FILE = REPO / "bench" / "fixtures" / "minimal_pipe.py"
 BACKEND = REPO / "bench" / "scripted_backend.py"
 WAYS = {
     "openai-connection": "bench-agent",
     "pipe-openai": "aihub_agent_pipe.bench.openai",
     "pipe-agui": "aihub_agent_pipe.bench.agui",
     "pipe-floor": "bench_paced_pipe.floor",
+    "pipe-minimal": "bench_minimal_pipe.minimal",
 }
 ROW_WAYS = ("openai-connection", "pipe-openai", "pipe-agui")  # the ways of the 1,000 chats in a row
 # A chat's first token, one chat at a time, in three parts on the machine's monotonic clock: the
@@ -69,6 +74,7 @@ ROW_WAYS = ("openai-connection", "pipe-openai", "pipe-agui")  # the ways of the 
 # token (the same script for every way); that token written until the client has it as text.
 PHASES = ("to_the_agent", "agent", "back_to_the_client")
 BASELINE = "openai-connection"
+RELAY = "pipe-minimal"  # the least a pipe can do with the same agent
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -91,7 +97,7 @@ def start_backend(rate: float, tokens: int) -> tuple[subprocess.Popen[str], str]
 
 def configure(http: httpx.Client, backend: str, rate: float, tokens: int) -> None:
     """Point Open WebUI's OpenAI connection at the backend; install the pipe with two agents on it,
-    and the paced pipe (the floor) at the backend's rate."""
+    the paced pipe (the floor) at the backend's rate, and the minimal relay pipe on the backend's /v1."""
     http.post("/openai/config/update", json={
         "ENABLE_OPENAI_API": True,
         "OPENAI_API_BASE_URLS": [f"{backend}/v1"],
@@ -117,6 +123,13 @@ def configure(http: httpx.Client, backend: str, rate: float, tokens: int) -> Non
         http.post("/api/v1/functions/id/bench_paced_pipe/toggle").raise_for_status()
     http.post("/api/v1/functions/id/bench_paced_pipe/valves/update",
               json={"RATE": rate, "TOKENS": tokens}).raise_for_status()
+    minimal = {"id": "bench_minimal_pipe", "name": "Bench minimal relay pipe",
+               "content": MINIMAL_PIPE_FILE.read_text(encoding="utf-8"), "meta": {"description": "bench"}}
+    if http.get("/api/v1/functions/id/bench_minimal_pipe").status_code != 200:
+        http.post("/api/v1/functions/create", json=minimal).raise_for_status()
+        http.post("/api/v1/functions/id/bench_minimal_pipe/toggle").raise_for_status()
+    http.post("/api/v1/functions/id/bench_minimal_pipe/valves/update",
+              json={"URL": f"{backend}/v1", "MODEL": "bench-agent"}).raise_for_status()
     listed = {m["id"] for m in http.get("/api/models", params={"refresh": "true"}).raise_for_status().json()["data"]}
     missing = set(WAYS.values()) - listed
     if missing:
@@ -254,6 +267,9 @@ async def concurrency_run(client: httpx.AsyncClient, backend: httpx.AsyncClient,
             out["ways"][way]["first_token_phases_ms"] = {
                 phase: round(statistics.median(values) * 1000, 2) for phase, values in phases[way].items()
             }
+        if concurrency == 1 and way in ("pipe-openai", "pipe-agui") and not errors[way] + errors[RELAY]:
+            # the same round's chat of the minimal relay pipe: what the agent pipe adds, drift paired away
+            out["ways"][way]["first_minus_minimal_ms"] = paired_difference(first[way], first[RELAY])
     base = out["ways"][BASELINE]
     for way in ways:
         row = out["ways"][way]
@@ -262,6 +278,15 @@ async def concurrency_run(client: httpx.AsyncClient, backend: httpx.AsyncClient,
         row["first_ratio_95"] = ratio_interval(first[way], first[BASELINE])
         row["last_ratio_95"] = ratio_interval(last[way], last[BASELINE])
     return out
+
+
+def paired_difference(values: list[float], reference: list[float], resamples: int = 2000) -> list[float]:
+    """Median of values[i] - reference[i] in ms, with a 95% bootstrap interval over the pairs."""
+    differences = [(v - r) * 1000 for v, r in zip(values, reference, strict=True)]
+    pick = random.Random(0).choices
+    medians = sorted(statistics.median(pick(differences, k=len(differences))) for _ in range(resamples))
+    return [round(statistics.median(differences), 2), round(medians[int(0.025 * resamples)], 2),
+            round(medians[int(0.975 * resamples) - 1], 2)]
 
 
 def ratio_interval(values: list[float], baseline: list[float], resamples: int = 2000) -> list[float]:
@@ -309,6 +334,10 @@ def print_concurrency(run: dict[str, Any]) -> None:
               f"{r['last_ms']:9.1f} {r['last_p90_ms']:8.1f} {ratio(r['last_ratio'], r['last_ratio_95']):>17}   "
               f"{r['cpu_ms_per_chat']:16.1f} {r['chunks_per_chat']:11.1f}"
               + (f"   {r['errors']} failed: {r['first_errors']}" if r["errors"] else ""))
+    paired = {way: r["first_minus_minimal_ms"] for way, r in run["ways"].items() if "first_minus_minimal_ms" in r}
+    if paired:
+        print("  first token minus the minimal relay pipe's in the same round, median ms [95%]: "
+              + "; ".join(f"{way} {d[0]:+.2f} [{d[1]:+.2f} to {d[2]:+.2f}]" for way, d in paired.items()))
     phased = {way: r["first_token_phases_ms"] for way, r in run["ways"].items() if "first_token_phases_ms" in r}
     if phased:
         print(f"  first token in parts, medians in ms: {' / '.join(PHASES)}")
