@@ -8,7 +8,7 @@ Usage (from the repository root)::
 
 One throwaway Open WebUI (scripts/openwebui-local) and one scripted backend process
 (bench/scripted_backend.py: a lead-in, a tool call, a summary, ``--rate`` tokens per
-second) serve four ways to the same turn, all through Open WebUI's streaming chat endpoint
+second) serve five ways to the same turn, all through Open WebUI's streaming chat endpoint
 (``POST /api/chat/completions``, ``stream: true``):
 
     (a) openai-connection  Open WebUI's own OpenAI connection to the backend's /v1 (what a
@@ -26,13 +26,14 @@ For each concurrency, ``--rounds`` rounds (more at low concurrency, so each way 
 ``--min-chats`` chats); in each round every way runs one wave of that many
 chats at once, the order of the ways rotating from round to round (interleaved, so load drift
 hits all ways alike). Per chat: time to first token (the first text of the answer) and to last
-token (the last text), as the client sees them. Per way: medians, p90, the ratios of (b) to (e)
+token (the last text), as the client sees them. Per way: medians, p90, the ratios of (b)-(e)
 to (a) with a 95% bootstrap interval (how far the ratio could move on other chats), and the
 Open WebUI process's CPU time per chat (utime+stime over the waves of that way). At one chat at a
-time, also where each first token of (a), (b) and (c) spent its time, from the backend's
+time, also where each first token of the ways with an agent spent its time, from the backend's
 timeline (all three processes read the same monotonic clock): until the agent had the request
-(Open WebUI's dispatch, and for (b) and (c) the pipe's set-up), the agent's own time to its first
-token, and from that token written until the client had it as text.
+(Open WebUI's dispatch, and for a pipe its set-up), the agent's own time to its first token, and
+from that token written until the client had it as text; and (b)'s and (c)'s first token minus
+(e)'s in the same round (paired, so the machine's drift cancels), with a 95% interval.
 
 Then ``--in-a-row`` chats one after another on each of (a), (b) and (c): the Open WebUI process's RSS, its open
 socket fds and its connections to the backend, sampled every tenth of the run.
