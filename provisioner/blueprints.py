@@ -11,7 +11,7 @@ validate.py, which knows the whole catalog.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StringConstraints, field_validator
 
@@ -171,6 +171,16 @@ class BackendOverride(_Strict):
     api_key_env: EnvVarName | None = None
     api_key_from: KeyFrom | None = None
     insecure: StrictBool | None = None
+
+
+def agent_backend(base: Backend | None, override: BackendOverride | None) -> dict[str, Any]:
+    """An agent's backend: the blueprint's, with what the agent's override sets laid over it.
+
+    Every field is present; ``url`` is None when neither names one (the caller reports that).
+    """
+    defaults = {name: None if field.is_required() else field.default for name, field in Backend.model_fields.items()}
+    laid = override.model_dump(exclude_none=True) if override else {}
+    return {**defaults, **(base.model_dump() if base else {}), **laid}
 
 
 class Suggestion(_Strict):

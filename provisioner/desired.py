@@ -8,7 +8,7 @@ from typing import Any
 
 from . import __version__
 from .attachments import attached
-from .blueprints import GroupAccess, Suggestion
+from .blueprints import GroupAccess, Suggestion, agent_backend
 from .capabilities import model_capabilities
 from .compat import Compat
 from .errors import BlueprintError, Problem
@@ -106,16 +106,6 @@ def history_signing_key(observed: InstanceState, fresh: str) -> str:
     return live if isinstance(live, str) and len(live) >= SIGNING_KEY_MIN_LENGTH else fresh
 
 
-def _effective_backend(lb: LoadedBlueprint, index: int) -> dict[str, Any]:
-    """The blueprint's backend with the agent's override laid over it."""
-    bp = lb.blueprint
-    agent = bp.agents[index]
-    base = bp.backend.model_dump() if bp.backend else {}
-    override = agent.backend.model_dump(exclude_none=True) if agent.backend else {}
-    defaults = {"transport": "agui", "url": None, "model": None, "api_key_env": None, "api_key_from": "sync", "insecure": False}
-    return {**defaults, **base, **override}
-
-
 def agent_backends(lb: LoadedBlueprint) -> list[dict[str, Any]]:
     """The AGENTS valve entries of one blueprint: where each agent runs and what it supports.
 
@@ -125,8 +115,8 @@ def agent_backends(lb: LoadedBlueprint) -> list[dict[str, Any]]:
     """
     bp = lb.blueprint
     entries = []
-    for index, agent in enumerate(bp.agents):
-        backend = _effective_backend(lb, index)
+    for agent in bp.agents:
+        backend = agent_backend(bp.backend, agent.backend)
         entry: dict[str, Any] = {
             "id": f"{bp.id}.{agent.id}",
             "name": agent.name,
@@ -148,8 +138,8 @@ def insecure_backends(catalog: Catalog) -> list[tuple[str, str]]:
     """(agent, host) for every agent whose backend is plain http off loopback (`insecure: true`)."""
     found = []
     for lb in catalog.blueprints:
-        for index, agent in enumerate(lb.blueprint.agents):
-            backend = _effective_backend(lb, index)
+        for agent in lb.blueprint.agents:
+            backend = agent_backend(lb.blueprint.backend, agent.backend)
             host = plain_http_host(backend["url"] or "")
             if host and backend["insecure"]:
                 found.append((f"{lb.blueprint.id}.{agent.id}", host))

@@ -16,7 +16,17 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .blueprints import Agent, Blueprint, Capability, CapabilityCatalog, FeatureCatalog, FeatureDef, GroupAccess, Suggestion
+from .blueprints import (
+    Agent,
+    Blueprint,
+    Capability,
+    CapabilityCatalog,
+    FeatureCatalog,
+    FeatureDef,
+    GroupAccess,
+    Suggestion,
+    agent_backend,
+)
 from .capabilities import CAPABILITY_KEYS, OVERRIDABLE_DEFAULTS
 from .errors import BlueprintError, Problem
 from .features import NATIVE_FEATURES, RESERVED_FEATURE_NAMES
@@ -538,14 +548,14 @@ def _check_backends(blueprint: Blueprint, source: SourceFile, problems: list[Pro
         _check_backend(base.url, base.insecure, base.api_key_from, base.api_key_env, ("backend",), source, problems)
     for a, agent in enumerate(blueprint.agents):
         over = agent.backend
-        if over is None:
+        # an override that changes none of these leaves the blueprint's backend, checked above
+        if over is None or (over.url is None and over.api_key_from is None and over.insecure is None):
             continue
-        insecure = over.insecure if over.insecure is not None else bool(base and base.insecure)
-        key_from = over.api_key_from or (base.api_key_from if base else "sync")
-        key_env = over.api_key_env or (base.api_key_env if base else None)
-        url = over.url or (base.url if base else None)
-        if over.url or over.api_key_from or over.insecure is not None:
-            _check_backend(url, insecure, key_from, key_env, ("agents", a, "backend"), source, problems)
+        merged = agent_backend(base, over)
+        _check_backend(
+            merged["url"], merged["insecure"], merged["api_key_from"], merged["api_key_env"],
+            ("agents", a, "backend"), source, problems,
+        )
 
 
 def _check_backend(
