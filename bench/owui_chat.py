@@ -96,6 +96,16 @@ def start_backend(rate: float, tokens: int) -> tuple[subprocess.Popen[str], str]
     return proc, f"http://127.0.0.1:{line.split()[1]}"
 
 
+def install_pipe(http: httpx.Client, function_id: str, name: str, path: Path, valves: dict[str, Any]) -> None:
+    """Create and activate the pipe function (once per instance) and set its valves."""
+    if http.get(f"/api/v1/functions/id/{function_id}").status_code != 200:
+        form = {"id": function_id, "name": name, "content": path.read_text(encoding="utf-8"),
+                "meta": {"description": "bench"}}
+        http.post("/api/v1/functions/create", json=form).raise_for_status()
+        http.post(f"/api/v1/functions/id/{function_id}/toggle").raise_for_status()
+    http.post(f"/api/v1/functions/id/{function_id}/valves/update", json=valves).raise_for_status()
+
+
 def configure(http: httpx.Client, backend: str, rate: float, tokens: int) -> None:
     """Point Open WebUI's OpenAI connection at the backend; install the pipe with two agents on it,
     the paced pipe (the floor) at the backend's rate, and the minimal relay pipe on the backend's /v1."""
@@ -105,32 +115,16 @@ def configure(http: httpx.Client, backend: str, rate: float, tokens: int) -> Non
         "OPENAI_API_KEYS": ["bench-key"],
         "OPENAI_API_CONFIGS": {"0": {"enable": True}},
     }).raise_for_status()
-    form = {"id": "aihub_agent_pipe", "name": "AI Hub Agent Pipe", "content": PIPE_FILE.read_text(encoding="utf-8"),
-            "meta": {"description": "bench"}}
-    if http.get("/api/v1/functions/id/aihub_agent_pipe").status_code != 200:
-        http.post("/api/v1/functions/create", json=form).raise_for_status()
-        http.post("/api/v1/functions/id/aihub_agent_pipe/toggle").raise_for_status()
     agents = [
         {"id": "bench.openai", "name": "Bench (OpenAI)", "transport": "openai", "url": f"{backend}/v1",
          "model": "bench-agent", "features": []},
         {"id": "bench.agui", "name": "Bench (AG-UI)", "transport": "agui", "url": f"{backend}/agui", "features": []},
     ]
-    http.post("/api/v1/functions/id/aihub_agent_pipe/valves/update",
-              json={"AGENTS": json.dumps(agents), "API_KEYS": "{}", "TIMEOUT_SECONDS": 300}).raise_for_status()
-    floor = {"id": "bench_paced_pipe", "name": "Bench paced pipe",
-             "content": PACED_PIPE_FILE.read_text(encoding="utf-8"), "meta": {"description": "bench"}}
-    if http.get("/api/v1/functions/id/bench_paced_pipe").status_code != 200:
-        http.post("/api/v1/functions/create", json=floor).raise_for_status()
-        http.post("/api/v1/functions/id/bench_paced_pipe/toggle").raise_for_status()
-    http.post("/api/v1/functions/id/bench_paced_pipe/valves/update",
-              json={"RATE": rate, "TOKENS": tokens}).raise_for_status()
-    minimal = {"id": "bench_minimal_pipe", "name": "Bench minimal relay pipe",
-               "content": MINIMAL_PIPE_FILE.read_text(encoding="utf-8"), "meta": {"description": "bench"}}
-    if http.get("/api/v1/functions/id/bench_minimal_pipe").status_code != 200:
-        http.post("/api/v1/functions/create", json=minimal).raise_for_status()
-        http.post("/api/v1/functions/id/bench_minimal_pipe/toggle").raise_for_status()
-    http.post("/api/v1/functions/id/bench_minimal_pipe/valves/update",
-              json={"URL": f"{backend}/v1", "MODEL": "bench-agent"}).raise_for_status()
+    install_pipe(http, "aihub_agent_pipe", "AI Hub Agent Pipe", PIPE_FILE,
+                 {"AGENTS": json.dumps(agents), "API_KEYS": "{}", "TIMEOUT_SECONDS": 300})
+    install_pipe(http, "bench_paced_pipe", "Bench paced pipe", PACED_PIPE_FILE, {"RATE": rate, "TOKENS": tokens})
+    install_pipe(http, "bench_minimal_pipe", "Bench minimal relay pipe", MINIMAL_PIPE_FILE,
+                 {"URL": f"{backend}/v1", "MODEL": "bench-agent"})
     listed = {m["id"] for m in http.get("/api/models", params={"refresh": "true"}).raise_for_status().json()["data"]}
     missing = set(WAYS.values()) - listed
     if missing:
