@@ -128,19 +128,22 @@ def test_sync_writes_a_random_signing_key_once_and_never_prints_it(
     keyed: Path, capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = FakeOpenWebUI()
-    code, *diff = _signing_run(keyed, capsys, monkeypatch, server, "diff", "-o", "json")
+    code, out, err = _signing_run(keyed, capsys, monkeypatch, server, "diff", "-o", "json")
     assert code == 0
-    pipe_change = next(c for c in json.loads(diff[0])["changes"] if c["id"] == "aihub_agent_pipe")
+    printed = [out + err]
+    pipe_change = next(c for c in json.loads(out)["changes"] if c["id"] == "aihub_agent_pipe")
     assert {"path": "valves.HISTORY_SIGNING_KEY", "before": None, "after": "(sensitive)"} in pipe_change["fields"]
-    code, *first = _signing_run(keyed, capsys, monkeypatch, server, "-v", "sync")
-    assert "POST /api/v1/functions/id/aihub_agent_pipe/valves/update -> 200" in first[1]  # -v logged the write
+    code, out, err = _signing_run(keyed, capsys, monkeypatch, server, "-v", "sync")
+    printed.append(out + err)
+    assert "POST /api/v1/functions/id/aihub_agent_pipe/valves/update -> 200" in err  # -v logged the write
     key = server.functions["aihub_agent_pipe"]["valves"]["HISTORY_SIGNING_KEY"]
     assert code == 0 and len(key) >= 32
-    code, *again = _signing_run(keyed, capsys, monkeypatch, server, "diff", "--detailed-exitcode")
-    assert code == 0, again  # kept: a normal sync never rotates it
+    code, out, err = _signing_run(keyed, capsys, monkeypatch, server, "diff", "--detailed-exitcode")
+    printed.append(out + err)
+    assert code == 0, out  # kept: a normal sync never rotates it
     code, _, _ = _signing_run(keyed, capsys, monkeypatch, server, "sync")
     assert server.functions["aihub_agent_pipe"]["valves"]["HISTORY_SIGNING_KEY"] == key
-    for output in map("".join, (diff, first, again)):  # stdout and stderr of each
+    for output in printed:
         assert key not in output and key[:8] not in output
 
 
