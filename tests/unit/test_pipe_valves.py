@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 import respx
 
+from provisioner.blueprints import Backend, BackendOverride, agent_backend
 from provisioner.desired import build_desired
 from provisioner.errors import BlueprintError
 from provisioner.function_files import load_function_files
 from provisioner.loader import load_catalog
 from tests.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
-
-PIPE = REPO / "owui_functions" / "aihub_agent_pipe.py"
 from tests.fake_owui import FakeOpenWebUI
 from tests.run_cli import run_cli
 
+PIPE = REPO / "owui_functions" / "aihub_agent_pipe.py"
 SECRET = "sk-backend-secret-value-42"
 run = functools.partial(run_cli, secrets=(SECRET,))  # every CLI run here is checked for it
 
@@ -73,6 +73,20 @@ def test_agent_without_any_backend_is_an_error(tmp_path: Path) -> None:
     root = write_blueprint_dir(tmp_path / "bp", [bp])
     with pytest.raises(BlueprintError, match="no backend"):
         pipe_fields(root, {})
+
+
+def test_an_agents_override_lays_only_what_it_sets_over_the_blueprints_backend() -> None:
+    base = Backend(url="http://10.0.0.1/desk", api_key_env="DESK_KEY", api_key_from="server", insecure=True)
+    assert agent_backend(base, BackendOverride(transport="openai", insecure=False)) == {
+        "transport": "openai", "url": "http://10.0.0.1/desk", "model": None,
+        "api_key_env": "DESK_KEY", "api_key_from": "server", "insecure": False,  # False is set, not absent
+    }
+    assert agent_backend(base, None) == base.model_dump()
+    assert agent_backend(None, BackendOverride(url="https://a.example/x")) == {
+        "transport": "agui", "url": "https://a.example/x", "model": None,
+        "api_key_env": None, "api_key_from": "sync", "insecure": False,  # the Backend model's defaults
+    }
+    assert agent_backend(None, None)["url"] is None  # no backend at all: the loader reports it
 
 
 def test_secret_never_appears_in_diff_or_sync_output(keyed: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
