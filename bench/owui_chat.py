@@ -17,7 +17,7 @@ second) serve five ways to the same turn, all through Open WebUI's streaming cha
     (c) pipe-agui          the agent pipe, AG-UI transport, to the backend's /agui
     (d) pipe-floor         a pipe with no agent behind it (bench/fixtures/paced_pipe.py) that
                            yields the same turn at the same rate: what Open WebUI costs for any
-                           pipe function, so (b) and (c) next to (d) are the agent pipe's own cost
+                           pipe function, without a request to an agent
     (e) pipe-minimal       the least a pipe can do to relay the agent (bench/fixtures/minimal_pipe.py):
                            the same request to /v1, each text delta yielded as it is parsed, nothing
                            else; (b) next to (e) is the agent pipe's own cost with the request in it
@@ -224,6 +224,7 @@ async def concurrency_run(client: httpx.AsyncClient, backend: httpx.AsyncClient,
     cpu = dict.fromkeys(ways, 0.0)
     errors: dict[str, list[str]] = {w: [] for w in ways}
     chunks: dict[str, list[int]] = {w: [] for w in ways}
+    await backend.get("/timeline")  # drops the entries of earlier answers
     for r in range(rounds):
         for way in ways[r % len(ways):] + ways[:r % len(ways)]:
             before = cpu_seconds(pid)
@@ -234,17 +235,20 @@ async def concurrency_run(client: httpx.AsyncClient, backend: httpx.AsyncClient,
                 if isinstance(result, BaseException):
                     errors[way].append(f"{type(result).__name__}: {result}"[:200])
                     continue
-                f, l, text, n, start = result
+                f, l, text, n, _ = result
                 check_answer(way, text, tokens)
                 chunks[way].append(n)
                 first[way].append(f)
                 last[way].append(l)
-            timeline = (await backend.get("/timeline")).json()["timeline"]
-            if concurrency == 1 and way in phases:
-                (received, first_token), = timeline
-                for phase, seconds in zip(PHASES, (received - start, first_token - received,
-                                                   start + f - first_token)):
-                    phases[way][phase].append(seconds)
+            if concurrency == 1:
+                timeline = (await backend.get("/timeline")).json()["timeline"]
+                [result] = results
+                if way in phases and not isinstance(result, BaseException):
+                    f, _, _, _, start = result
+                    (received, first_token), = timeline
+                    for phase, seconds in zip(PHASES, (received - start, first_token - received,
+                                                       start + f - first_token)):
+                        phases[way][phase].append(seconds)
     chats = rounds * concurrency
     out: dict[str, Any] = {"concurrency": concurrency, "chats_per_way": chats, "ways": {}}
     for way in ways:
@@ -258,7 +262,7 @@ async def concurrency_run(client: httpx.AsyncClient, backend: httpx.AsyncClient,
             "errors": len(errors[way]),
             "first_errors": sorted(set(errors[way]))[:3],
         }
-        if concurrency == 1 and way in phases:
+        if concurrency == 1 and way in phases and phases[way]["agent"]:
             out["ways"][way]["first_token_phases_ms"] = {
                 phase: round(statistics.median(values) * 1000, 2) for phase, values in phases[way].items()
             }
@@ -358,7 +362,6 @@ async def run_all(args: argparse.Namespace, url: str, token: str, pid: int, back
         for way in WAYS:  # warm-up, and proof that each way streams the whole turn
             for _ in range(3):
                 check_answer(way, (await chat(client, WAYS[way]))[2], args.tokens)
-        await backend.get("/timeline")  # drops the warm-up's
         for concurrency in args.concurrency:
             rounds = max(args.rounds, -(-args.min_chats // concurrency))
             run = await concurrency_run(client, backend, pid, concurrency, rounds, args.tokens)
