@@ -5,6 +5,7 @@ Usage (from the repository root)::
 
     .venv/bin/python bench/owui_chat.py                       # 1, 10, 50 chats at a time; 1,000 in a row
     .venv/bin/python bench/owui_chat.py --concurrency 1 10 --rounds 5 --in-a-row 0   # quicker
+    .venv/bin/python bench/owui_chat.py --via browser         # as Open WebUI's page chats (needs .[bench])
 
 One throwaway Open WebUI (scripts/openwebui-local) and one scripted backend process
 (bench/scripted_backend.py: a lead-in, a tool call, a summary, ``--rate`` tokens per
@@ -37,12 +38,25 @@ from that token written until the client had it as text; and (b)'s and (c)'s fir
 
 Then ``--in-a-row`` chats one after another on each of (a), (b) and (c): the Open WebUI process's RSS, its open
 socket fds and its connections to the backend, sampled every tenth of the run.
+
+``--via api`` (the default) reads each answer from the streaming response, as an API client does.
+``--via browser`` chats as Open WebUI's own page does: a new chat (``parent_id: null``, a message
+id, the ``session_id`` of a socket.io connection signed in as the admin), answered at once with
+its task ids, the answer arriving as socket events; first and last token are the first and last
+text event of that message. Open WebUI then runs the chat as a background task that also writes
+the chat to its database. The turn is text only there (the backend's ``--no-tool-call``): in a
+browser chat Open WebUI's own connection takes the agent's streamed tool call for one it must run,
+and calls the agent again and again (257 requests for one chat with the tool-call turn). The
+page's title, tags and follow-up tasks are not asked for. Needs python-socketio: ``pip install
+-e '.[bench]'``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
+import importlib.util
 import json
 import os
 import random
@@ -50,6 +64,9 @@ import statistics
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -78,14 +95,26 @@ BASELINE = "openai-connection"
 RELAY = "pipe-minimal"  # the least a pipe can do with the same agent
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+# (first token s, last token s, text, chunks with text, start on time.perf_counter's clock) of one chat
+Answer = tuple[float, float, str, int, float]
+Ask = Callable[[str], Awaitable[Answer]]  # one chat with a model, as the client sees it
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What the scripted backend (and the paced pipe) stream per chat."""
+
+    tokens: int  # text tokens before and after the tool call
+    tool_call: bool = True
 
 
 # ------------------------------------------------------------------------------ the set-up
 
 
-def start_backend(rate: float, tokens: int) -> tuple[subprocess.Popen[str], str]:
+def start_backend(rate: float, turn: Turn) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, str(BACKEND), "--rate", str(rate), "--tokens", str(tokens)],
+        [sys.executable, str(BACKEND), "--rate", str(rate), "--tokens", str(turn.tokens)]
+        + ([] if turn.tool_call else ["--no-tool-call"]),
         stdout=subprocess.PIPE, text=True,
     )
     assert proc.stdout is not None
@@ -106,7 +135,7 @@ def install_pipe(http: httpx.Client, function_id: str, name: str, path: Path, va
     http.post(f"/api/v1/functions/id/{function_id}/valves/update", json=valves).raise_for_status()
 
 
-def configure(http: httpx.Client, backend: str, rate: float, tokens: int) -> None:
+def configure(http: httpx.Client, backend: str, rate: float, turn: Turn) -> None:
     """Point Open WebUI's OpenAI connection at the backend; install the pipe with two agents on it,
     the paced pipe (the floor) at the backend's rate, and the minimal relay pipe on the backend's /v1."""
     http.post("/openai/config/update", json={
@@ -122,7 +151,8 @@ def configure(http: httpx.Client, backend: str, rate: float, tokens: int) -> Non
     ]
     install_pipe(http, "aihub_agent_pipe", "AI Hub Agent Pipe", PIPE_FILE,
                  {"AGENTS": json.dumps(agents), "API_KEYS": "{}", "TIMEOUT_SECONDS": 300})
-    install_pipe(http, "bench_paced_pipe", "Bench paced pipe", PACED_PIPE_FILE, {"RATE": rate, "TOKENS": tokens})
+    install_pipe(http, "bench_paced_pipe", "Bench paced pipe", PACED_PIPE_FILE,
+                 {"RATE": rate, "TOKENS": turn.tokens, "TOOL_CALL": turn.tool_call})
     install_pipe(http, "bench_minimal_pipe", "Bench minimal relay pipe", MINIMAL_PIPE_FILE,
                  {"URL": f"{backend}/v1", "MODEL": "bench-agent"})
     listed = {m["id"] for m in http.get("/api/models", params={"refresh": "true"}).raise_for_status().json()["data"]}
@@ -134,9 +164,8 @@ def configure(http: httpx.Client, backend: str, rate: float, tokens: int) -> Non
 # ------------------------------------------------------------------------------ one chat
 
 
-async def chat(client: httpx.AsyncClient, model: str) -> tuple[float, float, str, int, float]:
-    """(first token s, last token s, text, chunks with text, start on time.perf_counter's clock) of one
-    streaming chat completion, as the client sees it."""
+async def api_chat(client: httpx.AsyncClient, model: str) -> Answer:
+    """One streaming chat completion, read from the response as an API client does."""
     body = {"model": model, "messages": MESSAGES, "stream": True}
     first = last = 0.0
     parts: list[str] = []
@@ -159,10 +188,88 @@ async def chat(client: httpx.AsyncClient, model: str) -> tuple[float, float, str
     return first, last, "".join(parts), len(parts), start
 
 
-def check_answer(way: str, text: str, tokens: int) -> None:
+@dataclass
+class _Pending:
+    """A browser chat's answer while its socket events come in."""
+
+    start: float
+    parts: list[str] = field(default_factory=list)
+    first: float = 0.0
+    last: float = 0.0
+    error: str = ""
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class BrowserChats:
+    """Chats as Open WebUI's page sends them, each answer read from the socket events of its message.
+
+    One socket.io connection, signed in as the admin (a JWT: Open WebUI's socket takes no API key),
+    carries the events of every chat; each is told apart by its message id.
+    """
+
+    def __init__(self, client: httpx.AsyncClient, socket: Any) -> None:
+        self._client = client
+        self._socket = socket
+        self._pending: dict[str, _Pending] = {}
+        socket.on("events", self._on_event)
+
+    @classmethod
+    async def connect(cls, client: httpx.AsyncClient, url: str, jwt: str) -> BrowserChats:
+        import socketio  # the bench extra; main() checks for it before it starts anything
+
+        socket = socketio.AsyncClient()
+        chats = cls(client, socket)
+        await socket.connect(url, socketio_path="/ws/socket.io", transports=["websocket"], auth={"token": jwt},
+                             wait_timeout=30)
+        return chats
+
+    async def close(self) -> None:
+        await self._socket.disconnect()
+
+    async def _on_event(self, event: dict[str, Any]) -> None:
+        pending = self._pending.get(event.get("message_id") or "")
+        if pending is None:
+            return
+        now = time.perf_counter()
+        kind, data = (event.get("data") or {}).get("type"), (event.get("data") or {}).get("data") or {}
+        text = ""
+        if kind == "response:completion" and data.get("type") == "response.output_text.delta":
+            text = data.get("delta") or ""
+        elif kind == "chat:completion" and data.get("choices"):
+            text = (data["choices"][0].get("delta") or {}).get("content") or ""
+        elif kind == "chat:message:error":
+            pending.error = str(data)[:300]
+            pending.done.set()
+        if text:
+            pending.last = now - pending.start
+            pending.first = pending.first or pending.last
+            pending.parts.append(text)
+        if kind == "chat:completion" and data.get("done"):
+            pending.done.set()
+
+    async def ask(self, model: str) -> Answer:
+        message_id, now = str(uuid.uuid4()), int(time.time())
+        user_message = {"id": str(uuid.uuid4()), "parentId": None, "childrenIds": [], "role": "user",
+                        "content": MESSAGES[-1]["content"], "timestamp": now}
+        body = {"model": model, "messages": MESSAGES, "stream": True, "parent_id": None, "id": message_id,
+                "session_id": self._socket.get_sid(), "user_message": user_message}
+        pending = self._pending[message_id] = _Pending(start=time.perf_counter())
+        try:
+            response = await self._client.post("/api/chat/completions", json=body)
+            if response.status_code != 200:
+                raise RuntimeError(f"{model}: HTTP {response.status_code} {response.text[:300]!r}")
+            await asyncio.wait_for(pending.done.wait(), 300)
+        finally:
+            del self._pending[message_id]
+        if pending.error:
+            raise RuntimeError(f"{model}: {pending.error}")
+        return pending.first, pending.last, "".join(pending.parts), len(pending.parts), pending.start
+
+
+def check_answer(way: str, text: str, turn: Turn) -> None:
     """Refuse figures for a way that did not stream the whole turn."""
-    wanted = [f"lead{tokens - 1} ", f"sum{tokens - 1} "]
-    if way != BASELINE:
+    wanted = [f"lead{turn.tokens - 1} ", f"sum{turn.tokens - 1} "]
+    if turn.tool_call and way != BASELINE:
         wanted.append("get_weather")  # the pipe renders the tool call; the connection passes raw deltas
     if not all(w in text for w in wanted) or "Agent error" in text:
         raise SystemExit(f"{way} did not stream the whole turn: {text[:400]!r}")
@@ -214,8 +321,8 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def concurrency_run(client: httpx.AsyncClient, backend: httpx.AsyncClient, pid: int, concurrency: int,
-                          rounds: int, tokens: int) -> dict[str, Any]:
+async def concurrency_run(ask: Ask, backend: httpx.AsyncClient, pid: int, concurrency: int,
+                          rounds: int, turn: Turn) -> dict[str, Any]:
     ways = list(WAYS)
     # one chat at a time: where each chat's first token spent its time, from the backend's timeline
     phases: dict[str, dict[str, list[float]]] = {w: {p: [] for p in PHASES} for w in ways if w != "pipe-floor"}
@@ -228,7 +335,7 @@ async def concurrency_run(client: httpx.AsyncClient, backend: httpx.AsyncClient,
     for r in range(rounds):
         for way in ways[r % len(ways):] + ways[:r % len(ways)]:
             before = cpu_seconds(pid)
-            results = await asyncio.gather(*(chat(client, WAYS[way]) for _ in range(concurrency)),
+            results = await asyncio.gather(*(ask(WAYS[way]) for _ in range(concurrency)),
                                            return_exceptions=True)
             cpu[way] += cpu_seconds(pid) - before
             for result in results:
@@ -236,7 +343,7 @@ async def concurrency_run(client: httpx.AsyncClient, backend: httpx.AsyncClient,
                     errors[way].append(f"{type(result).__name__}: {result}"[:200])
                     continue
                 f, l, text, n, _ = result
-                check_answer(way, text, tokens)
+                check_answer(way, text, turn)
                 chunks[way].append(n)
                 first[way].append(f)
                 last[way].append(l)
@@ -302,10 +409,9 @@ def ratio_interval(values: list[float], baseline: list[float], resamples: int = 
     return [round(ratios[int(0.025 * resamples)], 3), round(ratios[int(0.975 * resamples) - 1], 3)]
 
 
-async def in_a_row(client: httpx.AsyncClient, pid: int, backend_port: int, way: str, count: int,
-                   tokens: int) -> dict[str, Any]:
+async def in_a_row(ask: Ask, pid: int, backend_port: int, way: str, count: int, turn: Turn) -> dict[str, Any]:
     for _ in range(max(20, count // 10)):  # warm-up: caches, pools
-        await chat(client, WAYS[way])
+        await ask(WAYS[way])
     samples = []
     step = max(1, count // 10)
     for i in range(count + 1):
@@ -314,9 +420,9 @@ async def in_a_row(client: httpx.AsyncClient, pid: int, backend_port: int, way: 
             samples.append({"chats": i, "rss_mb": round(rss_mb(pid), 1), "socket_fds": fds,
                             "to_backend": to_backend})
         if i < count:
-            _, _, text, _, _ = await chat(client, WAYS[way])
+            _, _, text, _, _ = await ask(WAYS[way])
             if i == 0:
-                check_answer(way, text, tokens)
+                check_answer(way, text, turn)
     return {"way": way, "chats": count, "samples": samples}
 
 
@@ -350,7 +456,9 @@ def print_in_a_row(run: dict[str, Any]) -> None:
                            for s in run["samples"]))
 
 
-async def run_all(args: argparse.Namespace, url: str, token: str, pid: int, backend_port: int) -> dict[str, Any]:
+async def run_all(args: argparse.Namespace, url: str, token: str, pid: int, backend_port: int,
+                  turn: Turn) -> dict[str, Any]:
+    """``token``: the admin's API key (--via api) or session JWT (--via browser, which the socket needs)."""
     # keep-alive shorter than uvicorn's 5 s, so the client never reuses a connection the server is closing
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=100, keepalive_expiry=2.0)
     headers = {"Authorization": f"Bearer {token}"}
@@ -359,19 +467,25 @@ async def run_all(args: argparse.Namespace, url: str, token: str, pid: int, back
         httpx.AsyncClient(base_url=url, headers=headers, timeout=300, limits=limits, trust_env=False) as client,
         httpx.AsyncClient(base_url=f"http://127.0.0.1:{backend_port}", timeout=60, trust_env=False) as backend,
     ):
-        for way in WAYS:  # warm-up, and proof that each way streams the whole turn
-            for _ in range(3):
-                check_answer(way, (await chat(client, WAYS[way]))[2], args.tokens)
-        for concurrency in args.concurrency:
-            rounds = max(args.rounds, -(-args.min_chats // concurrency))
-            run = await concurrency_run(client, backend, pid, concurrency, rounds, args.tokens)
-            figures["concurrency"].append(run)
-            print_concurrency(run)
-        if args.in_a_row:
-            for way in ROW_WAYS:
-                run = await in_a_row(client, pid, backend_port, way, args.in_a_row, args.tokens)
-                figures["in_a_row"].append(run)
-                print_in_a_row(run)
+        browser = await BrowserChats.connect(client, url, token) if args.via == "browser" else None
+        ask: Ask = browser.ask if browser else functools.partial(api_chat, client)
+        try:
+            for way in WAYS:  # warm-up, and proof that each way streams the whole turn
+                for _ in range(3):
+                    check_answer(way, (await ask(WAYS[way]))[2], turn)
+            for concurrency in args.concurrency:
+                rounds = max(args.rounds, -(-args.min_chats // concurrency))
+                run = await concurrency_run(ask, backend, pid, concurrency, rounds, turn)
+                figures["concurrency"].append(run)
+                print_concurrency(run)
+            if args.in_a_row:
+                for way in ROW_WAYS:
+                    run = await in_a_row(ask, pid, backend_port, way, args.in_a_row, turn)
+                    figures["in_a_row"].append(run)
+                    print_in_a_row(run)
+        finally:
+            if browser:
+                await browser.close()
     return figures
 
 
@@ -382,12 +496,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-chats", type=int, default=100, help="at least this many chats per way and concurrency")
     parser.add_argument("--rate", type=float, default=200, help="backend tokens per second per stream")
     parser.add_argument("--tokens", type=int, default=40, help="text tokens before and after the tool call")
-    parser.add_argument("--in-a-row", type=int, default=1000, help="chats one after another per way (0: skip)")
+    parser.add_argument("--via", choices=("api", "browser"), default="api",
+                        help="read answers from the streaming response (api) or, as Open WebUI's page, from its "
+                             "socket (browser)")
+    parser.add_argument("--in-a-row", type=int, default=None,
+                        help="chats one after another per way (0: skip; default 1000 --via api, 0 --via browser, "
+                             "where every chat adds a chat to the database)")
     parser.add_argument("--in-a-row-rate", type=float, default=0, help="backend token rate for those (0: at once)")
     parser.add_argument("--name", default=f"bench-chat-{os.getpid()}", help="openwebui-local instance name")
     parser.add_argument("--keep", action="store_true", help="keep the instance running afterwards")
     parser.add_argument("--json", type=Path, help="write the figures here as JSON")
     args = parser.parse_args(argv)
+    if args.via == "browser" and importlib.util.find_spec("socketio") is None:
+        parser.error("--via browser needs python-socketio: .venv/bin/pip install -e '.[bench]'")
+    if args.in_a_row is None:
+        args.in_a_row = 1000 if args.via == "api" else 0
+    turn = Turn(args.tokens, tool_call=args.via == "api")
 
     from tests.e2e.owui_instance import throwaway_instance
 
@@ -396,20 +520,24 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with throwaway_instance(args.name, keep=args.keep) as owui:
             pid = int(owui.status()["pid"])
-            print(f"Open WebUI pid {pid} at {owui.url}; {2 * args.tokens} text tokens and one tool call per turn; "
+            if args.via == "browser" and not owui.admin_jwt:
+                raise SystemExit("--via browser: the instance's state has no admin session (JWT) for the socket")
+            token = owui.admin_jwt if args.via == "browser" else owui.token
+            print(f"Open WebUI pid {pid} at {owui.url}, via {args.via}; {2 * args.tokens} text tokens"
+                  f"{' and one tool call' if turn.tool_call else ''} per turn; "
                   f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
             runs = [(args.rate, args.concurrency, 0)]
             if args.in_a_row:
                 runs.append((args.in_a_row_rate, [], args.in_a_row))
             figures["concurrency"], figures["in_a_row"], figures["backend_stats"] = [], [], []
             for rate, concurrency, row in runs:
-                proc, backend_url = start_backend(rate, args.tokens)
+                proc, backend_url = start_backend(rate, turn)
                 backends.append(proc)
                 with owui.client(timeout=60) as http:
-                    configure(http, backend_url, rate, args.tokens)
+                    configure(http, backend_url, rate, turn)
                 print(f"\nbackend {backend_url}: {rate:g} tokens/s per stream (0: no pause)")
                 plan = argparse.Namespace(**{**vars(args), "concurrency": concurrency, "in_a_row": row})
-                done = asyncio.run(run_all(plan, owui.url, owui.token, pid, int(backend_url.rsplit(":", 1)[1])))
+                done = asyncio.run(run_all(plan, owui.url, token, pid, int(backend_url.rsplit(":", 1)[1]), turn))
                 figures["concurrency"] += done["concurrency"]
                 figures["in_a_row"] += done["in_a_row"]
                 with httpx.Client(trust_env=False) as plain:
