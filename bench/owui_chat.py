@@ -49,6 +49,10 @@ browser chat Open WebUI's own connection takes the agent's streamed tool call fo
 and calls the agent again and again (257 requests for one chat with the tool-call turn). The
 page's title, tags and follow-up tasks are not asked for. Needs python-socketio: ``pip install
 -e '.[bench]'``.
+
+``--topology ha`` runs it all on scripts/openwebui-local's production topology (PostgreSQL, Redis
+for the socket, two replicas): every chat goes to the first replica, whose process is the one
+measured.
 """
 
 from __future__ import annotations
@@ -503,6 +507,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="chats one after another per way (0: skip; default 1000 --via api, 0 --via browser, "
                              "where every chat adds a chat to the database)")
     parser.add_argument("--in-a-row-rate", type=float, default=0, help="backend token rate for those (0: at once)")
+    parser.add_argument("--topology", choices=("single", "ha"), default="single",
+                        help="single: one Open WebUI on SQLite; ha: scripts/openwebui-local's PostgreSQL + Redis + "
+                             "two replicas, every chat on the first replica (whose CPU is measured)")
     parser.add_argument("--name", default=f"bench-chat-{os.getpid()}", help="openwebui-local instance name")
     parser.add_argument("--keep", action="store_true", help="keep the instance running afterwards")
     parser.add_argument("--json", type=Path, help="write the figures here as JSON")
@@ -518,12 +525,13 @@ def main(argv: list[str] | None = None) -> int:
     figures: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "cpus": os.cpu_count()}
     backends: list[subprocess.Popen[str]] = []
     try:
-        with throwaway_instance(args.name, keep=args.keep) as owui:
+        topology = None if args.topology == "single" else args.topology
+        with throwaway_instance(args.name, keep=args.keep, topology=topology) as owui:
             pid = int(owui.status()["pid"])
             if args.via == "browser" and not owui.admin_jwt:
                 raise SystemExit("--via browser: the instance's state has no admin session (JWT) for the socket")
             token = owui.admin_jwt if args.via == "browser" else owui.token
-            print(f"Open WebUI pid {pid} at {owui.url}, via {args.via}; {2 * args.tokens} text tokens"
+            print(f"Open WebUI pid {pid} at {owui.url} ({args.topology}), via {args.via}; {2 * args.tokens} text tokens"
                   f"{' and one tool call' if turn.tool_call else ''} per turn; "
                   f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
             runs = [(args.rate, args.concurrency, 0)]
