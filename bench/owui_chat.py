@@ -241,8 +241,8 @@ class BrowserChats:
             text = data.get("delta") or ""
         elif kind == "chat:completion" and data.get("choices"):
             text = (data["choices"][0].get("delta") or {}).get("content") or ""
-        elif kind == "chat:message:error":
-            pending.error = str(data)[:300]
+        elif kind in ("chat:message:error", "chat:tasks:cancel") or (kind == "chat:completion" and data.get("error")):
+            pending.error = f"{kind}: {str(data.get('error') or data)[:300]}"
             pending.done.set()
         if text:
             pending.last = now - pending.start
@@ -262,6 +262,8 @@ class BrowserChats:
             response = await self._client.post("/api/chat/completions", json=body)
             if response.status_code != 200:
                 raise RuntimeError(f"{model}: HTTP {response.status_code} {response.text[:300]!r}")
+            if not response.json().get("task_ids"):  # answered in the response, not as socket events
+                raise RuntimeError(f"{model}: Open WebUI started no background task: {response.text[:300]!r}")
             await asyncio.wait_for(pending.done.wait(), 300)
         finally:
             del self._pending[message_id]
@@ -337,6 +339,9 @@ async def concurrency_run(ask: Ask, backend: httpx.AsyncClient, pid: int, concur
     chunks: dict[str, list[int]] = {w: [] for w in ways}
     await backend.get("/timeline")  # drops the entries of earlier answers
     for r in range(rounds):
+        # Rotated, so each way is first as often; the cyclic order stays, so whatever Open WebUI
+        # still does for a way's chats after their last token (a browser chat's outlet filters
+        # and saving it) falls into the next way's window, always the same one.
         for way in ways[r % len(ways):] + ways[:r % len(ways)]:
             before = cpu_seconds(pid)
             results = await asyncio.gather(*(ask(WAYS[way]) for _ in range(concurrency)),
