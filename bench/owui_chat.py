@@ -168,12 +168,29 @@ def configure(http: httpx.Client, backend: str, rate: float, turn: Turn) -> None
 # ------------------------------------------------------------------------------ one chat
 
 
+@dataclass
+class Reading:
+    """An answer as it arrives: the one place that says what the first and last token are."""
+
+    start: float = field(default_factory=time.perf_counter)
+    parts: list[str] = field(default_factory=list)
+    first: float = 0.0
+    last: float = 0.0
+
+    def text(self, piece: str) -> None:
+        if piece:
+            self.last = time.perf_counter() - self.start
+            self.first = self.first or self.last
+            self.parts.append(piece)
+
+    def answer(self) -> Answer:
+        return self.first, self.last, "".join(self.parts), len(self.parts), self.start
+
+
 async def api_chat(client: httpx.AsyncClient, model: str) -> Answer:
     """One streaming chat completion, read from the response as an API client does."""
     body = {"model": model, "messages": MESSAGES, "stream": True}
-    first = last = 0.0
-    parts: list[str] = []
-    start = time.perf_counter()
+    reading = Reading()
     async with client.stream("POST", "/api/chat/completions", json=body) as response:
         if response.status_code != 200:
             raise RuntimeError(f"{model}: HTTP {response.status_code} {(await response.aread())[:300]!r}")
@@ -184,22 +201,14 @@ async def api_chat(client: httpx.AsyncClient, model: str) -> Answer:
                 choices = json.loads(line[5:]).get("choices") or [{}]
             except ValueError:
                 continue
-            text = (choices[0].get("delta") or {}).get("content")
-            if text:
-                last = time.perf_counter() - start
-                first = first or last
-                parts.append(text)
-    return first, last, "".join(parts), len(parts), start
+            reading.text((choices[0].get("delta") or {}).get("content") or "")
+    return reading.answer()
 
 
 @dataclass
-class _Pending:
-    """A browser chat's answer while its socket events come in."""
+class _Pending(Reading):
+    """A browser chat's answer while its socket events come in, until Open WebUI says it is done."""
 
-    start: float
-    parts: list[str] = field(default_factory=list)
-    first: float = 0.0
-    last: float = 0.0
     error: str = ""
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -234,20 +243,15 @@ class BrowserChats:
         pending = self._pending.get(event.get("message_id") or "")
         if pending is None:
             return
-        now = time.perf_counter()
-        kind, data = (event.get("data") or {}).get("type"), (event.get("data") or {}).get("data") or {}
-        text = ""
+        envelope = event.get("data") or {}
+        kind, data = envelope.get("type"), envelope.get("data") or {}
         if kind == "response:completion" and data.get("type") == "response.output_text.delta":
-            text = data.get("delta") or ""
+            pending.text(data.get("delta") or "")
         elif kind == "chat:completion" and data.get("choices"):
-            text = (data["choices"][0].get("delta") or {}).get("content") or ""
+            pending.text((data["choices"][0].get("delta") or {}).get("content") or "")
         elif kind in ("chat:message:error", "chat:tasks:cancel") or (kind == "chat:completion" and data.get("error")):
             pending.error = f"{kind}: {str(data.get('error') or data)[:300]}"
             pending.done.set()
-        if text:
-            pending.last = now - pending.start
-            pending.first = pending.first or pending.last
-            pending.parts.append(text)
         if kind == "chat:completion" and data.get("done"):
             pending.done.set()
 
@@ -257,7 +261,7 @@ class BrowserChats:
                         "content": MESSAGES[-1]["content"], "timestamp": now}
         body = {"model": model, "messages": MESSAGES, "stream": True, "parent_id": None, "id": message_id,
                 "session_id": self._socket.get_sid(), "user_message": user_message}
-        pending = self._pending[message_id] = _Pending(start=time.perf_counter())
+        pending = self._pending[message_id] = _Pending()
         try:
             response = await self._client.post("/api/chat/completions", json=body)
             if response.status_code != 200:
@@ -269,7 +273,7 @@ class BrowserChats:
             del self._pending[message_id]
         if pending.error:
             raise RuntimeError(f"{model}: {pending.error}")
-        return pending.first, pending.last, "".join(pending.parts), len(pending.parts), pending.start
+        return pending.answer()
 
 
 def check_answer(way: str, text: str, turn: Turn) -> None:
