@@ -131,6 +131,49 @@ def test_a_server_side_key_is_read_from_the_environment_at_chat_time(sse_stub: S
     assert sse_stub.requests[1]["headers"]["Authorization"] == "Bearer rotated-key-without-a-sync"
 
 
+def test_each_chat_uses_the_valves_and_server_keys_as_they_are_now(sse_stub: SSEStub, monkeypatch) -> None:
+    """The pipe builds an agent's headers, signer and scrubber once per set of valve texts and
+    server key values (``_agent_call``): a change to any of them must count at the next chat, and
+    going back to earlier values must not bring back anything of the change."""
+    sse_stub.behaviour.data = events(T("ok"), FINISHED)
+    server = _agent(sse_stub.url, id="ops.server", api_key="DESK_SERVER_KEY", key_from="server")
+    pipe = make_pipe([_agent(sse_stub.url), server], api_keys={"DESK_KEY": KEY})
+    monkeypatch.setenv("DESK_SERVER_KEY", "server-key-one")
+
+    def authorization(model: str) -> str:
+        run = run_pipe(pipe, model, HISTORY)
+        assert "Agent error" not in run.content, run.content
+        return sse_stub.requests[-1]["headers"]["Authorization"]
+
+    assert authorization("ops.desk") == f"Bearer {KEY}"
+    assert authorization("ops.server") == "Bearer server-key-one"
+    pipe.valves = pipe.Valves(**{**pipe.valves.model_dump(), "API_KEYS": json.dumps({"DESK_KEY": "rotated-synced"})})
+    monkeypatch.setenv("DESK_SERVER_KEY", "server-key-two")
+    assert authorization("ops.desk") == "Bearer rotated-synced"
+    assert authorization("ops.server") == "Bearer server-key-two"
+
+    # the scrubber follows: the rotated keys are masked, in the text and in an error
+    sse_stub.behaviour.data = events(T("echo rotated-synced server-key-two"), FINISHED)
+    assert run_pipe(pipe, "ops.server", HISTORY).content == "echo [redacted] [redacted]"
+
+    monkeypatch.delenv("DESK_SERVER_KEY")
+    requests = len(sse_stub.requests)
+    assert "DESK_SERVER_KEY is not set there" in run_pipe(pipe, "ops.server", HISTORY).content
+    assert len(sse_stub.requests) == requests  # nothing sent without the key
+
+    # a new signing key: what the old one signed is no longer a call
+    sse_stub.behaviour.data = events(C("c1", "get_weather", '{"city": "Paris"}'), R("c1", "sunny"), FINISHED)
+    signed = run_pipe(pipe, "ops.desk", HISTORY).content
+    history = [*HISTORY, {"role": "assistant", "content": signed}, {"role": "user", "content": "and?"}]
+    sse_stub.behaviour.data = events(T("ok"), FINISHED)
+    run_pipe(pipe, "ops.desk", history)
+    assert [m["role"] for m in sse_stub.requests[-1]["json"]["messages"]][1] == "assistant"
+    assert "toolCalls" in sse_stub.requests[-1]["json"]["messages"][1]
+    pipe.valves = pipe.Valves(**{**pipe.valves.model_dump(), "HISTORY_SIGNING_KEY": "another-signing-key"})
+    run_pipe(pipe, "ops.desk", history)
+    assert all("toolCalls" not in m for m in sse_stub.requests[-1]["json"]["messages"])
+
+
 def test_a_missing_server_side_variable_is_named_in_plain_words_and_nothing_is_sent(
     sse_stub: SSEStub, monkeypatch
 ) -> None:
