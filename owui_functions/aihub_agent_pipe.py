@@ -1101,13 +1101,45 @@ class Pipe:
     def pipes(self) -> list[dict[str, str]]:
         return [{"id": agent.id, "name": agent.name} for agent in self.agents()]
 
-    def _call_for(self, model: Any) -> "AgentCall | None":
-        """``<function id>.<blueprint>.<agent>`` -> what a chat with that agent needs (a function
-        id never has a dot). The server's key variables are read now, so a change counts."""
-        valves = self.valves
-        from_server = tuple(map(os.environ.get, _server_key_names(valves.AGENTS)))
-        sub_id = _str(model).partition(".")[2]
-        return _agent_call(sub_id, valves.AGENTS, valves.API_KEYS, valves.HISTORY_SIGNING_KEY, from_server)
+    def _agent_for(self, model: Any) -> AgentSpec | None:
+        """``<function id>.<blueprint>.<agent>`` -> the agent; a function id never has a dot."""
+        _, _, sub_id = _str(model).partition(".")
+        return _parse_agents(self.valves.AGENTS).get(sub_id)
+
+    def _headers(self, agent: AgentSpec) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
+        if agent.api_key:
+            headers["Authorization"] = f"Bearer {self._secret(agent)}"
+        return headers
+
+    def _synced_keys(self) -> Mapping[str, str]:
+        return _parse_keys(self.valves.API_KEYS)
+
+    def _secret(self, agent: AgentSpec) -> str:
+        """The agent's key: from API_KEYS, or read now from the server's environment."""
+        name = agent.api_key or ""
+        if agent.key_from == "server":
+            if not _ENV_NAME.fullmatch(name) or name.upper().startswith(_OPENWEBUI_SECRETS):
+                raise PipeConfigError(
+                    f"The agent's key variable {name!r} is not allowed: the pipe never sends Open WebUI's own "
+                    "settings to an agent."
+                )
+            secret = os.environ.get(name, "")
+            if not secret:
+                raise PipeConfigError(
+                    f"The agent's API key is read from the environment variable {name} of the Open WebUI "
+                    f"server, and {name} is not set there. An administrator has to set it and restart Open WebUI."
+                )
+            return secret
+        secret = self._synced_keys().get(name)
+        if not secret:
+            raise PipeConfigError(f"The API key '{name}' is not configured in the pipe's API_KEYS valve.")
+        return secret
+
+    def scrubber(self) -> Scrubber:
+        """Masks every key this pipe holds: API_KEYS, the signing key, keys it reads from the environment."""
+        from_server = tuple(os.environ.get(name, "") for name in _server_key_names(self.valves.AGENTS))
+        return _scrubber(frozenset(self._synced_keys().values()), self.valves.HISTORY_SIGNING_KEY, from_server)
 
     # -- the request ----------------------------------------------------------------------------
 
@@ -1128,14 +1160,15 @@ class Pipe:
             # "{}" makes Open WebUI fall back to its defaults (e.g. the user's message as title).
             yield "{}"
             return
-        call = self._call_for(body.get("model"))
-        if call is None:
+        agent = self._agent_for(body.get("model"))
+        if agent is None:
             yield render_error(Error(f"No agent is configured for the model '{_str(body.get('model'))}'."))
             return
-        agent, signer, scrubber = call.agent, call.signer, call.scrubber
         metadata = __metadata__ or {}
         features = requested_features(metadata, agent.features)
         history = body.get("messages") or []
+        signer = Signer(self.valves.HISTORY_SIGNING_KEY)
+        scrubber = self.scrubber()
         if agent.transport == "openai":
             payload: dict[str, Any] = {
                 "model": agent.model or agent.id,
@@ -1160,10 +1193,9 @@ class Pipe:
         status.later({"description": f"Asking {agent.name}…", "done": False}, ASKING_DELAY_SECONDS)
         batch = Batch(self.valves.STREAM_INTERVAL_MS / 1000)
         try:
-            if call.key_error:
-                raise PipeConfigError(call.key_error)
+            headers = self._headers(agent)
             client = await shared_client()
-            run = stream_run(client, call, payload, recorder, batch, status, self.valves.TIMEOUT_SECONDS)
+            run = stream_run(client, agent, headers, payload, recorder, batch, status, self.valves.TIMEOUT_SECONDS)
             try:
                 async for chunk in run:
                     status.shown()
@@ -1278,7 +1310,8 @@ class Batch:
 
 async def stream_run(
     client: aiohttp.ClientSession,
-    call: "AgentCall",
+    agent: AgentSpec,
+    headers: dict[str, str],
     payload: dict[str, Any],
     recorder: Recorder,
     batch: Batch,
@@ -1294,8 +1327,8 @@ async def stream_run(
     response read to its end returns its connection to the pool. What the batch still holds when
     this raises is the caller's to send.
     """
-    url = call.url
-    request = client.post(url, json=payload, headers=call.headers, timeout=_deadline(timeout), proxy=_proxy_for(url))
+    url = agent.url.rstrip("/") + "/chat/completions" if agent.transport == "openai" else agent.url
+    request = client.post(url, json=payload, headers=headers, timeout=_deadline(timeout), proxy=_proxy_for(url))
     async with request as response:
         if response.status >= 400:
             # read enough to mask a key the body echoes before the text is cut short (failure_text)
@@ -1303,7 +1336,7 @@ async def stream_run(
             while len(body) < 8192 and (more := await response.content.read(8192 - len(body))):
                 body += more
             raise AgentHTTPError(response.status, body.decode("utf-8", "replace"))
-        stream, content, loop = AgentStream(call.agent.transport), response.content, asyncio.get_running_loop()
+        stream, content, loop = AgentStream(agent.transport), response.content, asyncio.get_running_loop()
         while not recorder.finished:
             if batch.holding:
                 # Held text goes out with the first read after it is due, or at wake_at when the
@@ -1446,71 +1479,9 @@ def _server_key_names(agents_text: str) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=8)
-def _scrubber(synced: frozenset[str], signing_key: str, from_server: tuple[str | None, ...]) -> Scrubber:
+def _scrubber(synced: frozenset[str], signing_key: str, from_server: tuple[str, ...]) -> Scrubber:
     """Built once per set of keys (the server's keys are read on every chat, so a rotation counts)."""
     return Scrubber(s for s in (*synced, signing_key, *from_server) if s)
-
-
-@dataclass(frozen=True)
-class AgentCall:
-    """What every chat with one agent needs that only the valves and the server's key variables
-    decide, built once per set of them: a chat's set-up is then one cache look-up. Built piece by
-    piece in every chat, the agent, headers, signer and scrubber cost the first token about
-    0.02-0.03 ms (``bench/pipe_stream.py``: 1.05-1.09x of a direct reader, 1.02-1.05x with this).
-    It holds no key that the caches above do not hold already."""
-
-    agent: AgentSpec
-    url: str  # where the run is posted
-    headers: Mapping[str, str]  # read-only: shared by every chat with the agent
-    key_error: str  # why no request may go out (its key is missing or not allowed), or ""
-    signer: Signer
-    scrubber: Scrubber
-
-
-@functools.lru_cache(maxsize=32)
-def _agent_call(
-    sub_id: str, agents_text: str, keys_text: str, signing_key: str, from_server: tuple[str | None, ...]
-) -> AgentCall | None:
-    """``from_server``: the values of ``_server_key_names(agents_text)`` in the server's environment."""
-    agent = _parse_agents(agents_text).get(sub_id)
-    if agent is None:
-        return None
-    synced = _parse_keys(keys_text)
-    headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
-    key_error = ""
-    if agent.api_key:
-        secret, key_error = _secret(agent, synced, dict(zip(_server_key_names(agents_text), from_server)))
-        if secret:
-            headers["Authorization"] = f"Bearer {secret}"
-    url = agent.url.rstrip("/") + "/chat/completions" if agent.transport == "openai" else agent.url
-    return AgentCall(
-        agent=agent,
-        url=url,
-        headers=types.MappingProxyType(headers),
-        key_error=key_error,
-        signer=Signer(signing_key),
-        scrubber=_scrubber(frozenset(synced.values()), signing_key, from_server),
-    )
-
-
-def _secret(agent: AgentSpec, synced: Mapping[str, str], environment: Mapping[str, str | None]) -> tuple[str, str]:
-    """The agent's key, from API_KEYS or the server's environment, or why there is none."""
-    name = agent.api_key or ""
-    if agent.key_from == "server":
-        if not _ENV_NAME.fullmatch(name) or name.upper().startswith(_OPENWEBUI_SECRETS):
-            return "", (
-                f"The agent's key variable {name!r} is not allowed: the pipe never sends Open WebUI's own "
-                "settings to an agent."
-            )
-        if not environment.get(name):
-            return "", (
-                f"The agent's API key is read from the environment variable {name} of the Open WebUI "
-                f"server, and {name} is not set there. An administrator has to set it and restart Open WebUI."
-            )
-        return environment[name] or "", ""
-    if not synced.get(name):
-        return "", f"The API key '{name}' is not configured in the pipe's API_KEYS valve."
-    return synced[name], ""
 
 
 def _host(url: str) -> str:

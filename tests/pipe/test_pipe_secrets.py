@@ -132,9 +132,9 @@ def test_a_server_side_key_is_read_from_the_environment_at_chat_time(sse_stub: S
 
 
 def test_each_chat_uses_the_valves_and_server_keys_as_they_are_now(sse_stub: SSEStub, monkeypatch) -> None:
-    """The pipe builds an agent's headers, signer and scrubber once per set of valve texts and
-    server key values (``_agent_call``): a change to any of them must count at the next chat, and
-    going back to earlier values must not bring back anything of the change."""
+    """The pipe caches what it parses or builds from the valve texts (agents, keys, the key
+    masker): a change to a valve or to a server key variable must count at the next chat, for
+    the request's key, the masking and the signing alike."""
     sse_stub.behaviour.data = events(T("ok"), FINISHED)
     server = _agent(sse_stub.url, id="ops.server", api_key="DESK_SERVER_KEY", key_from="server")
     pipe = make_pipe([_agent(sse_stub.url), server], api_keys={"DESK_KEY": KEY})
