@@ -55,13 +55,7 @@ def at_revision(revision: str, directory: Path) -> Path:
 
 
 async def compare(base: ModuleType, other: ModuleType, control: ModuleType, rounds: int) -> dict[str, float]:
-    events = pipe_stream.canned_events(200)
-    opening = [
-        events[0],
-        {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
-        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "Hello"},
-    ]
-    server = pipe_stream.CannedServer(pipe_stream.sse(opening + events[1:]))
+    server = pipe_stream.CannedServer(pipe_stream.first_token_body())
     client = aiohttp.ClientSession()
     try:
         readers: dict[str, Callable[[], Awaitable[float]]] = {
