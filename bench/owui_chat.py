@@ -50,6 +50,10 @@ and calls the agent again and again (257 requests for one chat with the tool-cal
 page's title, tags and follow-up tasks are not asked for. Needs python-socketio: ``pip install
 -e '.[bench]'``.
 
+``--think-ms`` makes the agent wait before its first token, as an LLM does before it answers (the
+backend and the paced pipe alike; not in the chats in a row). By default it answers after one
+token's time (5 ms), which puts everything Open WebUI adds in front of an agent in full view.
+
 ``--topology ha`` runs it all on scripts/openwebui-local's production topology (PostgreSQL, Redis
 for the socket, two replicas): every chat goes to the first replica, whose process is the one
 measured.
@@ -59,6 +63,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import functools
 import importlib.util
 import json
@@ -110,6 +115,7 @@ class Turn:
 
     tokens: int  # text tokens before and after the tool call
     tool_call: bool = True
+    think_ms: float = 0  # the agent's wait before its first token (an LLM's time to first token)
 
 
 # ------------------------------------------------------------------------------ the set-up
@@ -117,7 +123,8 @@ class Turn:
 
 def start_backend(rate: float, turn: Turn) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, str(BACKEND), "--rate", str(rate), "--tokens", str(turn.tokens)]
+        [sys.executable, str(BACKEND), "--rate", str(rate), "--tokens", str(turn.tokens),
+         "--think-ms", str(turn.think_ms)]
         + ([] if turn.tool_call else ["--no-tool-call"]),
         stdout=subprocess.PIPE, text=True,
     )
@@ -156,7 +163,7 @@ def configure(http: httpx.Client, backend: str, rate: float, turn: Turn) -> None
     install_pipe(http, "aihub_agent_pipe", "AI Hub Agent Pipe", PIPE_FILE,
                  {"AGENTS": json.dumps(agents), "API_KEYS": "{}", "TIMEOUT_SECONDS": 300})
     install_pipe(http, "bench_paced_pipe", "Bench paced pipe", PACED_PIPE_FILE,
-                 {"RATE": rate, "TOKENS": turn.tokens, "TOOL_CALL": turn.tool_call})
+                 {"RATE": rate, "TOKENS": turn.tokens, "TOOL_CALL": turn.tool_call, "THINK_MS": turn.think_ms})
     install_pipe(http, "bench_minimal_pipe", "Bench minimal relay pipe", MINIMAL_PIPE_FILE,
                  {"URL": f"{backend}/v1", "MODEL": "bench-agent"})
     listed = {m["id"] for m in http.get("/api/models", params={"refresh": "true"}).raise_for_status().json()["data"]}
@@ -509,6 +516,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-chats", type=int, default=100, help="at least this many chats per way and concurrency")
     parser.add_argument("--rate", type=float, default=200, help="backend tokens per second per stream")
     parser.add_argument("--tokens", type=int, default=40, help="text tokens before and after the tool call")
+    parser.add_argument("--think-ms", type=float, default=0,
+                        help="the agent waits this long before its first token, as an LLM does (default 0: "
+                             "one token's time); not in the chats in a row")
     parser.add_argument("--via", choices=("api", "browser"), default="api",
                         help="read answers from the streaming response (api) or, as Open WebUI's page, from its "
                              "socket (browser)")
@@ -527,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--via browser needs python-socketio: .venv/bin/pip install -e '.[bench]'")
     if args.in_a_row is None:
         args.in_a_row = 1000 if args.via == "api" else 0
-    turn = Turn(args.tokens, tool_call=args.via == "api")
+    turn = Turn(args.tokens, tool_call=args.via == "api", think_ms=args.think_ms)
 
     from tests.e2e.owui_instance import throwaway_instance
 
@@ -541,13 +551,14 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit("--via browser: the instance's state has no admin session (JWT) for the socket")
             token = owui.admin_jwt if args.via == "browser" else owui.token
             print(f"Open WebUI pid {pid} at {owui.url} ({args.topology}), via {args.via}; {2 * args.tokens} text tokens"
-                  f"{' and one tool call' if turn.tool_call else ''} per turn; "
+                  f"{' and one tool call' if turn.tool_call else ''} per turn"
+                  f"{f', the first after {turn.think_ms:g} ms' if turn.think_ms else ''}; "
                   f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
-            runs = [(args.rate, args.concurrency, 0)]
+            runs = [(args.rate, args.concurrency, 0, turn)]
             if args.in_a_row:
-                runs.append((args.in_a_row_rate, [], args.in_a_row))
+                runs.append((args.in_a_row_rate, [], args.in_a_row, dataclasses.replace(turn, think_ms=0)))
             figures["concurrency"], figures["in_a_row"], figures["backend_stats"] = [], [], []
-            for rate, concurrency, row in runs:
+            for rate, concurrency, row, turn in runs:
                 proc, backend_url = start_backend(rate, turn)
                 backends.append(proc)
                 with owui.client(timeout=60) as http:
