@@ -18,7 +18,7 @@ Not a test. Run from the project root:
    yielded chunk (its shared client, building the request from Open WebUI's body, the recorder). Each reads its stream to the end, as a chat does, so a
    kept-alive connection can serve the next request. Interleaved in one run; medians compared.
    With ``--repeat N`` this part runs N times, each in a fresh process, one after another: with
-   the same code the ratio moves by several hundredths from one run to the next (1.02-1.10x on
+   the same code the ratio moves by several hundredths from one run to the next (1.02-1.17x on
    the idle machine), more than a goal of 1.05x allows, so the median of the runs is the figure.
 """
 
@@ -252,6 +252,8 @@ async def bench_network(
     finally:
         await client.close()
         await other.aclose()
+        for _, shared in list(pipe._pool().clients.values()):  # the pipe's own, before this loop ends
+            await shared.close()
         short.close()
         if long:
             long.close()
@@ -281,9 +283,10 @@ def first_token_in_fresh_processes(repeat: int, rounds: int) -> list[dict[str, f
     runs = []
     for _ in range(repeat):
         done = subprocess.run(
-            [sys.executable, __file__, "--first-token-only", "--rounds", str(rounds)],
-            capture_output=True, text=True, check=True,
+            [sys.executable, __file__, "--first-token-only", "--rounds", str(rounds)], capture_output=True, text=True
         )
+        if done.returncode != 0:
+            raise SystemExit(f"a first-token run failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     return runs
 
