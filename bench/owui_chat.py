@@ -558,14 +558,15 @@ def main(argv: list[str] | None = None) -> int:
             if args.in_a_row:
                 runs.append((args.in_a_row_rate, [], args.in_a_row, dataclasses.replace(turn, think_ms=0)))
             figures["concurrency"], figures["in_a_row"], figures["backend_stats"] = [], [], []
-            for rate, concurrency, row, turn in runs:
-                proc, backend_url = start_backend(rate, turn)
+            for rate, concurrency, row, run_turn in runs:
+                proc, backend_url = start_backend(rate, run_turn)
                 backends.append(proc)
                 with owui.client(timeout=60) as http:
-                    configure(http, backend_url, rate, turn)
+                    configure(http, backend_url, rate, run_turn)
                 print(f"\nbackend {backend_url}: {rate:g} tokens/s per stream (0: no pause)")
                 plan = argparse.Namespace(**{**vars(args), "concurrency": concurrency, "in_a_row": row})
-                done = asyncio.run(run_all(plan, owui.url, token, pid, int(backend_url.rsplit(":", 1)[1]), turn))
+                backend_port = int(backend_url.rsplit(":", 1)[1])
+                done = asyncio.run(run_all(plan, owui.url, token, pid, backend_port, run_turn))
                 figures["concurrency"] += done["concurrency"]
                 figures["in_a_row"] += done["in_a_row"]
                 with httpx.Client(trust_env=False) as plain:

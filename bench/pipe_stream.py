@@ -15,8 +15,9 @@ Not a test. Run from the project root:
    directly with one long-lived aiohttp client (the pipe's library; the best case for a direct
    reader), (a') the same with a new client and connection per request (what the pipe did before
    it shared a client), (a'') one long-lived httpx client, (b) through pipe() until its first
-   yielded chunk (its shared client, building the request from Open WebUI's body, the recorder). Each reads its stream to the end, as a chat does, so a
-   kept-alive connection can serve the next request. Interleaved in one run; medians compared.
+   yielded chunk (its shared client, building the request from Open WebUI's body, the recorder).
+   Each reads its stream to the end, as a chat does, so a kept-alive connection can serve the
+   next request. Interleaved in one run; medians compared.
    With ``--repeat N`` this part runs N times, each in a fresh process, one after another: with
    the same code the ratio moves by several hundredths from one run to the next (1.02-1.17x on
    the idle machine), more than a goal of 1.05x allows, so the median of the runs is the figure.
