@@ -26,6 +26,7 @@ from . import __version__
 from .apply import ApplyReport, apply_plan
 from .attachments import check_attachments
 from .client import OpenWebUIClient, check_url, http_log
+from .commit_message import CommitInfo
 from .compat import TESTED
 from .desired import FEATURE_FILTER_ID, PIPE_FUNCTION_ID, build_desired, history_signing_key, insecure_backends
 from .errors import ApplyError, BlueprintError, ConfigError, Problem, ProvisionError
@@ -363,6 +364,7 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
         plan = make_plan(
             desired, observed, prune=prune, adopt=adopted, orphan_notes=kept_notes, wrappers=wrappers,
             notes=native_toggle_notes(catalog),
+            commit=CommitInfo.from_env(__version__, os.environ, opts.message),
         )
         return plan, client
     except BaseException:
@@ -527,13 +529,22 @@ def sync(
     timeout: TimeoutOpt = 30.0,
     no_color: NoColorOpt = False,
     bundle: BundleOpt = None,
+    message: Annotated[
+        Optional[str],
+        typer.Option(
+            "--message",
+            "-m",
+            metavar="TEXT",
+            help="Commit message for Open WebUI's version history (default: provision version, blueprint file, CI commit and run).",
+        ),
+    ] = None,
 ) -> int:
     """Make the instance match the blueprints: functions, then models, then deletes."""
     conn, selected = _select_target(ctx, target, targets_file, Connection(url, token_file, insecure, timeout))
     return _run(
         RunOptions(
             path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run, yes, parallelism,
-            bundle, _variables(selected, strict=True), target,
+            bundle, _variables(selected, strict=True), target, message=message,
         ),
         conn,
     )
@@ -556,6 +567,7 @@ class RunOptions:
     bundle: Optional[Path] = None  # None: the bundle installed with provision
     variables: Optional[Variables] = None  # None: ${NAME} syntax checked, nothing resolved
     target: Optional[str] = None  # its name, for the Markdown title
+    message: Optional[str] = None  # sync --message: the history's commit message
 
 
 def _run(opts: RunOptions, conn: Connection) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from . import __version__
@@ -14,7 +15,7 @@ from .compat import Compat
 from .errors import BlueprintError, Problem
 from .function_files import FunctionFile
 from .loader import Catalog, LoadedBlueprint
-from .state import MANAGED_BY, MARKER_KEY, InstanceState, ObjectState
+from .state import BUNDLE_PREFIX, MANAGED_BY, MARKER_KEY, InstanceState, ObjectState
 from .toggle_filters import toggle_filter_id
 from .urls import plain_http_host
 
@@ -71,6 +72,7 @@ def build_desired(
             fields={**pipe.fields, **pipe_valves},
             sensitive=frozenset({PIPE_SECRET_VALVE, PIPE_SIGNING_VALVE}),
             written_by=pipe.written_by,
+            source=pipe.source,
         )
     return InstanceState(functions=states, models=dict(sorted(models.items())))
 
@@ -87,7 +89,15 @@ def function_state(f: FunctionFile, priority_in_valves: bool = False) -> ObjectS
     }
     if priority_in_valves and f.priority is not None:
         fields["valves.priority"] = f.priority
-    return ObjectState(kind="function", id=f.id, fields=fields, written_by=__version__)
+    return ObjectState(kind="function", id=f.id, fields=fields, written_by=__version__, source=function_source(f))
+
+
+def function_source(f: FunctionFile) -> str:
+    """Where a function comes from, as a reader of Open WebUI's history knows it: the bundle's
+    files by name (their path is inside the installed package), the team's own by path."""
+    if f.id.startswith(BUNDLE_PREFIX):
+        return f"the provision bundle's {Path(f.path).name}"
+    return f.path
 
 
 # The agent pipe's valves that sync writes (the pipe's Valves class declares the same names).
@@ -246,7 +256,9 @@ def _model_row(
     if bp.tags is not None or agent.tags is not None:
         names = [*(bp.tags or []), *(agent.tags or [])]
         fields["meta.tags"] = [{"name": name} for name in dict.fromkeys(names)]
-    return ObjectState(kind="model", id=model_id(bp.id, agent.id), fields=fields, written_by=__version__)
+    return ObjectState(
+        kind="model", id=model_id(bp.id, agent.id), fields=fields, written_by=__version__, source=lb.source.path
+    )
 
 
 def suggestion_prompt(suggestion: Suggestion) -> dict[str, Any]:

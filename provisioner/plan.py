@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from . import __version__
+from .commit_message import CommitInfo
 from .errors import OwnershipError, PruneRefusedError
 from .function_files import content_hash
 from .state import BUNDLE_PREFIX, MARKER_KEY, VERSION_KEY, InstanceState, Kind, ObjectState, get_path, set_path
 
 FORMAT_VERSION = "1"
-COMMIT_MESSAGE = "provision sync (aihub-provision)"
 
 # Response-only keys of a model record that a ModelForm must not carry.
 _MODEL_FORM_KEYS = ("id", "base_model_id", "name", "meta", "params", "is_active")
@@ -134,8 +135,12 @@ def make_plan(
     orphan_notes: Mapping[str, str] | None = None,
     wrappers: Sequence[Mapping[str, str]] = (),
     notes: Sequence[str] = (),
+    commit: CommitInfo | None = None,
 ) -> Plan:
     """Everything that must change for `observed` to match `desired`.
+
+    `commit` makes the message each write carries into Open WebUI's history (default: this
+    provision's version and the source file, no CI reference).
 
     Raises OwnershipError when a desired id is taken by an object without our marker (unless
     adopted), and PruneRefusedError when pruning against an empty desired set.
@@ -146,6 +151,7 @@ def make_plan(
             "deleted. Check the blueprint path."
         )
     adopt_set = set(adopt)
+    commit = commit or CommitInfo(__version__)
     changes: list[Change] = []
     conflicts: list[tuple[Kind, str]] = []
     orphans: list[tuple[Kind, str]] = []
@@ -156,14 +162,14 @@ def make_plan(
         for ident, target in want.items():
             live = have.get(ident)
             if live is None:
-                changes.append(_create(target))
+                changes.append(_create(target, commit))
                 continue
             if not live.managed:
                 if (kind, ident) not in adopt_set:
                     conflicts.append((kind, ident))
                     continue
                 adopted.append((kind, ident))
-            update = _update(target, live)
+            update = _update(target, live, commit)
             if update:
                 changes.append(update)
         for ident, live in have.items():
@@ -181,16 +187,16 @@ def make_plan(
     return Plan(tuple(changes), tuple(sorted(orphans)), tuple(sorted(adopted)), notes, tuple(wrappers), tuple(notes_in))
 
 
-def _create(target: ObjectState) -> Change:
+def _create(target: ObjectState, commit: CommitInfo) -> Change:
     fields = tuple(
         FieldChange(path, None, value, path in target.sensitive)
         for path, value in target.fields.items()
     )
-    body = _write_body(target, base=None)
+    body = _write_body(target, base=None, message=commit.message(target.source))
     return Change(target.kind, target.id, Action.CREATE, fields, body)
 
 
-def _update(target: ObjectState, live: ObjectState) -> Change | None:
+def _update(target: ObjectState, live: ObjectState, commit: CommitInfo) -> Change | None:
     fields = tuple(
         FieldChange(path, live.fields.get(path), value, path in target.sensitive)
         for path, value in target.fields.items()
@@ -207,7 +213,8 @@ def _update(target: ObjectState, live: ObjectState) -> Change | None:
         and any(f.path == "content" for f in fields)
     ):
         upgrade = (live.written_by, target.written_by)
-    return Change(target.kind, target.id, Action.UPDATE, fields, _write_body(target, base=live.raw), upgrade)
+    body = _write_body(target, base=live.raw, message=commit.message(target.source))
+    return Change(target.kind, target.id, Action.UPDATE, fields, body, upgrade)
 
 
 def remerge_model_form(live: Mapping[str, Any], change: Change, *, with_access: bool = False) -> dict[str, Any]:
@@ -216,7 +223,7 @@ def remerge_model_form(live: Mapping[str, Any], change: Change, *, with_access: 
     `with_access`: the release takes access in the update itself, so the retry carries it."""
     body: dict[str, Any] = {k: copy.deepcopy(live[k]) for k in _MODEL_FORM_KEYS if k in live}
     body["id"] = change.id
-    body["commit_message"] = COMMIT_MESSAGE
+    body["commit_message"] = (change.body or {}).get("commit_message") or CommitInfo(__version__).message(None)
     if not isinstance(body.get("meta"), dict):
         body["meta"] = {}
     for field_change in change.fields:
@@ -230,7 +237,7 @@ def remerge_model_form(live: Mapping[str, Any], change: Change, *, with_access: 
     return body
 
 
-def _write_body(target: ObjectState, base: Mapping[str, Any] | None) -> dict[str, Any]:
+def _write_body(target: ObjectState, base: Mapping[str, Any] | None, message: str | None = None) -> dict[str, Any]:
     """The form Open WebUI expects: the live record (if any) with every owned field set."""
     keys = _MODEL_FORM_KEYS if target.kind == "model" else _FUNCTION_FORM_KEYS
     body: dict[str, Any] = {k: copy.deepcopy(base[k]) for k in keys if base and k in base}
@@ -243,8 +250,8 @@ def _write_body(target: ObjectState, base: Mapping[str, Any] | None) -> dict[str
         meta = body.get("meta") if isinstance(body.get("meta"), dict) else {}
         # Open WebUI recomputes these from the content; sending them back is noise.
         body["meta"] = {k: v for k, v in meta.items() if k not in ("manifest", "toggle")}
-    # Open WebUI keeps a version history per object; this says who wrote the version.
-    body["commit_message"] = COMMIT_MESSAGE
+    # Open WebUI keeps a version history per object; this says what wrote the version (commit_message.py).
+    body["commit_message"] = message or CommitInfo(__version__).message(target.source)
     valves: dict[str, Any] = {}
     for path, value in target.fields.items():
         if path == "access_grants":

@@ -35,6 +35,8 @@ class ObjectState:
     sensitive: frozenset[str] = frozenset()
     # The provision version that wrote it (observed) or will write it (desired); None: unknown.
     written_by: str | None = None
+    # Desired only: the blueprint or function file it comes from (for the history's commit message).
+    source: str | None = None
 
 
 def split_marker(marker: Any) -> tuple[Any, str | None]:

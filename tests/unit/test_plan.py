@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from provisioner import __version__
 from provisioner.errors import OwnershipError, PruneRefusedError
 from provisioner.observed import observe
 from provisioner.plan import Action, make_plan
@@ -81,7 +82,7 @@ def test_update_body_keeps_fields_we_do_not_own() -> None:
     assert body["meta"]["tags"] == [{"name": "admin-tag"}]
     assert body["meta"]["profile_image_url"] == "data:image/png;base64,AAAA"
     assert not {"user_id", "version_id", "created_at", "updated_at"} & set(body)
-    assert body["commit_message"] == "provision sync (aihub-provision)"  # shows in Open WebUI's history
+    assert body["commit_message"] == f"provision {__version__} sync"  # shows in Open WebUI's history
 
 
 def test_plan_does_not_mutate_the_observed_record() -> None:
