@@ -17,9 +17,11 @@ global: false
 #   - an error:     a "> [!CAUTION]" alert at the end, after everything that had streamed.
 # Extra attributes (message_id, result_id on tool calls, id on reasoning) carry the AG-UI ids so
 # the next turn can rebuild the transcript: parse_content() is the inverse of render_segments().
-# A tool block also carries ``sig``, an HMAC of its fields under the HISTORY_SIGNING_KEY valve: only
-# a block the pipe itself rendered becomes a tool call next turn; an edited or made-up block reaches
-# the agent as plain text, and "<details" in the agent's own text is written as "&lt;details".
+# A tool block also carries ``sig``, an HMAC of its fields under the HISTORY_SIGNING_KEY valve, bound
+# to the chat, the agent, the user and the turn (``turn``): only a block the pipe itself rendered
+# becomes a tool call next turn, in that chat, for that agent and user, once; an edited, made-up or
+# replayed block reaches the agent as plain text, and "<details" in the agent's own text is written
+# as "&lt;details".
 # Every key the pipe holds is masked in everything it shows or logs (the Scrubber).
 #
 # How it streams is the Recorder's docstring.
@@ -85,6 +87,8 @@ class ToolCall:
     failed: bool = False  # closed by the pipe because the run ended in an error
     # ran on the agent's side, result not streamed (an OpenAI stream went on after the call)
     unreported: bool = False
+    # Open WebUI's id of the assistant message the block was rendered in, set with ``sig``
+    turn: str = ""
     sig: str = ""  # the Signer's HMAC over the fields above, set when the block is rendered
 
 
@@ -141,6 +145,8 @@ def render_tool_call(call: ToolCall, message_id: str) -> str:
         attrs.append(("result_id", call.result_id))
     if call.failed:
         attrs.append(("status", "failed"))  # Open WebUI shows a failed call as done, with an error mark
+    if call.turn:
+        attrs.append(("turn", call.turn))
     if call.sig:
         attrs.append(("sig", call.sig))
     summary = ("Tool Failed" if call.failed else "Tool Executed") if done else "Executing..."
@@ -228,6 +234,7 @@ def parse_content(
             unreported=unreported,
             result_id=attrs.get("result_id"),
             failed=attrs.get("status") == "failed",
+            turn=attrs.get("turn", ""),
             sig=attrs.get("sig", ""),
         )
         message_id = attrs.get("message_id", "")
@@ -363,22 +370,35 @@ def unescape_markup(text: str) -> str:
 
 
 class Signer:
-    """HMAC-SHA256 over a tool block's fields with the HISTORY_SIGNING_KEY valve.
+    """HMAC-SHA256 over a tool block's fields with the HISTORY_SIGNING_KEY valve, bound to where
+    the block was made: the chat, the agent, the user and the turn (Open WebUI's id of the
+    assistant message it was rendered in, kept in the block as ``turn``).
 
     A chat's stored messages can be edited by the user (Open WebUI lets anyone edit an answer)
     and the agent's own text could imitate the markup, so the next turn trusts a tool block only
-    when its ``sig`` matches: then the agent gets back a call and result that really happened.
-    Without a key nothing is signed and nothing verifies.
+    when its ``sig`` matches: then the agent gets back a call and result that really happened, in
+    this chat, from this agent, for this user. A block pasted into another chat, or shown to
+    another agent or user, is text. Without a key, or outside a chat (no chat or message id),
+    nothing is signed and nothing verifies.
     """
 
-    def __init__(self, key: str) -> None:
+    def __init__(self, key: str, chat_id: str = "", agent_id: str = "", user_id: str = "", turn_id: str = "") -> None:
         self._key = key.encode()
+        self._scope = [chat_id, agent_id, user_id]
+        self.turn_id = turn_id  # the turn the blocks rendered now belong to
+
+    def seal(self, call: ToolCall, message_id: str) -> None:
+        """Bind a block that goes out now to this turn and sign it."""
+        call.turn = self.turn_id
+        call.sig = self.sign(call, message_id)
 
     def sign(self, call: ToolCall, message_id: str) -> str:
-        if not self._key:
+        if not (self._key and self._scope[0] and call.turn):
             return ""
         fields = [
-            "aihub-tool-v1",
+            "aihub-tool-v2",
+            *self._scope,
+            call.turn,
             message_id,
             call.id,
             call.name,
@@ -386,14 +406,25 @@ class Signer:
             call.result,
             call.result_id,
             call.failed,
+            call.unreported,
         ]
-        if call.unreported:
-            fields.append("unreported")  # only then: blocks signed before the field existed still verify
         payload = json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode()
         return hmac.new(self._key, payload, hashlib.sha256).hexdigest()
 
     def verify(self, call: ToolCall, message_id: str) -> bool:
-        return bool(self._key and call.sig) and hmac.compare_digest(call.sig, self.sign(call, message_id))
+        expected = self.sign(call, message_id)
+        return bool(expected and call.sig) and hmac.compare_digest(call.sig, expected)
+
+
+def history_signer(key: str, agent_id: str, user: Mapping[str, Any] | None, metadata: Mapping[str, Any]) -> Signer:
+    """The request's Signer: what Open WebUI says this turn is (metadata's chat and message ids)."""
+    return Signer(
+        key,
+        chat_id=_str(metadata.get("chat_id")),
+        agent_id=agent_id,
+        user_id=_str((user or {}).get("id")),
+        turn_id=_str(metadata.get("message_id")),
+    )
 
 
 # --- the recorder: events in, ordered segments and stable output out -------------------------
@@ -736,7 +767,7 @@ class Recorder:
                 if call.result_id:
                     call.result_id = redact(call.result_id)
                 if self.signer is not None:
-                    call.sig = self.signer.sign(call, segment.message_id)
+                    self.signer.seal(call, segment.message_id)
         elif isinstance(segment, Reasoning):
             segment.id, segment.text = redact(segment.id), redact(segment.text)
 
@@ -815,10 +846,33 @@ def _message_text(content: Any) -> str:
     return _str(content)
 
 
-def history_verifier(signer: Signer | None) -> Callable[[ToolCall, str], bool]:
-    """Which tool blocks of a history become calls: those the pipe signed, unaltered. (A genuine
-    block copied elsewhere stays genuine: the call and its result did happen.)"""
-    return signer.verify if signer is not None else (lambda call, message_id: False)
+class HistoryVerifier:
+    """Which tool blocks of one history become calls: those the pipe signed, unaltered, for this
+    chat, agent and user (the Signer's scope), each once and where it was made.
+
+    ``message()`` opens the next assistant message and returns its check for parse_content. A
+    turn's blocks count only in the first message that shows them, and a call id only the first
+    time: a block repeated at a later turn, or twice in one message, is text (an agent must not
+    get two calls with one id).
+    """
+
+    def __init__(self, signer: Signer | None) -> None:
+        self._signer = signer
+        self._messages = 0
+        self._turns: dict[str, int] = {}  # turn -> the message that showed it first
+        self._calls: set[str] = set()
+
+    def message(self) -> Callable[[ToolCall, str], bool]:
+        self._messages += 1
+        return functools.partial(self._verify, self._messages)
+
+    def _verify(self, message: int, call: ToolCall, message_id: str) -> bool:
+        if self._signer is None or not self._signer.verify(call, message_id):
+            return False
+        if self._turns.setdefault(call.turn, message) != message or call.id in self._calls:
+            return False
+        self._calls.add(call.id)
+        return True
 
 
 def unverified_tool_text(message: Mapping[str, Any]) -> str:
@@ -845,7 +899,7 @@ def to_agui_messages(messages: Iterable[Mapping[str, Any]], signer: Signer | Non
     Only tool blocks ``signer`` verifies become calls; anything else reaches the agent as text.
     """
     out: list[dict[str, Any]] = []
-    verify = history_verifier(signer)
+    verify = HistoryVerifier(signer)
     for i, message in enumerate(messages):
         role = message.get("role")
         prefix = f"aihub-{i}"
@@ -854,7 +908,7 @@ def to_agui_messages(messages: Iterable[Mapping[str, Any]], signer: Signer | Non
         elif role == "assistant":
             content = message.get("content")
             if isinstance(content, str) and content:
-                out.extend(_segments_to_agui(parse_content(content, prefix, verify), prefix))
+                out.extend(_segments_to_agui(parse_content(content, prefix, verify.message()), prefix))
         elif role in ("user", "system", "developer"):
             out.append({"id": prefix, "role": role, "content": _message_text(message.get("content"))})
     return _unique_ids(out)
@@ -908,14 +962,14 @@ def to_openai_messages(messages: Iterable[Mapping[str, Any]], signer: Signer | N
     ``signer`` verifies become calls; anything else reaches the agent as text.
     """
     out: list[dict[str, Any]] = []
-    verify = history_verifier(signer)
+    verify = HistoryVerifier(signer)
     for message in messages:
         role = message.get("role")
         content = message.get("content")
         if role == "tool" or (role == "assistant" and message.get("tool_calls")):
             out.append({"role": "assistant", "content": unverified_tool_text(message)})
         elif role == "assistant" and isinstance(content, str):
-            for segment in parse_content(content, verify=verify):
+            for segment in parse_content(content, verify=verify.message()):
                 if isinstance(segment, Text):
                     out.append({"role": "assistant", "content": unescape_markup(segment.text)})
                 elif isinstance(segment, ToolStep):
@@ -1167,7 +1221,7 @@ class Pipe:
         metadata = __metadata__ or {}
         features = requested_features(metadata, agent.features)
         history = body.get("messages") or []
-        signer = Signer(self.valves.HISTORY_SIGNING_KEY)
+        signer = history_signer(self.valves.HISTORY_SIGNING_KEY, agent.id, __user__, metadata)
         scrubber = self.scrubber()
         if agent.transport == "openai":
             payload: dict[str, Any] = {

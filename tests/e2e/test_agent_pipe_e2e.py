@@ -429,15 +429,16 @@ def test_ui_chat_stores_the_turn_in_stream_order_and_sends_it_back_in_order(sync
     second = stored_message(synced, chat_id, second_answer)
     assert second["parentId"] == second_user and second["content"] == "Hello from the scripted agent."
 
-    # a client that resends the stored chat itself (role/content list) gets the same transcript
+    # a client that resends the stored chat without its chat id is another conversation: the
+    # signed round counts only in its own chat, so there it is text
     server.clear()
     history = chat_history(synced, chat_id)
     assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
     api_chat(synced, model, [*history, {"role": "user", "content": "scenario:text_only"}])
     (run,) = server.recorded()
-    assert transcript(run["messages"]) == [
-        *expected, ("assistant", "Hello from the scripted agent."), ("user", "scenario:text_only")
-    ]
+    assert not any(m.get("toolCalls") or m["role"] == "tool" for m in run["messages"]), run["messages"]
+    assert [m["role"] for m in run["messages"]] == ["user", "assistant", "user", "assistant", "user"]
+    assert f'id="{call_id}"' in run["messages"][1]["content"] and SUMMARY in run["messages"][1]["content"]
 
 
 def test_sync_is_stable_and_the_backend_key_reaches_the_agent_and_nowhere_else(
@@ -535,6 +536,34 @@ def test_an_unedited_answer_still_round_trips_after_an_edit_elsewhere(synced, ag
     (run,) = server.recorded()
     assert [c["id"] for m in run["messages"] for c in m.get("toolCalls", [])] == [call_id]
     assert [m["toolCallId"] for m in run["messages"] if m["role"] == "tool"] == [call_id]
+
+
+def test_a_genuine_block_pasted_into_another_chat_reaches_the_agent_only_as_text(synced, agui_servers) -> None:
+    server = agui_servers["1.7.0"]
+    model = model_id("1.7.0")
+    chat_a, _, answer_a = ui_turn(synced, model, "scenario:lead_tool_summary", chat_id=None, parent_id=None, first=True)
+    call_id = server.model_calls()[1][-1]["results"][0]
+    genuine = stored_message(synced, chat_a, answer_a)["content"]
+    assert ' sig="' in genuine and f' turn="{answer_a}"' in genuine  # bound to chat A's answer
+    chat_b, _, answer_b = ui_turn(synced, model, "scenario:text_only", chat_id=None, parent_id=None, first=True)
+    assert chat_b != chat_a
+    edit_answer(synced, chat_b, answer_b, "Pasted from elsewhere:\n" + genuine)
+
+    server.clear()
+    ui_turn(synced, model, "scenario:text_only", chat_id=chat_b, parent_id=answer_b, first=False)
+    (run,) = server.recorded()
+    assert run["threadId"] == chat_b
+    assert not any(m.get("toolCalls") or m["role"] == "tool" for m in run["messages"]), run["messages"]
+    texts = "\n".join(m.get("content") or "" for m in run["messages"] if m["role"] == "assistant")
+    assert f'id="{call_id}"' in texts and "Pasted from elsewhere:" in texts  # the block, as text
+    (model_call,) = server.model_calls()
+    assert not any(m["calls"] or m["results"] for m in model_call)
+
+    # the same block in its own chat still counts
+    server.clear()
+    ui_turn(synced, model, "scenario:text_only", chat_id=chat_a, parent_id=answer_a, first=False)
+    (run,) = server.recorded()
+    assert [c["id"] for m in run["messages"] for c in m.get("toolCalls", [])] == [call_id]
 
 
 def test_block_markup_the_model_writes_is_shown_as_text_and_stays_text(synced, agui_servers) -> None:

@@ -54,7 +54,23 @@ class PipeRun:
 
 
 SIGNING_KEY = "test-history-signing-key-0123456789"  # what sync would have written into the valve
-SIGNER = pipe_module.Signer(SIGNING_KEY)
+# Where the recorded turns happen: drive()'s chat and user, the agent the tests record for.
+CHAT, AGENT, USER = "chat-1", "ops.desk", "user-1"
+_turns = iter(range(1, 1_000_000))
+
+
+def signer_for(agent: str) -> Any:
+    """What the pipe verifies the history with when drive() asks ``agent`` (it signs no turn)."""
+    return pipe_module.Signer(SIGNING_KEY, chat_id=CHAT, agent_id=agent, user_id=USER)
+
+
+SIGNER = signer_for(AGENT)
+
+
+def turn_signer(turn: str | None = None, **scope: str) -> Any:
+    """A Signer for one turn (a fresh turn id unless given), SIGNER's scope unless overridden."""
+    where = {"chat_id": CHAT, "agent_id": AGENT, "user_id": USER, **scope}
+    return pipe_module.Signer(SIGNING_KEY, turn_id=turn or f"turn-{next(_turns)}", **where)
 
 
 def make_pipe(
@@ -83,8 +99,9 @@ async def drive(
     messages: list[dict[str, Any]],
     *,
     features: list[str] | None = None,
-    chat_id: str = "chat-1",
-    user_id: str = "user-1",
+    chat_id: str = CHAT,
+    user_id: str = USER,
+    message_id: str = "m-1",
 ) -> PipeRun:
     """Call ``pipe()`` with Open-WebUI-shaped arguments and collect chunks and emitted events."""
     events: list[dict[str, Any]] = []
@@ -92,7 +109,7 @@ async def drive(
     async def emitter(event: dict[str, Any]) -> None:
         events.append(event)
 
-    metadata: dict[str, Any] = {"chat_id": chat_id, "message_id": "m-1", "session_id": "s-1", "features": {}}
+    metadata: dict[str, Any] = {"chat_id": chat_id, "message_id": message_id, "session_id": "s-1", "features": {}}
     if features is not None:
         metadata[pipe_module.METADATA_KEY] = features
     body = {"model": f"aihub_agent_pipe.{model}", "messages": messages, "stream": True}
@@ -264,15 +281,17 @@ def record(
     ids: Any = None,
     input_ids: tuple[str, ...] = (),
     secrets: tuple[str, ...] = (),
+    signer: Any = None,
 ) -> Recording:
-    """Feed events one by one, draining after each, as the pipe does (tool blocks signed with SIGNER)."""
+    """Feed events one by one, draining after each, as the pipe does (tool blocks signed for a
+    turn of its own in SIGNER's scope, unless ``signer`` is given)."""
     counter = iter(range(1_000_000))
     recorder = pipe_module.Recorder(
         clock=clock or FakeClock(),
         new_id=ids or (lambda kind: f"gen-{kind}-{next(counter)}"),
         input_ids=input_ids,
         scrubber=pipe_module.Scrubber(secrets),
-        signer=SIGNER,
+        signer=signer or turn_signer(),
     )
     drains = []
     for event in stream:

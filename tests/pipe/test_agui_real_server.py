@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from pipe_support import SIGNER, PipeRun, agui_shape, drive, make_pipe, pipe_module
+from pipe_support import PipeRun, agui_shape, drive, make_pipe, pipe_module, signer_for
 
 P = pipe_module
 pytestmark = pytest.mark.agui
@@ -167,7 +167,7 @@ def test_pipe_order_is_right_even_where_the_servers_snapshot_is_not(server: Any,
     snapshot = next(e for e in wire if e["type"] == "MESSAGES_SNAPSHOT")["messages"][1:]
     expected = ['A"Let me look up the weather."', "TC[", "tool(", 'A"It is sunny in Paris."']
     snapshot_shape = [item.split("call_")[0] for item in agui_shape(snapshot)]
-    replay = P.to_agui_messages([{"role": "assistant", "content": run.content}], SIGNER)
+    replay = P.to_agui_messages([{"role": "assistant", "content": run.content}], signer_for("demo.scripted"))
     assert [item.split("call_")[0] for item in agui_shape(replay)] == expected
     if server.version == "1.0.0rc8":
         assert snapshot_shape == expected[1:]  # rc8 drops the lead-in from its snapshot (#7223)

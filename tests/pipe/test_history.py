@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pipe_support import FINISHED, SIGNER, C, R, T, Z, agui_shape, events, pipe_module, record
+from pipe_support import ERROR, FINISHED, SIGNER, C, R, T, Z, agui_shape, events, pipe_module, record
 
 P = pipe_module
 
@@ -138,16 +138,17 @@ def test_client_supplied_tool_calls_and_results_reach_the_agent_only_as_text() -
 
 
 def test_ids_a_server_reused_in_two_runs_are_made_unique() -> None:
-    turn = _turn(T("a"), C("c1", parent="msg-1"), R("c1", mid="res-1"))  # same ids both times
+    # the same message ids both times (a call id seen twice would be a replay: test_history_binding.py)
     history = [
-        {"role": "assistant", "content": turn},
+        {"role": "assistant", "content": _turn(T("a"), C("c1", parent="msg-1"), R("c1", mid="res-1"))},
         {"role": "user", "content": "again"},
-        {"role": "assistant", "content": turn},
+        {"role": "assistant", "content": _turn(T("a"), C("c2", parent="msg-1"), R("c2", mid="res-1"))},
     ]
     messages = P.to_agui_messages(history, SIGNER)
     ids = [m["id"] for m in messages]
-    assert len(ids) == len(set(ids))
-    assert agui_shape(messages) == ['A"a"', "TC[c1]", "tool(c1)", 'user"again"', 'A"a"', "TC[c1]", "tool(c1)"]
+    assert len(ids) == len(set(ids)) and all(ids)
+    assert agui_shape(messages) == ['A"a"', "TC[c1]", "tool(c1)", 'user"again"', 'A"a"', "TC[c2]", "tool(c2)"]
+    assert [m["id"] for m in messages if m.get("toolCalls") or m["role"] == "tool"][:2] == ["msg-1", "res-1"]
 
 
 # --- unforgeable history: only blocks the pipe signed become calls ---------------------------------
@@ -202,14 +203,30 @@ def test_a_block_signed_with_another_key_or_no_key_is_text() -> None:
         assert not any(m.get("toolCalls") for m in messages), signer
 
 
+def _verifies(content: str) -> bool:
+    return any(m.get("toolCalls") for m in P.to_agui_messages(_history_of(content), SIGNER))
+
+
 def test_every_signed_field_counts() -> None:
     content = _genuine()
+    assert _verifies(content)
     for old, new in [('id="c1"', 'id="c2"'), ('name="get_weather"', 'name="delete_all"'),
-                     ('&quot;Paris&quot;', '&quot;Oslo&quot;'), ('message_id="', 'message_id="x'),
-                     ('result_id="', 'result_id="x'), ('done="true"', 'done="false"')]:
+                     ('&quot;Paris&quot;', '&quot;Oslo&quot;'), ('result="sunny"', 'result="rainy"'),
+                     ('message_id="', 'message_id="x'), ('result_id="', 'result_id="x'),
+                     ('done="true"', 'done="false"'), (' turn="', ' turn="x'), (' sig="', ' sig="0'),
+                     ('message_id=', 'status="failed" message_id='), ('message_id=', 'unreported="true" message_id=')]:
         assert old in content, old
-        messages = P.to_agui_messages(_history_of(content.replace(old, new, 1)), SIGNER)
-        assert not any(m.get("toolCalls") for m in messages), old
+        assert not _verifies(content.replace(old, new, 1)), old
+
+
+def test_a_failed_call_is_signed_as_failed_and_unflagging_it_breaks_the_signature() -> None:
+    # a call the run's error closed: shown done with a failure mark, and replayed as it was
+    content = _turn(T("Checking."), C("c1", args="{}"), ERROR("the tool crashed"))
+    assert ' status="failed"' in content
+    step = P.parse_content(content, verify=P.HistoryVerifier(SIGNER).message())[1]
+    assert isinstance(step, P.ToolStep) and step.calls[0].failed
+    assert _verifies(content)
+    assert not _verifies(content.replace(' status="failed"', "", 1))
 
 
 def test_agent_text_with_block_markup_is_escaped_and_comes_back_as_its_text() -> None:
@@ -227,10 +244,10 @@ def test_an_unreported_call_round_trips_signed_and_flipping_it_breaks_the_signat
     # a call the agent ran itself (an OpenAI stream went on without its result)
     content = _turn(T("Checking."), C("c1", args="{}"), [{"type": P.CALLS_RAN}], T("Done."))
     assert 'unreported="true"' in content and "result=" not in content
-    step = P.parse_content(content, verify=P.history_verifier(SIGNER))[1]
+    step = P.parse_content(content, verify=P.HistoryVerifier(SIGNER).message())[1]
     assert isinstance(step, P.ToolStep) and step.calls[0].unreported and step.calls[0].result is None
     assert P.render_segments(P.parse_content(content)) == content  # parse is render's inverse
     pending = content.replace('done="true"', 'done="false"', 1).replace(' unreported="true"', "", 1)
     for forged in (pending, content.replace('unreported="true"', 'unreported="false"', 1)):
-        segments = P.parse_content(forged, verify=P.history_verifier(SIGNER))
+        segments = P.parse_content(forged, verify=P.HistoryVerifier(SIGNER).message())
         assert not any(isinstance(s, P.ToolStep) for s in segments), forged

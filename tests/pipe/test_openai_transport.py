@@ -4,7 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipe_support import FINISHED, SIGNER, C, R, SSEStub, T, events, make_pipe, pipe_module, record, run_pipe
+from pipe_support import (
+    FINISHED,
+    C,
+    R,
+    SSEStub,
+    T,
+    events,
+    make_pipe,
+    pipe_module,
+    record,
+    run_pipe,
+    signer_for,
+    turn_signer,
+)
 
 P = pipe_module
 
@@ -98,7 +111,9 @@ def test_streamed_tool_results_fill_their_calls(sse_stub: SSEStub) -> None:
 
 
 def test_next_turn_sends_the_transcript_in_openai_shape(sse_stub: SSEStub) -> None:
-    previous = record(events(T("Checking."), C("c1"), R("c1", "sunny"), T("Sunny."), FINISHED)).recorder.render()
+    previous = record(
+        events(T("Checking."), C("c1"), R("c1", "sunny"), T("Sunny."), FINISHED), signer=turn_signer(agent_id="ops.oncall")
+    ).recorder.render()
     sse_stub.behaviour.data = [_delta(content="You're welcome."), "[DONE]"]
     history = [
         {"role": "user", "content": "Weather?"},
@@ -177,7 +192,7 @@ def test_text_after_calls_whose_results_never_stream_is_not_held_until_the_end(s
     assert 'done="true"' in run.content and 'unreported="true"' in run.content and "result=" not in run.content
     # the next turn: the call had no result to send back, so it is left out like any unanswered call
     history = [{"role": "user", "content": "q"}, {"role": "assistant", "content": run.content}]
-    assert P.to_openai_messages(history, SIGNER) == [
+    assert P.to_openai_messages(history, signer_for("ops.oncall")) == [
         {"role": "user", "content": "q"},
         {"role": "assistant", "content": "Let me check. "},
         {"role": "assistant", "content": "It is sunny. Anything else?"},

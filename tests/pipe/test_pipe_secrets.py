@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pipe_support import FINISHED, SIGNING_KEY, C, R, SSEStub, T, events, make_pipe, pipe_module, run_pipe
+from pipe_support import FINISHED, SIGNER, SIGNING_KEY, C, R, SSEStub, T, events, make_pipe, pipe_module, run_pipe
 
 P = pipe_module
 KEY = "sk-live/Zq8+w3=x&y"  # characters that URL- and JSON-encoding change
@@ -93,7 +93,7 @@ def test_keys_in_text_split_across_deltas_tool_results_and_reasoning_are_masked(
     assert run.content.endswith("bye [redacted]")
     assert_no_secret(run.content + json.dumps(run.events))
     # what was masked stays masked in the next turn's history, and the masked block still verifies
-    messages = P.to_agui_messages([{"role": "assistant", "content": run.content}], P.Signer(SIGNING_KEY))
+    messages = P.to_agui_messages([{"role": "assistant", "content": run.content}], SIGNER)
     assert [c["function"]["name"] for m in messages for c in m.get("toolCalls", [])] == ["whoami"]
 
 

@@ -39,6 +39,7 @@ from pipe_support import (
     pipe_module,
     record,
     shape,
+    turn_signer,
 )
 
 P = pipe_module
@@ -269,8 +270,8 @@ def _rc8_snapshot(lead_id: str) -> list[dict[str, Any]]:
 
 def test_a_misordered_snapshot_never_reorders_the_stream() -> None:
     stream = events(T("lead"), C("c1"), R("c1"), T("sum", "t2"), _rc8_snapshot("t2"), FINISHED)
-    without = record(events(T("lead"), C("c1"), R("c1"), T("sum", "t2"), FINISHED))
-    assert record(stream).streamed == without.streamed
+    without = record(events(T("lead"), C("c1"), R("c1"), T("sum", "t2"), FINISHED), signer=turn_signer("turn-1"))
+    assert record(stream, signer=turn_signer("turn-1")).streamed == without.streamed
 
 
 def test_a_snapshot_is_used_when_nothing_streamed() -> None:
