@@ -4,20 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipe_support import (
-    FINISHED,
-    C,
-    R,
-    SSEStub,
-    T,
-    events,
-    make_pipe,
-    pipe_module,
-    record,
-    run_pipe,
-    signer_for,
-    turn_signer,
-)
+from pipe_support import FINISHED, C, R, SSEStub, T, events, make_pipe, pipe_module, record, run_pipe
+from pipe_support import signer_for, turn_signer
 
 P = pipe_module
 
