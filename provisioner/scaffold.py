@@ -1,11 +1,13 @@
 """`provision init [DIR]`: a new blueprint repo from the templates shipped in the package.
 
 What the templates make is a working repo: `provision validate` passes in it with default
-options. Nothing is ever overwritten: when any file would be, nothing at all is written.
+options. Nothing is ever overwritten, nothing is written through a symlinked directory, and when
+init refuses, nothing at all is written.
 """
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 from pathlib import Path
 
@@ -48,19 +50,68 @@ def render(template: str, version: str = __version__) -> str:
 
 
 def init_repo(directory: Path) -> list[Path]:
-    """Write the new repo into `directory` (created if needed); return the files written."""
+    """Write the new repo into `directory` (created if needed); return the files written.
+
+    Every path is checked before the first write, and a write that still fails (a full disk)
+    removes what this run wrote, so a refusal always leaves the tree as it was."""
     targets = [directory / name for name in FILES]
+    blocked = _blocked_paths(directory, targets)
+    if blocked:
+        names = "\n".join(f"  {p}: {why}" for p, why in blocked)
+        raise ProvisionError(f"provision init cannot write there, so it wrote nothing:\n{names}")
     existing = [p for p in targets if p.exists() or p.is_symlink()]
     if existing:
         raise ExistingFilesError(existing)
-    if directory.exists() and not directory.is_dir():
-        raise ProvisionError(f"{directory} is not a directory")
     contents = {directory / name: render(template) for name, template in FILES.items()}
-    for path, text in contents.items():
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+    made: list[Path] = []  # files and directories this run created, in order
+    try:
+        for path, text in contents.items():
+            _make_dirs(path.parent, made)
             with path.open("x", encoding="utf-8") as handle:  # "x": never replace a file that appeared meanwhile
+                made.append(path)
                 handle.write(text)
-        except OSError as exc:
-            raise ProvisionError(f"cannot write {path}: {exc.strerror or exc}") from None
+    except OSError as exc:
+        _remove(made)
+        raise ProvisionError(f"cannot write {exc.filename or directory}: {exc.strerror or exc}; wrote nothing") from None
     return targets
+
+
+def _blocked_paths(directory: Path, targets: list[Path]) -> list[tuple[Path, str]]:
+    """Each directory on the way to a target that is a symlink (writing through it would write
+    somewhere else) or not a directory, and the nearest existing ancestor when it is not writable.
+    `directory` itself may be a symlink: the user named it."""
+    blocked: dict[Path, str] = {}
+    for target in targets:
+        for parent in reversed(target.relative_to(directory).parents[:-1]):
+            path = directory / parent
+            if path.is_symlink():
+                blocked.setdefault(path, f"a symlink (to {os.readlink(path)}); init writes only into real directories")
+                break
+            if path.exists() and not path.is_dir():
+                blocked.setdefault(path, "exists and is not a directory")
+                break
+    if directory.exists() and not directory.is_dir():
+        blocked[directory] = "exists and is not a directory"
+    elif not blocked:
+        nearest = next(p for p in (directory, *directory.absolute().parents) if p.exists())
+        if not nearest.is_dir():
+            blocked[nearest] = "exists and is not a directory"
+        elif not os.access(nearest, os.W_OK | os.X_OK):
+            blocked[nearest] = "not writable"
+    return sorted(blocked.items())
+
+
+def _make_dirs(path: Path, made: list[Path]) -> None:
+    """mkdir -p that records each directory it creates."""
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    for directory in reversed(missing):
+        directory.mkdir()
+        made.append(directory)
+
+
+def _remove(made: list[Path]) -> None:
+    for path in reversed(made):
+        try:
+            path.rmdir() if path.is_dir() else path.unlink()
+        except OSError:
+            pass

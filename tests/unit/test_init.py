@@ -100,3 +100,74 @@ def test_the_example_filter_masks_addresses_and_numbers(tmp_path: Path, capsys) 
     assert out["messages"][1]["content"] == "I am [e-mail], call [phone]."
     assert out["messages"][0]["content"] == "ops@example.com stays"
     assert module.Filter().inlet({"messages": "odd"}) == {"messages": "odd"}  # never raises on an odd body
+
+
+def snapshot(root: Path) -> dict[str, tuple[str, str]]:
+    """Every entry under root, symlinks not followed: (type, content hash or link target)."""
+    entries: dict[str, tuple[str, str]] = {}
+    for path in sorted(root.rglob("*")):
+        name = str(path.relative_to(root))
+        if path.is_symlink():
+            entries[name] = ("link", str(path.readlink()))
+        elif path.is_dir():
+            entries[name] = ("dir", "")
+        else:
+            entries[name] = ("file", hashlib.sha256(path.read_bytes()).hexdigest())
+    return entries
+
+
+def test_init_refuses_a_symlinked_directory_and_writes_nothing_anywhere(tmp_path: Path, capsys) -> None:
+    """DIR/blueprints -> /elsewhere: writing through it would put files outside DIR."""
+    repo, elsewhere = tmp_path / "agents", tmp_path / "elsewhere"
+    repo.mkdir()
+    elsewhere.mkdir()
+    (repo / "blueprints").symlink_to(elsewhere)
+    before = snapshot(tmp_path)
+    code, out, err = run(capsys, "init", str(repo))
+    assert (code, out) == (1, "")
+    assert "wrote nothing" in err and f"{repo / 'blueprints'}: a symlink" in err
+    assert snapshot(tmp_path) == before
+
+
+def test_init_refuses_a_file_where_a_directory_goes_and_writes_nothing(tmp_path: Path, capsys) -> None:
+    """DIR/.github a plain file: init used to write 7 files first, then fail half-way."""
+    repo = tmp_path / "agents"
+    repo.mkdir()
+    (repo / ".github").write_text("not a directory\n")
+    before = snapshot(tmp_path)
+    code, out, err = run(capsys, "init", str(repo))
+    assert (code, out) == (1, "")
+    assert f"{repo / '.github'}: exists and is not a directory" in err and "wrote nothing" in err
+    assert snapshot(tmp_path) == before
+    (repo / ".github").unlink()  # once the obstacle is gone, init works: nothing was half-written
+    assert run(capsys, "init", str(repo))[0] == 0
+
+
+def test_init_into_a_file_writes_nothing(tmp_path: Path, capsys) -> None:
+    (tmp_path / "file").write_text("x\n")
+    before = snapshot(tmp_path)
+    code, _, err = run(capsys, "init", str(tmp_path / "file"))
+    assert code == 1 and f"{tmp_path / 'file'}: exists and is not a directory" in err
+    code, _, err = run(capsys, "init", str(tmp_path / "file" / "agents"))
+    assert code == 1 and f"{tmp_path / 'file'}: exists and is not a directory" in err
+    assert snapshot(tmp_path) == before
+
+
+def test_a_write_that_fails_part_way_removes_what_init_wrote(tmp_path: Path, capsys, monkeypatch) -> None:
+    """A full disk after some files: the ones written and the directories made are removed."""
+    import provisioner.scaffold as scaffold
+
+    real_open = Path.open
+    written: list[Path] = []
+
+    def open_failing_on_the_fourth(self: Path, mode: str = "r", *args, **kwargs):
+        if mode == "x":
+            if len(written) == 3:
+                raise OSError(28, "No space left on device", str(self))
+            written.append(self)
+        return real_open(self, mode, *args, **kwargs)
+
+    monkeypatch.setattr(scaffold.Path, "open", open_failing_on_the_fourth)
+    code, out, err = run(capsys, "init", str(tmp_path / "agents"))
+    assert code == 1 and "No space left on device" in err and "wrote nothing" in err
+    assert len(written) == 3 and list(tmp_path.iterdir()) == []
