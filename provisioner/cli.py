@@ -35,6 +35,7 @@ from .function_files import (
     bundle_dir,
     load_function_files,
     rendered_toggle_functions,
+    skipped_function_files,
     write_toggle_files,
 )
 from .kept import keep_orphan_agents
@@ -306,6 +307,9 @@ def load_bundle(
         else:
             problems.extend(_reserved_ids(own, bundle_ids))
             files.extend(own)
+            if catalog is not None:  # printed with the blueprint directory's notes
+                skipped = skipped_function_files(functions_dir, own)
+                catalog = dataclasses.replace(catalog, notes=(*catalog.notes, *skipped))
     if catalog is not None and own_loaded:  # else every attached id would look unknown
         problems.extend(check_attachments(catalog, own, reserved=bundle_ids, functions_dir=functions_dir))
     if problems or catalog is None:
@@ -418,8 +422,7 @@ def _print_plan(plan: Plan, opts: "RunOptions", out: Console, err: Console) -> N
     elif opts.output is PlanOutput.markdown:
         from .render_markdown import render_markdown
 
-        title = f"provision plan for target {opts.target}" if opts.target else "provision plan"
-        sys.stdout.write(render_markdown(data, title))
+        sys.stdout.write(render_markdown(data, target=opts.target))
     else:
         render_plan(data, out)
     render_notes(data, err)

@@ -19,7 +19,9 @@ from pathlib import Path
 
 from .errors import BlueprintError, Problem
 from .features import NATIVE_TOGGLES
-from .loader import Catalog, not_a_file
+from .loader import Catalog, not_a_file, unread_files
+from .paths import resolved_inside
+from .text import describe
 from .toggle_filters import TOGGLE_FILTER_PREFIX, render_toggle_filter, toggle_filter_filename
 
 _FRONTMATTER_LINE = re.compile(r"^\s*([a-z_]+):\s*(.*)\s*$", re.IGNORECASE)
@@ -106,9 +108,23 @@ def load_function_files(directory: Path) -> tuple[FunctionFile, ...]:
 def _load_one(path: Path, problems: list[Problem]) -> FunctionFile | None:
     display = str(path)
     function_id = path.stem
-    if not function_id.isidentifier() or function_id != function_id.lower():
+    if not function_id.isidentifier() or function_id != function_id.lower() or not function_id.isascii():
+        foreign = next((c for c in function_id if not c.isascii()), None)
+        why = f" ({describe(foreign)} is not ASCII; `filters:` and `actions:` take only ASCII ids)" if foreign else ""
         problems.append(
-            Problem(display, None, "id", f"{function_id!r} is not a valid function id: use a lowercase Python identifier as the file name")
+            Problem(
+                display, None, "id",
+                f"{function_id!r} is not a valid function id{why}: use a lowercase ASCII Python identifier as the file name",
+            )
+        )
+        return None
+    try:
+        inside = resolved_inside(path.parent, path.name)
+    except ValueError:
+        inside = path  # a symlink loop: is_file() below says so
+    if inside is None:
+        problems.append(
+            Problem(display, None, "", f"a symlink to {path.resolve()}, outside the functions folder; keep function files in it")
         )
         return None
     if not path.is_file():  # follows symlinks; never opens a FIFO or a device
@@ -130,6 +146,27 @@ def _load_one(path: Path, problems: list[Problem]) -> FunctionFile | None:
         problems.append(Problem(display, line, "", f"not UTF-8 text (byte {raw[exc.start]:#04x}); save the file as UTF-8"))
         return None
     return parse_function(content, display, function_id, problems)
+
+
+# Python's own byte-code cache, never a function: not entered, no note.
+_IGNORED_DIRS = frozenset({"__pycache__"})
+
+
+def skipped_function_files(directory: Path, files: tuple[FunctionFile, ...]) -> list[Problem]:
+    """A note for each file in a functions folder that is not uploaded (`x.PY`, `x.py.bak`,
+    `sub/nested.py`): a function saved under another name would otherwise vanish without a word."""
+    read = {Path(f.path).resolve() for f in files}
+    return unread_files(directory, read, why=_why_skipped, ignored=_IGNORED_DIRS)
+
+
+def _why_skipped(path: Path) -> str:
+    if path.name.startswith("."):
+        return "hidden file, not uploaded"
+    if path.suffix == ".py":
+        return "not uploaded: functions are read only from the top level of the functions folder"
+    if path.suffix.lower() == ".py":
+        return "not uploaded: a function file's name ends in .py (lowercase)"
+    return "not uploaded: not a .py file"
 
 
 def parse_function(content: str, display: str, function_id: str, problems: list[Problem]) -> FunctionFile | None:

@@ -12,6 +12,7 @@ import binascii
 import re
 from pathlib import Path
 
+from .paths import resolved_inside
 from .urls import credential_in_url
 
 MAX_ICON_BYTES = 64 * 1024
@@ -66,12 +67,11 @@ def resolve_icon(value: str, base_dir: Path, *, allow_svg: bool) -> str:
 
 def _read_icon_file(value: str, base_dir: Path) -> bytes:
     """The bytes of an icon file that lives inside the blueprint directory, or ValueError."""
-    base = base_dir.resolve()
     try:
-        path = (base / value).resolve()
-    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL byte in the name
+        path = resolved_inside(base_dir, value)
+    except ValueError:  # a symlink loop, a NUL byte in the name
         raise ValueError(f"icon file {value!r} cannot be resolved (a symlink loop?)") from None
-    if not path.is_relative_to(base):
+    if path is None:
         raise ValueError(f"icon file {value!r} is outside the blueprint directory; keep icons next to the YAML")
     if not path.exists():
         raise ValueError(f"icon file {value!r} not found next to the YAML")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import os
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -144,7 +144,7 @@ def load_catalog(root: Path, variables: Variables | None = None) -> Catalog:
         features=features,
         feature_icons=feature_icons,
         blueprints=tuple(sorted(loaded, key=lambda lb: lb.blueprint.id)),
-        notes=tuple(_unread_files(root, read)),
+        notes=tuple(unread_files(root, read)),
     )
 
 
@@ -169,7 +169,7 @@ def _yaml_files(root: Path, problems: list[Problem]) -> list[Path]:
         return files
     for entry in entries:
         if not is_yaml_name(entry.name):
-            continue  # named in a note by _unread_files
+            continue  # named in a note by unread_files
         stem = Path(entry.name).stem
         if stem.lower() in ("capabilities", "features") and entry.name not in RESERVED_FILES:
             problems.append(Problem(str(entry), None, "", f"rename to {stem.lower()}.yaml (provision reads only that name)"))
@@ -187,12 +187,16 @@ MAX_NOTES = 50
 MAX_SURVEYED = 10_000
 
 
-def _unread_files(root: Path, read: set[Path]) -> list[Problem]:
-    """A note for every file under `root` that provision did not read, saying why.
+def unread_files(
+    root: Path, read: set[Path], why: Callable[[Path], str] | None = None, ignored: frozenset[str] = frozenset()
+) -> list[Problem]:
+    """A note for every file under `root` that provision did not read, saying `why` (default:
+    why a blueprint directory's file is not read); directories named in `ignored` are not entered.
 
     A blueprint saved under another name (`desk.yaml.bak`, `team/desk.yaml`, `.desk.yaml`) is
     otherwise skipped without a word, and its agents silently drop out of the pipe.
     """
+    explain = why or _why_unread
     notes: list[Problem] = []
     extra = surveyed = 0
     for directory, dirnames, filenames in os.walk(root, onerror=lambda _exc: None):
@@ -202,11 +206,11 @@ def _unread_files(root: Path, read: set[Path]) -> list[Problem]:
             break
         here = Path(directory)
         hidden = sorted(d for d in dirnames if d.startswith("."))
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in ignored)
         unread = [
             (here / d, "hidden directory, not read") for d in hidden
         ] + [
-            (here / f, _why_unread(here / f))
+            (here / f, explain(here / f))
             for f in sorted(filenames)
             if _resolved(here / f) not in read
         ]

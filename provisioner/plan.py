@@ -52,6 +52,8 @@ class Change:
     # A bundle function whose content the installed provision changes: (version on the
     # instance, None if it recorded none; version installed).
     upgrade: tuple[str | None, str] | None = None
+    # A function created or changed with `global: true`: it runs on every model of the instance.
+    is_global: bool = False
 
     def changed(self, *paths: str) -> bool:
         """True when any changed field is one of `paths` or lies under one (`valves` → `valves.X`)."""
@@ -101,6 +103,7 @@ class Plan:
                         for f in c.fields
                     ],
                     **({"upgrade": {"from": c.upgrade[0], "to": c.upgrade[1]}} if c.upgrade else {}),
+                    **({"global": True} if c.is_global else {}),
                 }
                 for c in self.changes
             ],
@@ -193,7 +196,7 @@ def _create(target: ObjectState, commit: CommitInfo) -> Change:
         for path, value in target.fields.items()
     )
     body = _write_body(target, base=None, message=commit.message(target.source))
-    return Change(target.kind, target.id, Action.CREATE, fields, body)
+    return Change(target.kind, target.id, Action.CREATE, fields, body, is_global=_runs_everywhere(target))
 
 
 def _update(target: ObjectState, live: ObjectState, commit: CommitInfo) -> Change | None:
@@ -214,7 +217,11 @@ def _update(target: ObjectState, live: ObjectState, commit: CommitInfo) -> Chang
     ):
         upgrade = (live.written_by, target.written_by)
     body = _write_body(target, base=live.raw, message=commit.message(target.source))
-    return Change(target.kind, target.id, Action.UPDATE, fields, body, upgrade)
+    return Change(target.kind, target.id, Action.UPDATE, fields, body, upgrade, is_global=_runs_everywhere(target))
+
+
+def _runs_everywhere(target: ObjectState) -> bool:
+    return target.kind == "function" and target.fields.get("is_global") is True
 
 
 def remerge_model_form(live: Mapping[str, Any], change: Change, *, with_access: bool = False) -> dict[str, Any]:

@@ -23,6 +23,8 @@ from .text import visible
 _STYLE = {"create": "green", "update": "yellow", "delete": "red"}
 SYMBOL = {"create": "+", "update": "~", "delete": "-"}
 MAX_VALUE_CHARS = 80
+# What a function created or changed with `global: true` does; every plan form says it.
+GLOBAL_NOTE = "global: runs on every model of the instance"
 # Characters of unchanged text shown on each side of a change inside a long value.
 CONTEXT_CHARS = 24
 _ABSENT = object()
@@ -44,6 +46,8 @@ def render_plan(plan_json: dict[str, Any], out: Console) -> None:
     out.print(summary_line(plan_json["summary"]), soft_wrap=True)
     for line in upgrade_lines(plan_json):
         out.print(escape(line), soft_wrap=True)
+    for line in global_lines(plan_json):
+        out.print(line, soft_wrap=True, markup=False)
     out.print()
     width = max(len(shown(c["id"])) for c in changes)
     for change in changes:
@@ -52,6 +56,8 @@ def render_plan(plan_json: dict[str, Any], out: Console) -> None:
         note = "  (managed by provision)" if action == "delete" else ""
         if change.get("upgrade"):
             note = f"  (bundle changed: {upgrade_text(change['upgrade'])})"
+        if change.get("global"):
+            note += f"  ({GLOBAL_NOTE})"
         out.print(
             f"  [{style}]{SYMBOL[action]}[/{style}] {change['kind']:<9} "
             f"{shown(change['id']):<{width}}  {action}{note}",
@@ -96,6 +102,15 @@ def upgrade_lines(plan_json: dict[str, Any]) -> list[str]:
         f"Upgrade: {', '.join(ids)} changed between {upgrade_text({'from': old, 'to': new})}."
         for (old, new), ids in by_versions.items()
     ]
+
+
+def global_lines(plan_json: dict[str, Any]) -> list[str]:
+    """A function the plan creates or changes with `global: true` runs on every model: say so up front."""
+    ids = [visible(c["id"]) for c in plan_json["changes"] if c.get("global")]
+    if not ids:
+        return []
+    verb = "runs" if len(ids) == 1 else "run"
+    return [f"Global: {', '.join(ids)} {verb} on every model of the instance (global: true)."]
 
 
 def render_orphans(plan_json: dict[str, Any], err: Console) -> None:

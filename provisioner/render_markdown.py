@@ -3,13 +3,18 @@
 Reads the same dict as the JSON form and the text renderer (secrets are already masked there).
 Summary first, then a table with one row per object, then the changed fields of each updated
 object. A long plan collapses its details in `<details>` so the comment stays short.
+
+Every value from the blueprints or the instance (ids, field values, versions, error texts) is
+an inline code span fenced by a backtick run longer than any inside it, so no text can end the
+span and become Markdown or HTML (an image, a link, a mention, a closed `<details>`) in GitHub.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from .render import SYMBOL, leaf_changes, short_pair, summary_line
+from .render import GLOBAL_NOTE, SYMBOL, leaf_changes, short_pair, summary_line
 from .text import visible
 
 # More objects than this, or more changed fields than MAX_OPEN_FIELDS: details start collapsed.
@@ -17,10 +22,11 @@ MAX_OPEN_ROWS = 10
 MAX_OPEN_FIELDS = 20
 
 
-def render_markdown(plan_json: dict[str, Any], title: str = "provision plan") -> str:
-    """The whole plan as Markdown text, ending with a newline."""
+def render_markdown(plan_json: dict[str, Any], title: str = "provision plan", target: str | None = None) -> str:
+    """The whole plan as Markdown text, ending with a newline; the heading names `target` if given."""
     changes = plan_json["changes"]
-    lines = [f"### {title}", ""]
+    heading = _html(title) + (f" for target {_code(target)}" if target else "")
+    lines = [f"### {heading}", ""]
     if not changes:
         lines += ["**No changes.** Open WebUI matches the blueprints.", ""]
         lines += _orphans(plan_json)
@@ -30,6 +36,11 @@ def render_markdown(plan_json: dict[str, Any], title: str = "provision plan") ->
     if upgraded:
         ids = ", ".join(_code(c["id"]) for c in upgraded)
         lines += [f"> Upgrade: the installed provision changes {ids}.", ""]
+    everywhere = [c for c in changes if c.get("global")]
+    if everywhere:
+        ids = ", ".join(_code(c["id"]) for c in everywhere)
+        lines += [f"> **Global:** {ids} {'runs' if len(everywhere) == 1 else 'run'} on every model of the instance "
+                  "(`global: true`).", ""]
 
     table = ["| | kind | id | action |", "|---|---|---|---|"]
     for change in changes:
@@ -38,7 +49,11 @@ def render_markdown(plan_json: dict[str, Any], title: str = "provision plan") ->
             note = " (managed by provision)"
         elif change.get("upgrade"):
             note = f" (bundle changed: {_upgrade(change['upgrade'])})"
-        table.append(f"| {SYMBOL[change['action']]} | {change['kind']} | {_code(change['id'])} | {change['action']}{note} |")
+        if change.get("global"):
+            note += f" ({GLOBAL_NOTE})"
+        table.append(
+            f"| {SYMBOL[change['action']]} | {change['kind']} | {_code(change['id'], cell=True)} | {change['action']}{note} |"
+        )
     lines += _collapsible(f"{len(changes)} objects", table, open_=len(changes) <= MAX_OPEN_ROWS)
 
     sections: list[str] = []
@@ -51,7 +66,9 @@ def render_markdown(plan_json: dict[str, Any], title: str = "provision plan") ->
         sections += [f"#### {change['kind']} {_code(change['id'])}", "", "| field | before | after |", "|---|---|---|"]
         for path, before, after in leaves:
             shown_before, shown_after = short_pair(before, after)
-            sections.append(f"| {_code(path)} | {_code(shown_before)} | {_code(shown_after)} |")
+            sections.append(
+                f"| {_code(path, cell=True)} | {_code(shown_before, cell=True)} | {_code(shown_after, cell=True)} |"
+            )
         sections.append("")
     if sections:
         updated = sum(1 for c in changes if c["action"] == "update")
@@ -64,8 +81,8 @@ def render_markdown(plan_json: dict[str, Any], title: str = "provision plan") ->
 
 def _upgrade(upgrade: dict[str, Any]) -> str:
     """Both versions, as code: the one on the instance is whatever an admin could write there."""
-    before = f"provision {_code(str(upgrade['from']))}" if upgrade.get("from") else "an earlier provision"
-    return f"{before} on the instance -> {_code(str(upgrade['to']))} installed"
+    before = f"provision {_code(str(upgrade['from']), cell=True)}" if upgrade.get("from") else "an earlier provision"
+    return f"{before} on the instance -> {_code(str(upgrade['to']), cell=True)} installed"
 
 
 def _collapsible(label: str, body: list[str], *, open_: bool) -> list[str]:
@@ -103,18 +120,26 @@ def result_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _code(text: str) -> str:
-    """`text` as an inline code span that is safe inside a table cell."""
-    text = _cell(text)
-    fence = "``" if "`" in text else "`"
-    pad = " " if text.startswith("`") or text.endswith("`") or fence == "``" else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
+def _code(text: str, *, cell: bool = False) -> str:
+    """`text` as one inline code span that no character in it can end (CommonMark: the fence is a
+    backtick run longer than any inside; a space pads text that starts or ends with a backtick or
+    a space). `cell`: inside a table row, where `|` must be escaped (GFM honours `\\|` in code spans)."""
+    shown = _one_line(text)
+    if not shown:
+        return "<code></code>"
+    fence = "`" * (max((len(run) for run in re.findall("`+", shown)), default=0) + 1)
+    pad = " " if shown[0] in "` " or shown[-1] in "` " else ""
+    if not shown.strip(" "):
+        pad = ""  # all spaces: CommonMark strips nothing
+    if cell:
+        shown = shown.replace("|", "\\|")
+    return f"{fence}{pad}{shown}{pad}{fence}"
 
 
-def _cell(text: str) -> str:
-    """One line, with the table's column separator escaped (GitHub honours `\\|` in code spans too),
-    and control or bidirectional characters (U+202E, NUL, ESC) shown as escapes (text.visible)."""
-    return visible(text, keep="\r\n").replace("\r", " ").replace("\n", " ").replace("|", "\\|")
+def _one_line(text: str) -> str:
+    """One line, with control or bidirectional characters (U+202E, NUL, ESC) shown as escapes
+    (text.visible): a line break would end the table row or the list item."""
+    return visible(text, keep="\r\n").replace("\r", " ").replace("\n", " ")
 
 
 def _html(text: str) -> str:

@@ -77,15 +77,15 @@ def _check(name: str, text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name, plan, title",
+    "name, plan, target",
     [
-        ("small.md", SMALL, "provision plan for target staging"),
-        ("long.md", _long(), "provision plan"),
-        ("empty.md", EMPTY, "provision plan"),
+        ("small.md", SMALL, "staging"),
+        ("long.md", _long(), None),
+        ("empty.md", EMPTY, None),
     ],
 )
-def test_markdown_matches_golden(name: str, plan: dict[str, Any], title: str) -> None:
-    _check(name, render_markdown(plan, title))
+def test_markdown_matches_golden(name: str, plan: dict[str, Any], target: str | None) -> None:
+    _check(name, render_markdown(plan, target=target))
 
 
 def test_small_plan_is_open_and_long_plan_collapsed() -> None:
