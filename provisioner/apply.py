@@ -125,6 +125,8 @@ def apply_plan(
                 on_progress(result)
     if failed:
         raise ApplyError(report)
+    for group in plan.group_deletes:  # provision's own groups, empty and named by no blueprint
+        client.delete_group(str(group["id"]))
     if plan.changes:
         try:
             client.refresh_models()

@@ -344,10 +344,7 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
                 soft_wrap=True,
                 markup=False,
             )
-        uses_groups = any(
-            not isinstance(agent.access, str) for lb in catalog.blueprints for agent in lb.blueprint.agents
-        )
-        groups = {str(g.get("name")): str(g.get("id")) for g in client.list_groups()} if uses_groups else {}
+        groups, group_actions = _resolve_groups(catalog, client, opts)
         rows = client.list_models()
         observed = observe(rows, client.list_functions(), compat)
         signing_key = history_signing_key(observed, fresh=secrets.token_urlsafe(32))
@@ -361,19 +358,70 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
             token_variables=_token_variables(conn.token_env),
             signing_key=signing_key,
             compat=compat,
+            skip_missing_groups=opts.missing_groups == "skip",
         )
         desired, kept_notes = keep_orphan_agents(desired, observed, prune=prune)
         agent_ids = set(desired.models) | {i for i, m in observed.models.items() if m.managed}
         wrappers = _named_wrappers(client, find_wrappers(rows, agent_ids))
         plan = make_plan(
             desired, observed, prune=prune, adopt=adopted, orphan_notes=kept_notes, wrappers=wrappers,
-            notes=native_toggle_notes(catalog),
+            notes=[*native_toggle_notes(catalog), *group_notes(group_actions)],
             commit=CommitInfo.from_env(__version__, os.environ, opts.message),
         )
-        return plan, client
+        return dataclasses.replace(plan, groups=tuple(group_actions)), client
     except BaseException:
         client.close()
         raise
+
+
+def _resolve_groups(
+    catalog: Catalog, client: OpenWebUIClient, opts: "RunOptions"
+) -> tuple[dict[str, str], list[dict[str, str]]]:
+    """Group name -> id for the grants, and what happens to groups (groups.py): a missing group
+    fails the plan (later, naming file and line), is skipped, or is created; sync creates it
+    here, before any row is written, so the rows' grants name its real id."""
+    from .groups import group_form, missing_groups, named_groups, placeholder_id, stale_own_groups
+
+    wanted = named_groups(catalog)
+    if not wanted and not (opts.prune and opts.missing_groups == "create"):
+        return {}, []
+    live = client.list_groups()
+    groups = {str(g.get("name")): str(g.get("id")) for g in live}
+    actions: list[dict[str, str]] = []
+    missing = missing_groups(catalog, groups)
+    if missing and opts.missing_groups == "skip":
+        actions = [{"name": name, "action": "skip"} for name in missing]
+    elif missing and opts.missing_groups == "create":
+        for name in missing:
+            if opts.dry_run:
+                groups[name] = placeholder_id(name)
+                actions.append({"name": name, "action": "create"})
+            else:
+                created = client.create_group(group_form(name)) or {}
+                groups[name] = str(created.get("id") or "")
+                actions.append({"name": name, "id": groups[name], "action": "created"})
+        if not opts.dry_run and not all(groups[n] for n in missing):  # an answer without the id
+            groups = {str(g.get("name")): str(g.get("id")) for g in client.list_groups()}
+    if opts.prune and opts.missing_groups == "create":
+        empty, kept = stale_own_groups(live, wanted)
+        actions += [{"name": str(g.get("name")), "id": str(g.get("id")), "action": "delete"} for g in empty]
+        actions += [{"name": str(g.get("name")), "id": str(g.get("id")), "action": "keep"} for g in kept]
+    return groups, actions
+
+
+def group_notes(actions: list[dict[str, str]]) -> list[str]:
+    """One line per group action, for the plan's notes."""
+    from .groups import missing_group_notes
+
+    notes: list[str] = []
+    for a in actions:
+        if a["action"] in ("skip", "create", "created"):
+            notes += missing_group_notes([a["name"]], "skip" if a["action"] == "skip" else "create", created=a["action"] == "created")
+        elif a["action"] == "delete":
+            notes.append(f"group {a['name']!r} was created by provision, is empty and no blueprint names it: --prune deletes it")
+        else:
+            notes.append(f"group {a['name']!r} was created by provision and no blueprint names it, but it has members: kept")
+    return notes
 
 
 def native_toggle_notes(catalog: Catalog) -> list[str]:
@@ -507,6 +555,7 @@ def diff(
         RunOptions(
             path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run=True, yes=True,
             bundle=bundle, variables=_variables(selected, strict=True), target=target,
+            missing_groups=selected.missing_groups if selected else "fail",
         ),
         conn,
     )
@@ -548,6 +597,7 @@ def sync(
         RunOptions(
             path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run, yes, parallelism,
             bundle, _variables(selected, strict=True), target, message=message,
+            missing_groups=selected.missing_groups if selected else "fail",
         ),
         conn,
     )
@@ -571,6 +621,7 @@ class RunOptions:
     variables: Optional[Variables] = None  # None: ${NAME} syntax checked, nothing resolved
     target: Optional[str] = None  # its name, for the Markdown title
     message: Optional[str] = None  # sync --message: the history's commit message
+    missing_groups: str = "fail"  # the target's missing_groups (groups.py)
 
 
 def _run(opts: RunOptions, conn: Connection) -> int:

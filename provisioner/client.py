@@ -148,6 +148,12 @@ class OpenWebUIClient:
     def list_groups(self) -> list[dict[str, Any]]:
         return self._list("/api/v1/groups/")
 
+    def create_group(self, form: Mapping[str, Any]) -> dict[str, Any]:
+        return self._request("POST", "/api/v1/groups/create", json=form)
+
+    def delete_group(self, group_id: str) -> None:
+        self._request("DELETE", f"/api/v1/groups/id/{group_id}/delete", missing_ok=True)
+
     def get_user(self, user_id: str) -> dict[str, Any] | None:
         """One user (name, email), or None when Open WebUI does not know the id."""
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,128}", user_id):

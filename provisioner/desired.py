@@ -39,6 +39,7 @@ def build_desired(
     token_variables: Collection[str] = (),
     signing_key: str | None = None,
     compat: Compat | None = None,
+    skip_missing_groups: bool = False,
 ) -> InstanceState:
     """The desired instance.
 
@@ -49,13 +50,14 @@ def build_desired(
     instance has none: see `history_signing_key`); None leaves that valve out. `compat` is what
     the instance's release needs (None: the pinned release). Raises BlueprintError naming the
     file, line and field of every group or API-key variable that does not exist, and of every
-    key variable holding the token.
+    key variable holding the token; with `skip_missing_groups`, a grant to a group that does not
+    exist is left out instead (groups.py).
     """
     problems: list[Problem] = []
     models: dict[str, ObjectState] = {}
     for lb in catalog.blueprints:
         for index, _agent in enumerate(lb.blueprint.agents):
-            row = _model_row(lb, index, groups, problems)
+            row = _model_row(lb, index, groups, problems, skip_missing_groups)
             models[row.id] = row
     pipe_valves = _pipe_valves(catalog, env, token, frozenset(token_variables), problems)
     if signing_key:
@@ -215,7 +217,7 @@ def _pipe_valves(
 
 
 def _model_row(
-    lb: LoadedBlueprint, index: int, groups: Mapping[str, str] | None, problems: list[Problem]
+    lb: LoadedBlueprint, index: int, groups: Mapping[str, str] | None, problems: list[Problem], skip_missing: bool = False
 ) -> ObjectState:
     bp = lb.blueprint
     agent = bp.agents[index]
@@ -245,7 +247,7 @@ def _model_row(
             "agent": agent.id,
             "features": supported,
         },
-        "access_grants": _grants(lb, index, groups, problems),
+        "access_grants": _grants(lb, index, groups, problems, skip_missing),
     }
     icon = lb.agent_icons.get(agent.id)
     if icon:
@@ -267,7 +269,7 @@ def suggestion_prompt(suggestion: Suggestion) -> dict[str, Any]:
 
 
 def _grants(
-    lb: LoadedBlueprint, index: int, groups: Mapping[str, str] | None, problems: list[Problem]
+    lb: LoadedBlueprint, index: int, groups: Mapping[str, str] | None, problems: list[Problem], skip_missing: bool = False
 ) -> list[dict[str, str]]:
     access = lb.blueprint.agents[index].access
     if access == "public":
@@ -280,12 +282,15 @@ def _grants(
             group_id = f"<group {name}>"
         elif name in groups:
             group_id = groups[name]
+        elif skip_missing:
+            continue
         else:
             known = ", ".join(sorted(groups)) or "none"
             problems.append(
                 lb.source.problem(
                     ("agents", index, "access", "groups", g),
-                    f"no group named {name!r} in Open WebUI (groups there: {known})",
+                    f"no group named {name!r} in Open WebUI (groups there: {known}); a target's "
+                    "`missing_groups: skip` or `create` lets sync go ahead without it",
                 )
             )
             continue

@@ -72,10 +72,17 @@ class Plan:
     wrappers: tuple[Mapping[str, str], ...] = ()
     # Plain-text notes on choices the plan made (e.g. how native features reach agents).
     notes: tuple[str, ...] = ()
+    # Groups the blueprints name that the instance lacked, and provision's own groups no longer
+    # named: {"name", "id"?, "action": "create" | "created" | "skip" | "delete" | "keep"} (groups.py).
+    groups: tuple[Mapping[str, str], ...] = ()
 
     @property
     def is_empty(self) -> bool:
-        return not self.changes
+        return not self.changes and not self.group_deletes
+
+    @property
+    def group_deletes(self) -> list[Mapping[str, str]]:
+        return [g for g in self.groups if g.get("action") == "delete"]
 
     def count(self, action: Action) -> int:
         return sum(1 for c in self.changes if c.action is action)
@@ -113,6 +120,7 @@ class Plan:
             ],
             "wrappers": [dict(w) for w in self.wrappers],
             "notes": list(self.notes),
+            "groups": [dict(g) for g in self.groups],
         }
 
 

@@ -79,8 +79,8 @@ def render_plan(plan_json: dict[str, Any], out: Console) -> None:
 
 
 def render_notes(plan_json: dict[str, Any], err: Console) -> None:
-    """The plan's notes, only when it changes something (a clean diff stays quiet)."""
-    if plan_json["changes"]:
+    """The plan's notes, only when it changes something or a group is missing (a clean diff stays quiet)."""
+    if plan_json["changes"] or plan_json.get("groups"):
         for note in plan_json.get("notes") or []:
             err.print(f"Note: {note}", soft_wrap=True, markup=False)
 

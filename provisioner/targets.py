@@ -11,7 +11,7 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Union
+from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, StringConstraints, ValidationError, model_validator
 
@@ -36,6 +36,8 @@ class TargetDef(_Strict):
     token_env: EnvName | None = None
     token_file: Annotated[str, StringConstraints(min_length=1)] | None = None
     variables: dict[VariableName, VariableValue] = Field(default_factory=dict)
+    # A group an agent's access names that the instance lacks: fail, skip the grant, or create it (groups.py).
+    missing_groups: Literal["fail", "skip", "create"] = "fail"
 
     @model_validator(mode="after")
     def _one_token_source(self) -> "TargetDef":
@@ -58,6 +60,7 @@ class Target:
     token_file: Path | None  # relative paths are taken from the targets file's directory
     variables: Mapping[str, str] = field(default_factory=dict)
     file: str = TARGETS_FILE
+    missing_groups: str = "fail"  # fail | skip | create (groups.py)
 
 
 def load_targets(path: Path) -> dict[str, Target]:
@@ -83,6 +86,7 @@ def load_targets(path: Path) -> dict[str, Target]:
             token_file=(base / t.token_file) if t.token_file else None,
             variables={k: str(v) for k, v in t.variables.items()},
             file=display,
+            missing_groups=t.missing_groups,
         )
         for name, t in parsed.targets.items()
     }

@@ -1,0 +1,97 @@
+"""Groups a blueprint grants access to that do not exist on the instance yet. Pure.
+
+Open WebUI creates a group from the identity provider only when a first member logs in, so a
+fresh instance often lacks the groups the blueprints name. Each target chooses
+(`missing_groups` in targets.yaml):
+
+- `fail` (default): validation error naming the file, line and group; nothing is written.
+- `skip`: the grant is left out (the agent stays private to admins until the group exists and
+  sync runs again), and the plan says so.
+- `create`: sync creates the empty group, marked as provision's own (`data.aihub`), before it
+  writes the rows. `--prune` deletes such a group once no blueprint names it, and never one that
+  has members.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from .blueprints import GroupAccess
+from .loader import Catalog
+from .state import MANAGED_BY, MARKER_KEY
+
+MissingGroups = Literal["fail", "skip", "create"]
+MISSING_GROUP_MODES: tuple[str, ...] = ("fail", "skip", "create")
+GROUP_DESCRIPTION = "Created by provision for agent access; members come from your identity provider or an admin."
+
+
+def named_groups(catalog: Catalog) -> list[str]:
+    """Every group name an agent's access names, sorted."""
+    return sorted(
+        {
+            name
+            for lb in catalog.blueprints
+            for agent in lb.blueprint.agents
+            if isinstance(agent.access, GroupAccess)
+            for name in agent.access.groups
+        }
+    )
+
+
+def missing_groups(catalog: Catalog, live: Mapping[str, str]) -> list[str]:
+    """The names the blueprints grant access to that the instance has no group for."""
+    return [name for name in named_groups(catalog) if name not in live]
+
+
+def placeholder_id(name: str) -> str:
+    """The grant's principal in a plan made before the group exists (diff with `create`)."""
+    return f"<new group {name}>"
+
+
+def group_form(name: str) -> dict[str, Any]:
+    """The create body: an empty group with our marker (in `data`, which Open WebUI keeps)."""
+    return {"name": name, "description": GROUP_DESCRIPTION, "data": {MARKER_KEY: {"managed_by": MANAGED_BY}}}
+
+
+def is_own_group(group: Mapping[str, Any]) -> bool:
+    data = group.get("data")
+    marker = data.get(MARKER_KEY) if isinstance(data, Mapping) else None
+    return isinstance(marker, Mapping) and marker.get("managed_by") == MANAGED_BY
+
+
+def member_count(group: Mapping[str, Any]) -> int | None:
+    """How many members the listing says the group has; None when it does not say."""
+    count = group.get("member_count")
+    if isinstance(count, int):
+        return count
+    users = group.get("user_ids")  # releases before member_count listed the ids
+    return len(users) if isinstance(users, list) else None
+
+
+def stale_own_groups(
+    live: Iterable[Mapping[str, Any]], wanted: Iterable[str]
+) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """Provision's own groups no blueprint names: (empty ones, safe to delete; ones with members
+    or an unknown count, kept)."""
+    wanted_set = set(wanted)
+    stale = [g for g in live if is_own_group(g) and str(g.get("name")) not in wanted_set]
+    empty = [g for g in stale if member_count(g) == 0]
+    kept = [g for g in stale if member_count(g) != 0]
+    return empty, kept
+
+
+def missing_group_notes(missing: Iterable[str], mode: str, *, created: bool = False) -> list[str]:
+    """What the plan says about each missing group."""
+    notes = []
+    for name in missing:
+        if mode == "skip":
+            notes.append(
+                f"group {name!r} does not exist in Open WebUI: its grant is left out (missing_groups: skip); "
+                "the agents it would open stay private until the group exists and sync runs again"
+            )
+        elif created:
+            notes.append(f"group {name!r} did not exist: created empty, as provision's own (missing_groups: create)")
+        else:
+            notes.append(f"group {name!r} does not exist in Open WebUI: sync creates it, empty (missing_groups: create)")
+    return notes
