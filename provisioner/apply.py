@@ -43,6 +43,7 @@ class ApplyReport:
     results: list[ChangeResult] = field(default_factory=list)
     registry_refreshed: bool = False
     refresh_error: str = ""
+    stopped_by: str = ""  # the signal (SIGINT, SIGTERM) that stopped the sync before every change was tried
 
     @property
     def failed(self) -> list[ChangeResult]:
@@ -75,6 +76,7 @@ class ApplyReport:
                 if r.outcome == "not attempted"
             ],
             "registry_refreshed": self.registry_refreshed,
+            **({"stopped_by": self.stopped_by} if self.stopped_by else {}),
         }
 
     def failure_message(self) -> str:
@@ -84,7 +86,8 @@ class ApplyReport:
                 f"{self.refresh_error}\nNew or changed agents serve once Open WebUI next reloads "
                 "its model list (opening the UI does; so does GET /api/models?refresh=true)."
             )
-        lines = ["Sync stopped part-way; the instance is partly updated. Run `provision sync` again to finish."]
+        by = f" by {self.stopped_by} (the write in flight finished)" if self.stopped_by else ""
+        lines = [f"Sync stopped part-way{by}; the instance is partly updated. Run `provision sync` again to finish."]
         for r in self.results:
             if r.outcome == "applied":
                 lines.append(f"  applied        {r.change.action.value:6} {r.change.kind} {r.change.id}")
@@ -102,13 +105,15 @@ def apply_plan(
     *,
     parallelism: int = 1,
     on_progress: Callable[[ChangeResult], None] | None = None,
+    stopping: Callable[[], str] = lambda: "",
 ) -> ApplyReport:
     """Apply every change in phase order; raise ApplyError (with the report) on the first failure.
 
     Model writes within a phase go `parallelism` at a time (the rows are independent; it pays
     off against a remote instance). Functions stay sequential: there are few, and their
     toggles must be read and flipped one writer at a time. After a failure nothing new starts;
-    writes already under way finish and are reported.
+    writes already under way finish and are reported. The same holds once `stopping()` names
+    a signal (stopping.stop_requests): the report then says which one.
     """
     report = ApplyReport()
     failed = False
@@ -118,12 +123,14 @@ def apply_plan(
             report.results.extend(ChangeResult(c, "not attempted") for c in changes)
             continue
         workers = parallelism if kind == "model" else 1
-        for result in _run_phase(changes, client, workers):
+        for result in _run_phase(changes, client, workers, stopping):
             report.results.append(result)
-            failed = failed or result.outcome == "failed"
+            failed = failed or result.outcome != "applied"
             if on_progress and result.outcome != "not attempted":
                 on_progress(result)
     if failed:
+        if not report.failed:  # nothing failed: a signal stopped it
+            report.stopped_by = stopping()
         raise ApplyError(report)
     for group in plan.group_deletes:  # provision's own groups, empty and named by no blueprint
         client.delete_group(str(group["id"]))
@@ -145,10 +152,15 @@ def _attempt(change: Change, client: OpenWebUIClient) -> ChangeResult:
     return ChangeResult(change, "applied")
 
 
-def _run_phase(changes: list[Change], client: OpenWebUIClient, workers: int) -> Iterator[ChangeResult]:
-    """Results of one phase as they complete; after a failure, the rest are not attempted."""
+def _run_phase(
+    changes: list[Change], client: OpenWebUIClient, workers: int, stopping: Callable[[], str]
+) -> Iterator[ChangeResult]:
+    """Results of one phase as they complete; after a failure or a stop, the rest are not attempted."""
     if workers <= 1:
         for index, change in enumerate(changes):
+            if stopping():
+                yield from (ChangeResult(c, "not attempted") for c in changes[index:])
+                return
             result = _attempt(change, client)
             yield result
             if result.outcome == "failed":
@@ -158,14 +170,14 @@ def _run_phase(changes: list[Change], client: OpenWebUIClient, workers: int) -> 
     pending = iter(changes)
     failed = False
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        running = {pool.submit(_attempt, c, client) for c in islice(pending, workers)}
+        running = {pool.submit(_attempt, c, client) for c in islice(pending, 0 if stopping() else workers)}
         while running:
             done, running = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
                 result = future.result()
                 failed = failed or result.outcome == "failed"
                 yield result
-            if not failed:
+            if not failed and not stopping():
                 running |= {pool.submit(_attempt, c, client) for c in islice(pending, len(done))}
     yield from (ChangeResult(c, "not attempted") for c in pending)
 

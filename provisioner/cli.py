@@ -45,6 +45,8 @@ from .plan import Plan, make_plan
 from .render import render_notes, render_orphans, render_plan, shown
 from .features import NATIVE_FEATURES
 from .state import BUNDLE_PREFIX, Kind
+from .stopping import exit_code as signal_exit_code
+from .stopping import stop_requests
 from .targets import TARGETS_FILE, Target, select_target, targets_problems
 from .text import visible
 from .variables import ALWAYS_SECRET, Variables
@@ -670,9 +672,17 @@ def _print_result(plan: Plan, report: ApplyReport, opts: RunOptions) -> None:
 def _apply(plan: Plan, client: OpenWebUIClient, opts: RunOptions, err: Console) -> ApplyReport:
     from .progress import progress_reporter  # rich progress only when it will be seen
 
-    with progress_reporter(err, total=len(plan.changes), enabled=opts.output is PlanOutput.text) as tick:
+    def notice(signal_name: str) -> None:
+        err.print(
+            f"{signal_name}: stopping after the write in flight; nothing new starts (send it again to stop at once).",
+            soft_wrap=True,
+            markup=False,
+        )
+
+    with progress_reporter(err, total=len(plan.changes), enabled=opts.output is PlanOutput.text) as tick, \
+            stop_requests(notice) as stopping:
         try:
-            return apply_plan(plan, client, parallelism=opts.parallelism, on_progress=tick)
+            return apply_plan(plan, client, parallelism=opts.parallelism, on_progress=tick, stopping=stopping)
         except ApplyError as exc:
             _print_result(plan, exc.report, opts)  # nothing for text: the error says it
             raise
@@ -822,7 +832,8 @@ def _root(
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    """Entry point: run the app and map every outcome to 0, 1 or 2 in this one place."""
+    """Entry point: run the app and map every outcome to 0, 1 or 2 in this one place (and a sync
+    stopped by a signal to the shell's code for it: 130 for SIGINT, 143 for SIGTERM)."""
     err = Console(stderr=True, highlight=False, emoji=False, no_color=bool(os.environ.get("NO_COLOR")))
     args = sys.argv[1:] if argv is None else list(argv)
     try:
@@ -839,7 +850,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     except ProvisionError as exc:
         # Messages carry file names and server answers: escape what a reader could not see.
         err.print(f"Error: {visible(str(exc), keep=chr(10))}", soft_wrap=True, markup=False)
-        return EXIT_ERROR
+        stopped_by = exc.report.stopped_by if isinstance(exc, ApplyError) else ""
+        return signal_exit_code(stopped_by) if stopped_by else EXIT_ERROR
     finally:
         _stop_logging_http_calls()
     return int(result) if isinstance(result, int) else EXIT_OK

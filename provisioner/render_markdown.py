@@ -113,6 +113,8 @@ def result_markdown(result: dict[str, Any]) -> str:
         f"**Applied: {applied['add']} added, {applied['change']} changed, {applied['destroy']} destroyed.**",
         "",
     ]
+    if result.get("stopped_by"):
+        lines += [f"Stopped part-way by {_code(result['stopped_by'])}: run `provision sync` again to finish.", ""]
     for failure in result.get("failed") or []:
         lines.append(f"- failed: {failure['kind']} {_code(failure['id'])} ({failure['action']}): {_code(failure['error'])}")
     for skipped in result.get("not_attempted") or []:
