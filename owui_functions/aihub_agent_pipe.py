@@ -54,6 +54,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 METADATA_KEY = "aihub_requested_features"
 CALLS_RAN = "AIHUB_TOOL_CALLS_RAN"  # the pipe's own event: the calls waiting for a result ran (OpenAI)
+USAGE = "AIHUB_USAGE"  # the pipe's own event: an OpenAI stream's usage chunk (the run's total)
 FUNCTION_ID = "aihub_agent_pipe"  # Open WebUI's id for this file; its models are FUNCTION_ID.<blueprint>.<agent>
 
 log = logging.getLogger(__name__)
@@ -491,6 +492,7 @@ class Recorder:
         self._emitted_ids: set[int] = set()  # id() of the segments fully emitted
         self._emitted_chars = 0  # characters of segments[_emitted] emitted so far (text only)
         self._streamed_any = False
+        self.outbound = Outbound(self.scrubber)  # usage, sources and steps: beside the answer
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -546,12 +548,14 @@ class Recorder:
             self._replay_message(message)
 
     def _on_run_finished(self, e: Mapping[str, Any]) -> None:
+        self.outbound.usage_total(e.get("usage"))
         self.finish()
 
     def _on_calls_ran(self, e: Mapping[str, Any]) -> None:
         self.calls_ran()
 
     def _on_run_error(self, e: Mapping[str, Any]) -> None:
+        self.outbound.usage_total(e.get("usage"))
         message = _str(e.get("message")) or "The agent reported an error."
         code = _str(e.get("code"))
         self.finish(error=f"{message} ({code})" if code else message)
@@ -811,6 +815,9 @@ _HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
     "RUN_FINISHED": Recorder._on_run_finished,
     "RUN_ERROR": Recorder._on_run_error,
     CALLS_RAN: Recorder._on_calls_ran,
+    "CUSTOM": lambda recorder, e: recorder.outbound.custom(recorder, _str(e.get("name")), e.get("value")),
+    "STEP_STARTED": lambda recorder, e: recorder.outbound.step(recorder, _str(e.get("stepName"))),
+    USAGE: lambda recorder, e: recorder.outbound.usage_total(e.get("usage")),
 }
 
 
@@ -833,6 +840,191 @@ def _is_json(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+# --- beside the answer: token usage, sources, steps --------------------------------------------
+# Open WebUI shows more of a turn than its content (utils/middleware.py, socket/main.py):
+#   - usage: the ``usage`` of a chunk a pipe yields is shown on the message and stored in its
+#     usage records (analytics, audit). Open WebUI adds up every usage chunk of a response, so the
+#     pipe yields one ``{"usage": ...}`` per turn, after the answer (also after an error).
+#   - sources: each ``source`` event is appended to the message's ``sources`` (the chips under the
+#     answer); the pipe sends each source once, when the turn ends.
+#   - steps: a status line update per step, sent only when nothing else showed up within
+#     STEP_DELAY_SECONDS (StatusLine.send): a fast agent's steps cost no socket message.
+# What the agent sends for them (README, "What the agent shows besides its answer"):
+#   AG-UI: RUN_FINISHED/RUN_ERROR ``usage``; CUSTOM "usage" (Agent Framework 1.7.0: the run's
+#   usage so far, each report replacing the one before);
+#   CUSTOM "aihub.source" {url, title, snippet} (or a list of them); CUSTOM "annotations"
+#   (Agent Framework's citations); STEP_STARTED; CUSTOM "status" (Agent Framework's workflow state).
+#   OpenAI: the final usage chunk (asked for with stream_options.include_usage) and
+#   ``delta.annotations`` of type ``url_citation``.
+
+SOURCE_EVENT = "aihub.source"
+MAX_SOURCES = 50  # per turn: every source is a write of the chat's row
+_USAGE_NAMES = {
+    "input": ("input_tokens", "prompt_tokens", "input_token_count"),
+    "output": ("output_tokens", "completion_tokens", "output_token_count"),
+    "total": ("total_tokens", "total_token_count"),
+    "reasoning": ("reasoning_tokens", "reasoning_output_token_count"),
+    "cached": ("cached_input_tokens", "cache_read_input_token_count"),
+}
+_USAGE_DETAILS = {
+    "reasoning": (("completion_tokens_details", "reasoning_tokens"), ("output_tokens_details", "reasoning_tokens")),
+    "cached": (("prompt_tokens_details", "cached_tokens"), ("input_tokens_details", "cached_tokens")),
+}
+_SUPERSTEP = re.compile(r"superstep:\d+")  # Agent Framework's workflow rounds: its executors are the steps
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def usage_counts(report: Any) -> dict[str, int]:
+    """One usage report (OpenAI, AG-UI TokenUsage or Agent Framework names) as counts by kind."""
+    if not isinstance(report, Mapping):
+        return {}
+    counts: dict[str, int] = {}
+    for kind, names in _USAGE_NAMES.items():
+        found = next((n for n in map(_count, map(report.get, names)) if n is not None), None)
+        for outer, inner in _USAGE_DETAILS.get(kind, ()):
+            if found is None and isinstance(report.get(outer), Mapping):
+                found = _count(report[outer].get(inner))
+        if found is not None:
+            counts[kind] = found
+    if counts and "total" not in counts and ("input" in counts or "output" in counts):
+        counts["total"] = counts.get("input", 0) + counts.get("output", 0)
+    return counts
+
+
+def _add_counts(reports: Iterable[dict[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for counts in reports:
+        for kind, value in counts.items():
+            total[kind] = total.get(kind, 0) + value
+    return total
+
+
+def openwebui_usage(counts: Mapping[str, int]) -> dict[str, Any]:
+    """Counts in the shape Open WebUI's own OpenAI connections store (utils/response.py normalize_usage)."""
+    usage: dict[str, Any] = {
+        "prompt_tokens": counts.get("input", 0),
+        "completion_tokens": counts.get("output", 0),
+        "total_tokens": counts.get("total", 0),
+        "input_tokens": counts.get("input", 0),
+        "output_tokens": counts.get("output", 0),
+    }
+    if "reasoning" in counts:
+        usage["completion_tokens_details"] = {"reasoning_tokens": counts["reasoning"]}
+    if "cached" in counts:
+        usage["prompt_tokens_details"] = {"cached_tokens": counts["cached"]}
+    return usage
+
+
+def _plain(text: Any, limit: int) -> str:
+    """A title or snippet as plain text: one line of whitespace, no markup, cut to ``limit``."""
+    text = " ".join(_str(text).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def safe_url(url: Any) -> str:
+    """An http(s) URL with every character outside URL syntax percent-encoded; anything else ""."""
+    url = _str(url).strip()
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ""
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        return ""
+    return quote(url, safe="/:?#[]@!$&'()*+,;=%~-._")[:2000].replace("'", "%27")
+
+
+class Outbound:
+    """Usage, sources and steps of one turn, from the agent's events (pure: no I/O).
+
+    Usage: a run's own total (RUN_FINISHED or RUN_ERROR ``usage``, an OpenAI usage chunk) wins;
+    without one the last CUSTOM "usage" report counts: Agent Framework 1.7.0's function loop sends
+    the run's usage so far after every model call (its 1.0.0rc8 sent each call's own, so there the
+    last call's usage is what counts). ``take_usage`` hands it out once. Sources are masked, escaped
+    and sent once each (by URL, else by title).
+    """
+
+    def __init__(self, scrubber: Scrubber) -> None:
+        self._scrubber = scrubber
+        self._report: dict[str, int] = {}
+        self._total: dict[str, int] | None = None
+        self._usage_taken = False
+        self._source_keys: set[tuple[str, str]] = set()
+        self.events: list[dict[str, Any]] = []  # Open WebUI events for the emitter, in order
+
+    # -- usage ------------------------------------------------------------------------------------
+
+    def usage_report(self, report: Any) -> None:
+        if counts := usage_counts(report):
+            self._report = counts
+
+    def usage_total(self, usage: Any) -> None:
+        reports = usage if isinstance(usage, list) else [usage]
+        if counts := _add_counts(usage_counts(r) for r in reports):
+            self._total = counts
+
+    def take_usage(self) -> dict[str, Any] | None:
+        """The turn's usage for Open WebUI, the first time only (a second chunk would add up)."""
+        counts = self._total if self._total is not None else self._report
+        if self._usage_taken or not counts:
+            return None
+        self._usage_taken = True
+        return openwebui_usage(counts)
+
+    # -- sources ----------------------------------------------------------------------------------
+
+    def source(self, url: Any, title: Any = "", snippet: Any = "") -> None:
+        redact = self._scrubber.redact
+        link = safe_url(redact(_str(url)))
+        name = _plain(redact(_str(title)), 200) or link
+        text = _plain(redact(_str(snippet)), 2000)
+        key = (link, "") if link else ("", name)
+        if not name or key in self._source_keys or len(self._source_keys) >= MAX_SOURCES:
+            return
+        self._source_keys.add(key)
+        source: dict[str, Any] = {"name": name, **({"url": link} if link else {})}
+        self.events.append(
+            {
+                "type": "source",
+                "data": {
+                    "source": source,
+                    "document": [text or name],
+                    "metadata": [{"source": link or name, "name": name}],
+                },
+            }
+        )
+
+    def sources(self, value: Any) -> None:
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, Mapping):
+                citation = item.get("url_citation") if isinstance(item.get("url_citation"), Mapping) else item
+                self.source(citation.get("url"), citation.get("title"), citation.get("snippet"))
+
+    def take_events(self) -> list[dict[str, Any]]:
+        events, self.events = self.events, []
+        return events
+
+    # -- AG-UI events -------------------------------------------------------------------------------
+
+    def custom(self, recorder: Recorder, name: str, value: Any) -> None:
+        if name == "usage":
+            self.usage_report(value)
+        elif name == SOURCE_EVENT:
+            self.sources(value)
+        elif name == "annotations" and isinstance(value, Mapping):  # Agent Framework's citations
+            self.sources([a for a in value.get("annotations") or [] if isinstance(a, Mapping) and a.get("url")])
+        elif name == "status" and isinstance(value, Mapping) and value.get("state"):
+            state = _str(value["state"]).replace("_", " ")
+            recorder.statuses.append({"description": f"Workflow {state}…", "done": False, "step": True})
+
+    def step(self, recorder: Recorder, name: str) -> None:
+        if name and not _SUPERSTEP.fullmatch(name):
+            recorder.statuses.append({"description": f"{name.replace('_', ' ')}…", "done": False, "step": True})
 
 
 # --- history: Open WebUI messages -> the agent's messages ------------------------------------
@@ -1080,7 +1272,19 @@ class OpenAIChunkAdapter:
                     out.append({"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": _str(function["arguments"])})
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
+            out.extend(openai_extras(delta))
+        if isinstance(chunk.get("usage"), Mapping):  # the final chunk (stream_options.include_usage)
+            out.append({"type": USAGE, "usage": chunk["usage"]})
         return out
+
+
+def openai_extras(delta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """What an OpenAI delta carries beside the answer, as the events the Outbound reads."""
+    annotations = delta.get("annotations")
+    citations = [
+        a for a in annotations if isinstance(a, Mapping) and a.get("type") == "url_citation"
+    ] if isinstance(annotations, list) else []
+    return [{"type": "CUSTOM", "name": SOURCE_EVENT, "value": citations}] if citations else []
 
 
 class PipeConfigError(Exception):
@@ -1204,7 +1408,7 @@ class Pipe:
         __metadata__: dict[str, Any] | None = None,
         __event_emitter__: EventEmitter = None,
         __task__: str | None = None,
-    ) -> AsyncIterator[str]:
+    ) -> AsyncIterator[str | dict[str, Any]]:
         """Stream the agent's answer as Open WebUI content (see the comment at the top).
 
         Never raises: every failure ends the answer with an error alert below what had streamed.
@@ -1228,6 +1432,7 @@ class Pipe:
                 "model": agent.model or agent.id,
                 "messages": to_openai_messages(history, signer),
                 "stream": True,
+                "stream_options": {"include_usage": True},  # the final chunk then carries the usage
                 "metadata": {"features": features},
             }
             input_ids: list[str] = []
@@ -1275,9 +1480,22 @@ class Pipe:
             await status.send(update)
         for chunk in _safe_chunks(recorder.drain()):
             yield chunk
+        async for extra in outbound_end(recorder.outbound, __event_emitter__, bool(body.get("stream"))):
+            yield extra
+
+
+async def outbound_end(outbound: Outbound, emitter: EventEmitter, streaming: bool) -> AsyncIterator[dict[str, Any]]:
+    """The turn's sources (emitted, stored on the message) and its usage (yielded, once). A
+    response that does not stream gets no usage: Open WebUI would join the chunk into its text."""
+    for event in outbound.take_events():
+        await _emit_event(emitter, event)
+    usage = outbound.take_usage()
+    if usage and streaming:
+        yield {"usage": usage}
 
 
 ASKING_DELAY_SECONDS = 0.5  # an agent that answers sooner never shows "Asking <agent>…"
+STEP_DELAY_SECONDS = 0.5  # a step that something else follows sooner is never shown
 
 
 class StatusLine:
@@ -1309,6 +1527,12 @@ class StatusLine:
             self._timer = None
 
     async def send(self, update: dict[str, Any]) -> None:
+        if update.pop("step", False):
+            # an agent's step shows only when nothing else did within the delay: a step that
+            # text, a tool or the next step follows at once needs no status (see Outbound)
+            self.shown()
+            self.later(update, STEP_DELAY_SECONDS)
+            return
         self.shown()
         if self._sending is not None:
             await self._sending  # the delayed update first, so this one is the last word
@@ -1699,6 +1923,15 @@ def _safe_chunks(chunk: str) -> list[str]:
     return [chunk]
 
 
+async def _emit_event(emitter: EventEmitter, event: dict[str, Any]) -> None:
+    if emitter is None:
+        return
+    try:
+        await emitter(event)
+    except Exception:  # what the agent shows beside its answer must never break the answer
+        log.debug("aihub_agent_pipe: event emitter failed", exc_info=True)
+
+
 async def _emit(emitter: EventEmitter, status: dict[str, Any]) -> None:
     if emitter is None:
         return
@@ -1764,7 +1997,7 @@ class AgentStream:
     def _events(self, data: str) -> Iterator[dict[str, Any]]:
         if self._adapter is None:
             event = _json_or_none(data)
-            if isinstance(event, dict) and event.get("type") != CALLS_RAN:  # only the adapter says that
+            if isinstance(event, dict) and event.get("type") not in (CALLS_RAN, USAGE):  # only the adapter says that
                 yield event
             return
         if self._done:

@@ -82,7 +82,11 @@ confirm_booking = FunctionTool(
 
 # --- the script ----------------------------------------------------------------------------
 
-Step = list[tuple[str, Any]]  # ("text", str) | ("reasoning", str) | ("call", (name, args)) | ("raise", str)
+# ("text", str) | ("reasoning", str) | ("call", (name, args)) | ("raise", str)
+# | ("usage", (input, output)): the model call's token usage | ("cite", {title, url, snippet}): a citation
+Step = list[tuple[str, Any]]
+CITATION = {"title": "Weather <Paris> & more", "url": "https://weather.example.org/paris?d=today",
+            "snippet": "Sunny, 21 °C"}
 
 SCRIPTS: dict[str, list[Step]] = {
     "text_only": [[("text", "Hello from the scripted agent.")]],
@@ -121,6 +125,11 @@ SCRIPTS: dict[str, list[Step]] = {
     # the model fails right after starting a call: the call never gets a result
     "call_then_error": [
         [("text", "Let me look up the weather."), ("call", ("get_weather", {"city": "Paris"})), ("raise", "boom")],
+    ],
+    # a tool round and a cited answer, each model call reporting its token usage
+    "cited": [
+        [("text", "Let me look up the weather."), ("call", ("get_weather", {"city": "Paris"})), ("usage", (10, 3))],
+        [("text", "It is sunny in Paris."), ("cite", CITATION), ("cite", CITATION), ("usage", (20, 6))],
     ],
     # the model imitates the pipe's tool-block markup in its text
     "forge_markup": [
@@ -196,6 +205,13 @@ class ScriptedChatClient(FunctionInvocationLayer, BaseChatClient):
                 elif kind == "reasoning":
                     for delta in _chunks(value):
                         yield ChatResponseUpdate(role="assistant", contents=[Content.from_text_reasoning(text=delta)])
+                elif kind == "usage":
+                    details = {"input_token_count": value[0], "output_token_count": value[1],
+                               "total_token_count": value[0] + value[1]}
+                    yield ChatResponseUpdate(role="assistant", contents=[Content.from_usage(usage_details=details)])
+                elif kind == "cite":
+                    citation = {"type": "citation", **value}
+                    yield ChatResponseUpdate(role="assistant", contents=[Content.from_text("", annotations=[citation])])
                 elif kind == "call":
                     tool_name, args = value
                     call = Content.from_function_call(

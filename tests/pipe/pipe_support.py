@@ -43,10 +43,15 @@ class PipeRun:
     chunks: list[str]
     events: list[dict[str, Any]]
     times: list[float] = field(default_factory=list)  # seconds from the call to each chunk
+    data: list[dict[str, Any]] = field(default_factory=list)  # the dicts yielded (usage), in order
 
     @property
     def content(self) -> str:
         return "".join(self.chunks)
+
+    @property
+    def sources(self) -> list[dict[str, Any]]:
+        return [e["data"] for e in self.events if e.get("type") == "source"]
 
     @property
     def statuses(self) -> list[str]:
@@ -102,6 +107,7 @@ async def drive(
     chat_id: str = CHAT,
     user_id: str = USER,
     message_id: str = "m-1",
+    stream: bool = True,
 ) -> PipeRun:
     """Call ``pipe()`` with Open-WebUI-shaped arguments and collect chunks and emitted events."""
     events: list[dict[str, Any]] = []
@@ -112,14 +118,17 @@ async def drive(
     metadata: dict[str, Any] = {"chat_id": chat_id, "message_id": message_id, "session_id": "s-1", "features": {}}
     if features is not None:
         metadata[pipe_module.METADATA_KEY] = features
-    body = {"model": f"aihub_agent_pipe.{model}", "messages": messages, "stream": True}
-    chunks, times, start = [], [], time.perf_counter()
+    body = {"model": f"aihub_agent_pipe.{model}", "messages": messages, "stream": stream}
+    chunks, times, data, start = [], [], [], time.perf_counter()
     async for chunk in pipe.pipe(
         body=body, __user__={"id": user_id, "role": "user"}, __metadata__=metadata, __event_emitter__=emitter
     ):
+        if isinstance(chunk, dict):  # Open WebUI sends a yielded dict as a chunk of its own (usage)
+            data.append(chunk)
+            continue
         chunks.append(chunk)
         times.append(time.perf_counter() - start)
-    return PipeRun(chunks, events, times)
+    return PipeRun(chunks, events, times, data)
 
 
 def run_pipe(pipe: Any, model: str, messages: list[dict[str, Any]], **kwargs: Any) -> PipeRun:

@@ -303,3 +303,23 @@ def test_a_genuine_two_round_conversation_round_trips_with_the_same_ids_in_the_s
     seen = [m for m in server.model_calls()[0] if m["role"] != "system"]
     assert [c for m in seen for c in m["calls"]] == calls
     assert [r for m in seen for r in m["results"]] == calls
+
+
+# --- beside the answer: usage and citations from a real Agent Framework (issue 20) ------------------
+
+
+def test_the_runs_usage_is_reported_once_and_citations_become_sources(server: Any, wire: Any) -> None:
+    run = ask(server, "cited")  # two model calls: 10 in / 3 out, then 20 in / 6 out
+    assert outline(P.parse_content(run.content)) == [LEAD, "TC[get_weather]", "tool(get_weather)",
+                                                      'A"It is sunny in Paris."']
+    reports = [e["value"] for e in wire if e.get("type") == "CUSTOM" and e.get("name") == "usage"]
+    assert len(reports) == 2  # the framework sent usage as CUSTOM "usage", one report per model call
+    (usage,) = [item["usage"] for item in run.data]
+    counts = (usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"])
+    if server.version == "1.7.0":
+        assert counts == (30, 9, 39)  # its reports are the run's usage so far
+        assert [(s["source"]["name"], s["source"]["url"], s["document"]) for s in run.sources] == [
+            ("Weather &lt;Paris&gt; &amp; more", "https://weather.example.org/paris?d=today", ["Sunny, 21 °C"])]
+    else:
+        assert counts == (20, 6, 26)  # 1.0.0rc8 reports each call's own: the last one counts
+        assert run.sources == []  # and it drops a text's citations

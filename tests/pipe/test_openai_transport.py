@@ -62,6 +62,7 @@ def test_request_is_a_streamed_chat_completion_with_metadata_features(sse_stub: 
         "model": "oncall-agent",
         "messages": [{"role": "user", "content": "Status?"}],
         "stream": True,
+        "stream_options": {"include_usage": True},
         "metadata": {"features": ["deep_research"]},
     }
 

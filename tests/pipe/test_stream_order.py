@@ -335,3 +335,26 @@ def test_a_late_repeated_start_does_not_change_a_streamed_block() -> None:
     )
     recording = record(stream)
     assert recording.streamed == recording.recorder.render()
+
+
+# --- what the agent shows beside its answer changes no order ------------------------------------
+
+EXTRAS: list[dict[str, Any]] = [
+    {"type": "CUSTOM", "name": "usage", "value": {"input_token_count": 3, "output_token_count": 2}},
+    {"type": "CUSTOM", "name": "aihub.source", "value": {"url": "https://example.org/a", "title": "A"}},
+    {"type": "STEP_STARTED", "stepName": "research"},
+    {"type": "STEP_FINISHED", "stepName": "research"},
+    {"type": "CUSTOM", "name": "status", "value": {"state": "in_progress"}},
+    {"type": "ACTIVITY_SNAPSHOT", "messageId": "a1", "activityType": "executor", "content": {}},
+]
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_usage_sources_and_steps_between_any_events_change_no_order(name: str) -> None:
+    stream, expected = SCENARIOS[name]
+    mixed = [item for event in stream for item in (*EXTRAS, event)]
+    plain, recording = record(stream), record(mixed)
+    assert shape(recording.recorder.segments) == expected
+    assert recording.streamed == plain.streamed == recording.recorder.render()
+    assert recording.recorder.outbound.take_usage()["total_tokens"] == 5 * len(stream)
+    assert [e["data"]["source"]["url"] for e in recording.recorder.outbound.take_events()] == ["https://example.org/a"]

@@ -1,0 +1,201 @@
+"""What the agent shows beside its answer: token usage, sources, steps (issue 20), both transports
+against a loopback server (pipe_support.SSEStub), as Open WebUI receives them from the pipe."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pipe_support import ERROR, FINISHED, C, R, SSEStub, T, events, make_pipe, pipe_module, run_pipe
+
+P = pipe_module
+HISTORY = [{"role": "user", "content": "q"}]
+KEY = "sk-outbound-secret-7f3a9b"
+
+
+def _agui(url: str) -> dict[str, Any]:
+    return {"id": "lab.helper", "name": "Helper", "transport": "agui", "url": url}
+
+
+def _openai(url: str) -> dict[str, Any]:
+    return {"id": "lab.helper", "name": "Helper", "transport": "openai", "url": url, "api_key": "k"}
+
+
+def _custom(name: str, value: Any) -> list[dict[str, Any]]:
+    return [{"type": "CUSTOM", "name": name, "value": value}]
+
+
+def _delta(**delta: Any) -> dict[str, Any]:
+    return {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
+
+
+def _usage(run: Any) -> list[dict[str, Any]]:
+    return [item["usage"] for item in run.data if "usage" in item]
+
+
+def _af_usage(i: int, o: int) -> list[dict[str, Any]]:  # Agent Framework 1.7.0: the run's usage so far
+    return _custom("usage", {"input_token_count": i, "output_token_count": o, "total_token_count": i + o})
+
+
+# --- usage -------------------------------------------------------------------------------------------
+
+
+def test_the_last_usage_report_counts_and_is_yielded_once_after_the_answer(sse_stub: SSEStub) -> None:
+    # after each model call Agent Framework 1.7.0 reports the run's usage so far
+    sse_stub.behaviour.data = events(T("Let me check."), _af_usage(10, 4), C("c1"), R("c1"), T("Done."),
+                                     _af_usage(30, 10), FINISHED)
+    run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY)
+    assert _usage(run) == [{"prompt_tokens": 30, "completion_tokens": 10, "total_tokens": 40,
+                            "input_tokens": 30, "output_tokens": 10}]
+    assert run.content.startswith("Let me check.") and run.content.endswith("Done.")
+
+
+def test_run_finished_usage_is_the_runs_total_and_wins_over_per_call_reports(sse_stub: SSEStub) -> None:
+    finished = [{**FINISHED[0], "usage": [
+        {"provider": "openai", "model": "a", "input_tokens": 7, "output_tokens": 3, "total_tokens": 10,
+         "reasoning_tokens": 2},
+        {"provider": "openai", "model": "b", "input_tokens": 5, "output_tokens": 1, "total_tokens": 6,
+         "cached_input_tokens": 4},
+    ]}]
+    sse_stub.behaviour.data = events(T("Hi."), _af_usage(99, 99), finished)
+    (usage,) = _usage(run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY))
+    assert (usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"]) == (12, 4, 16)
+    assert usage["completion_tokens_details"] == {"reasoning_tokens": 2}
+    assert usage["prompt_tokens_details"] == {"cached_tokens": 4}
+
+
+def test_a_run_that_ends_in_an_error_after_usage_reports_it_once(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(T("partial"), _af_usage(8, 2), ERROR("boom", "RuntimeError"))
+    run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY)
+    assert "Agent error: boom (RuntimeError)" in run.content
+    assert [u["total_tokens"] for u in _usage(run)] == [10]
+
+
+def test_a_stream_that_breaks_after_usage_still_reports_it_once(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(T("partial"), _af_usage(8, 2))  # no RUN_FINISHED
+    run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY)
+    assert "stream ended before the run finished" in run.content
+    assert [u["total_tokens"] for u in _usage(run)] == [10]
+
+
+def test_no_usage_sent_means_no_usage_chunk(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(T("Hi."), FINISHED)
+    assert run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY).data == []
+
+
+def test_a_response_that_does_not_stream_gets_no_usage_chunk(sse_stub: SSEStub) -> None:
+    # Open WebUI joins a non-streamed pipe's chunks into the text: a dict would land in the answer
+    sse_stub.behaviour.data = events(T("Hi."), _af_usage(1, 1), FINISHED)
+    run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY, stream=False)
+    assert run.data == [] and run.content == "Hi."
+
+
+def test_openai_backends_are_asked_for_usage_and_its_final_chunk_is_yielded(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = [
+        _delta(role="assistant", content="Hello"),
+        {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        {"id": "c", "choices": [], "usage": {"prompt_tokens": 17, "completion_tokens": 5, "total_tokens": 22,
+                                             "completion_tokens_details": {"reasoning_tokens": 1}}},
+        "[DONE]",
+    ]
+    run = run_pipe(make_pipe([_openai(sse_stub.url)], api_keys={"k": KEY}), "lab.helper", HISTORY)
+    assert sse_stub.requests[0]["json"]["stream_options"] == {"include_usage": True}
+    assert run.content == "Hello"
+    assert _usage(run) == [{"prompt_tokens": 17, "completion_tokens": 5, "total_tokens": 22, "input_tokens": 17,
+                            "output_tokens": 5, "completion_tokens_details": {"reasoning_tokens": 1}}]
+
+
+def test_an_agui_server_cannot_send_the_pipes_own_usage_event(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = [{"type": P.USAGE, "usage": {"total_tokens": 5}}, *events(T("Hi."), FINISHED)]
+    assert run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY).data == []
+
+
+@pytest.mark.parametrize("report", [{"input_tokens": True}, {"input_tokens": -3}, {"input_tokens": "9"}, "x", None])
+def test_usage_that_is_not_a_count_is_ignored(report: Any) -> None:
+    assert P.usage_counts(report) == {}
+
+
+# --- sources -----------------------------------------------------------------------------------------
+
+
+def test_agui_sources_are_emitted_once_each_masked_and_escaped(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(
+        _custom("aihub.source", {"url": "https://docs.example.org/a?q=1", "title": "Guide <b>A</b> & more",
+                                 "snippet": f"token {KEY} in the text"}),
+        T("Answer."),
+        _custom("aihub.source", [{"url": "https://docs.example.org/a?q=1", "title": "again"},
+                                 {"url": "javascript:alert(1)", "title": "Bad link"},
+                                 {"url": f"https://x.example.org/?key={KEY}", "title": "Keyed"}]),
+        FINISHED,
+    )
+    run = run_pipe(make_pipe([_agui(sse_stub.url)], api_keys={"k": KEY}), "lab.helper", HISTORY)
+    sources = run.sources
+    assert [s["source"].get("url") for s in sources] == [
+        "https://docs.example.org/a?q=1", None, "https://x.example.org/?key=[redacted]"]
+    first = sources[0]
+    assert first["source"]["name"] == "Guide &lt;b&gt;A&lt;/b&gt; &amp; more"
+    assert first["document"] == ["token [redacted] in the text"]
+    assert first["metadata"] == [{"source": "https://docs.example.org/a?q=1", "name": first["source"]["name"]}]
+    assert sources[1]["source"] == {"name": "Bad link"}  # no javascript: link, the title stays
+    assert KEY not in repr(run.events)
+    # sent when the turn ends, after its last status
+    assert [e["type"] for e in run.events] == ["status", "source", "source", "source"]
+
+
+def test_agent_framework_citations_become_sources(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(
+        T("Cited."),
+        _custom("annotations", {"messageId": "t1", "annotations": [
+            {"type": "citation", "title": "Paper", "url": "https://example.org/paper", "snippet": "a quote"},
+            {"type": "citation", "title": "No link", "file_id": "f1"},
+        ]}),
+        FINISHED,
+    )
+    run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY)
+    assert [(s["source"]["name"], s["source"]["url"], s["document"]) for s in run.sources] == [
+        ("Paper", "https://example.org/paper", ["a quote"])]
+
+
+def test_openai_url_citations_become_sources(sse_stub: SSEStub) -> None:
+    citation = {"type": "url_citation", "url_citation": {"url": "https://example.org/n", "title": "News",
+                                                         "start_index": 0, "end_index": 4}}
+    sse_stub.behaviour.data = [
+        _delta(content="News", annotations=[citation, {"type": "file_citation", "file_id": "f"}]),
+        _delta(content=".", annotations=[citation]),
+        "[DONE]",
+    ]
+    run = run_pipe(make_pipe([_openai(sse_stub.url)], api_keys={"k": KEY}), "lab.helper", HISTORY)
+    assert run.content == "News."
+    assert [(s["source"]["name"], s["source"]["url"]) for s in run.sources] == [("News", "https://example.org/n")]
+
+
+# --- steps -------------------------------------------------------------------------------------------
+
+
+def _step(name: str) -> list[dict[str, Any]]:
+    return [{"type": "STEP_STARTED", "stepName": name}, {"type": "STEP_FINISHED", "stepName": name}]
+
+
+def test_steps_show_in_the_status_line_in_order_when_the_agent_dwells_in_them(sse_stub: SSEStub) -> None:
+    stream = events(_step("superstep:1"), _step("researcher"), T("a"), _step("writer"),
+                    _custom("status", {"state": "in_progress"}), T("b"), FINISHED)
+    sse_stub.behaviour.data = stream
+    # the agent dwells after "researcher" started, after the workflow status, and not after "writer"
+    sse_stub.behaviour.pauses = {3: 0.9, 8: 0.9}
+    run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY)
+    assert run.statuses == ["researcher…", "Workflow in progress…", "Done"]
+    assert all("step" not in e["data"] for e in run.events)
+    assert run.content == "ab"
+
+
+def test_a_fast_agent_sends_no_step_status(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(_step("researcher"), _step("writer"), T("Hi."), FINISHED)
+    run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY)
+    assert run.statuses == ["Done"]
+
+
+def test_a_step_is_followed_by_a_tool_status_in_order(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(_step("look_up"), C("c1"), R("c1"), T("ok"), FINISHED)
+    sse_stub.behaviour.pauses = {2: 0.9}
+    run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY)
+    assert run.statuses == ["look up…", "Running get_weather…", "Done"]
