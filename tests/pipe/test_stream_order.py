@@ -353,7 +353,7 @@ EXTRAS: list[dict[str, Any]] = [
 def test_usage_sources_and_steps_between_any_events_change_no_order(name: str) -> None:
     stream, expected = SCENARIOS[name]
     mixed = [item for event in stream for item in (*EXTRAS, event)]
-    plain, recording = record(stream), record(mixed)
+    plain, recording = record(stream, signer=turn_signer("t")), record(mixed, signer=turn_signer("t"))
     assert shape(recording.recorder.segments) == expected
     assert recording.streamed == plain.streamed == recording.recorder.render()
     assert recording.recorder.outbound.take_usage()["total_tokens"] == 5  # the last report: the run so far
