@@ -110,7 +110,7 @@ def _load_one(path: Path, problems: list[Problem]) -> FunctionFile | None:
     function_id = path.stem
     if not function_id.isidentifier() or function_id != function_id.lower() or not function_id.isascii():
         foreign = next((c for c in function_id if not c.isascii()), None)
-        why = f" ({describe(foreign)} is not ASCII; `filters:` and `actions:` take only ASCII ids)" if foreign else ""
+        why = f" (it holds {describe(foreign)}, which is not ASCII)" if foreign else ""
         problems.append(
             Problem(
                 display, None, "id",

