@@ -208,14 +208,15 @@ def _icon_loop(root: Path) -> None:
 
 
 def _non_ascii_function_id(root: Path) -> None:
-    """Kept out of git: the file name itself is the bad input."""
-    functions = root / "own_functions"
-    (functions / "pii_redaction.py").rename(functions / "\u0430ihub_feature_filter.py")
+    """A copy of the bundle's feature filter under a look-alike name; kept out of git, as the file
+    name itself is the bad input."""
+    (root / "own_functions").mkdir(exist_ok=True)
+    shutil.copy(FEATURE_FILTER, root / "own_functions" / "\u0430ihub_feature_filter.py")
 
 
 def _function_symlink_out(root: Path) -> None:
     (root / "own_functions").mkdir(exist_ok=True)
-    (root / "own_functions" / "leak.py").symlink_to(CASES_DIR / "function_symlink_out_of_the_folder" / "outside_filter.py")
+    (root / "own_functions" / "leak.py").symlink_to(FEATURE_FILTER)
 
 
 BUILDERS: dict[str, Callable[[Path], None]] = {
