@@ -23,7 +23,7 @@ except ImportError:
     from chat_support import get, provision
 
 PROVISION = Path(sys.executable).with_name("provision")
-AGENTS = 24
+AGENTS = 40  # enough writes that the signal lands long before the last one
 FIRST_ROW_WRITTEN = "POST /api/v1/models/create -> 200"
 
 
