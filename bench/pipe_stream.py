@@ -105,7 +105,8 @@ def bench_in_process(pipe: ModuleType, payload: bytes, count: int, *, keyed: boo
         start = time.perf_counter()
         if keyed:
             recorder = pipe.Recorder(
-                scrubber=pipe.Scrubber([*KEYS.values(), SIGNING_KEY]), signer=pipe.Signer(SIGNING_KEY)
+                scrubber=pipe.Scrubber([*KEYS.values(), SIGNING_KEY]),
+                signer=pipe.Signer(SIGNING_KEY, chat_id="bench-chat", agent_id="bench.agent", user_id="u", turn_id="m"),
             )
         else:
             recorder = pipe.Recorder()
