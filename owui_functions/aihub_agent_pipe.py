@@ -291,7 +291,9 @@ _MARKUP = ("<details", "</details")  # what Open WebUI's Markdown turns into a (
 
 
 def secret_forms(secret: str) -> set[str]:
-    """The ways a key shows up in a server's echo: whole, URL-encoded, JSON- and HTML-escaped."""
+    """The ways a key shows up in a server's echo: whole, URL-encoded, JSON- and HTML-escaped.
+    (Percent-escapes match in any hex case: see ``_form_pattern``.)"""
+    escaped = html.escape(secret)
     forms = {
         secret,
         quote(secret, safe=""),
@@ -299,10 +301,27 @@ def secret_forms(secret: str) -> set[str]:
         quote_plus(secret),
         json.dumps(secret)[1:-1],
         json.dumps(secret, ensure_ascii=False)[1:-1],
-        html.escape(secret),
+        escaped,
+        html.escape(secret, quote=False),
+        escaped.replace("&quot;", "&#34;").replace("&#x27;", "&#39;"),  # markupsafe's (Jinja's) quotes
     }
-    forms |= {re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), f) for f in forms}
     return {f for f in forms if f}
+
+
+_ESCAPE = re.compile(r"(%[0-9A-Fa-f]{1,2})")  # a percent-escape, or the start of one at a delta's end
+
+
+def _form_pattern(form: str) -> str:
+    """A form as a regex whose percent-escapes match in either hex case, mixed too (%2f%2F)."""
+    return "".join(
+        f"%(?i:{piece[1:]})" if _ESCAPE.fullmatch(piece) else re.escape(piece)
+        for piece in _ESCAPE.split(form)
+    )
+
+
+def _fold_hex(text: str) -> str:
+    """Percent-escapes upper-cased, so a streamed tail compares with a form in any hex case."""
+    return _ESCAPE.sub(lambda m: m.group(0).upper(), text)
 
 
 class Scrubber:
@@ -317,8 +336,8 @@ class Scrubber:
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
-        self._forms = sorted({f for s in self._secrets for f in secret_forms(s)}, key=len, reverse=True)
-        alternatives = [re.escape(f) for f in self._forms]
+        self._forms = sorted({_fold_hex(f) for s in self._secrets for f in secret_forms(s)}, key=len, reverse=True)
+        alternatives = [_form_pattern(f) for f in self._forms]
         self._redact = re.compile("|".join(alternatives)) if alternatives else None
         self._text = re.compile("|".join([*alternatives, r"(?i:</?details)"]))
         self._longest = max([len(f) for f in self._forms] + [len(m) for m in _MARKUP])
@@ -352,8 +371,8 @@ class Scrubber:
         for candidate in self._starts.finditer(tail):  # earliest start first: the longest partial
             rest = tail[candidate.start() :]
             forms = self._by_first.get(rest[0], ())
-            lowered = rest.lower()
-            if any(len(f) > len(rest) and f.startswith(rest) for f in forms) or any(
+            lowered, folded = rest.lower(), _fold_hex(rest)
+            if any(len(f) > len(rest) and f.startswith(folded) for f in forms) or any(
                 len(m) > len(rest) and m.startswith(lowered) for m in _MARKUP
             ):
                 cut = len(value) - len(rest)
