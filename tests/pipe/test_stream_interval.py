@@ -6,9 +6,11 @@ never held, text before a pause at most twice the interval.
 from __future__ import annotations
 
 import json
+import statistics
 from typing import Any
 
-from pipe_support import FINISHED, SSEStub, T, events, make_pipe, run_pipe
+import pytest
+from pipe_support import FINISHED, SSEStub, T, events, make_pipe, pipe_module, run_pipe
 
 HISTORY = [{"role": "user", "content": "hi"}]
 
@@ -31,6 +33,32 @@ def test_deltas_within_the_interval_go_out_together(sse_stub: SSEStub) -> None:
     assert run.content == text
     assert run.chunks[0] == "w0 "  # the first text is never held
     assert len(run.chunks) <= 12, run.chunks  # ~0.4 s of text in chunks at least 0.1 s apart
+
+
+def test_steady_text_is_not_held_longer_than_the_interval(sse_stub: SSEStub) -> None:
+    text = _paced(sse_stub, 100, 0.01)  # about a second of text, a delta every 10 ms
+    run = run_pipe(_pipe(sse_stub.url, 100), "bp.agent", HISTORY)
+    assert run.content == text
+    gaps = [later - earlier for earlier, later in zip(run.times, run.times[1:])]
+    # a chunk about every interval (the first read after it is due), not one every two or at the end
+    assert len(run.chunks) >= 6 and statistics.median(gaps) < 0.15, (run.chunks, run.times)
+
+
+def test_held_text_is_due_one_interval_after_the_last_chunk() -> None:
+    batch = pipe_module.Batch(0.1)
+    batch.add("first")
+    assert batch.ready(0.0)  # the first text is never held
+    assert batch.take(5.0) == "first"
+    batch.add("a")
+    batch.add("b")
+    assert batch.holding and not batch.ready(5.09)
+    assert batch.ready(5.1) and batch.due == pytest.approx(5.1)
+    assert batch.wake_at == pytest.approx(5.2)  # a pause: out after two intervals at most
+    assert batch.take(5.1) == "ab" and not batch.holding and not batch.ready(99.0)
+    no_wait = pipe_module.Batch(0)
+    no_wait.take(7.0)
+    no_wait.add("x")
+    assert no_wait.ready(7.0)
 
 
 def test_no_interval_streams_every_delta(sse_stub: SSEStub) -> None:
@@ -78,9 +106,6 @@ def test_text_held_when_the_run_deadline_passes_stays_above_the_timeout_alert(ss
 
 
 def test_interval_valve_bounds() -> None:
-    import pytest
-    from pipe_support import pipe_module
-
     for bad in (-1, 1001, float("inf"), float("nan")):
         with pytest.raises(ValueError):
             pipe_module.Pipe.Valves(STREAM_INTERVAL_MS=bad)
