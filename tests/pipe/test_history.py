@@ -151,6 +151,13 @@ def test_ids_a_server_reused_in_two_runs_are_made_unique() -> None:
     assert [m["id"] for m in messages if m.get("toolCalls") or m["role"] == "tool"][:2] == ["msg-1", "res-1"]
 
 
+def test_message_ids_that_repeat_or_are_empty_are_made_unique_and_non_empty() -> None:
+    stored = ["a", "a", "", "", "a-1", "aihub-2", "b"]  # "a-1" and "aihub-2" collide with made-up ones
+    ids = [m["id"] for m in P._unique_ids([{"id": i, "role": "user"} for i in stored])]
+    assert len(ids) == len(stored) == len(set(ids)) and all(ids), ids
+    assert (ids[0], ids[-1]) == ("a", "b")  # an id seen first is kept
+
+
 # --- unforgeable history: only blocks the pipe signed become calls ---------------------------------
 
 

@@ -84,6 +84,28 @@ def test_reasoning_text_and_tool_call_deltas_render_in_order(sse_stub: SSEStub) 
     assert "Agent error" not in run.content
 
 
+def test_reasoning_in_delta_reasoning_renders_like_reasoning_content(sse_stub: SSEStub) -> None:
+    # vLLM and OpenRouter stream reasoning as delta.reasoning; it also says the calls before it ran
+    call = {"index": 0, "id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+    sse_stub.behaviour.data = [
+        _delta(role="assistant", reasoning="Plan: "),
+        _delta(reasoning="look it up."),
+        _delta(tool_calls=[call]),
+        _delta(reasoning="It came back."),
+        _delta(content="Sunny."),
+        "[DONE]",
+    ]
+    run = run_pipe(make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}), "ops.oncall", [])
+    first, step, second, text = P.parse_content(run.content)
+    assert isinstance(first, P.Reasoning) and first.text == "Plan: look it up."
+    assert isinstance(step, P.ToolStep) and step.calls[0].unreported
+    assert isinstance(second, P.Reasoning) and second.text == "It came back."
+    assert isinstance(text, P.Text) and text.text == "Sunny."
+    assert P.OpenAIChunkAdapter().events(_delta(reasoning="hmm")) == [
+        {"type": "REASONING_MESSAGE_CONTENT", "messageId": "reasoning", "delta": "hmm"}
+    ]
+
+
 def test_streamed_tool_results_fill_their_calls(sse_stub: SSEStub) -> None:
     sse_stub.behaviour.data = [
         _delta(tool_calls=[{"index": 0, "id": "call_a", "function": {"name": "get_weather", "arguments": "{}"}}]),
