@@ -27,11 +27,13 @@ global: false
 # How it streams is the Recorder's docstring.
 
 import asyncio
+import base64
 import functools
 import hashlib
 import hmac
 import html
 import http
+import inspect
 import json
 import logging
 import os
@@ -868,17 +870,23 @@ def _is_json(text: str) -> bool:
 #     pipe yields one ``{"usage": ...}`` per turn, after the answer (also after an error).
 #   - sources: each ``source`` event is appended to the message's ``sources`` (the chips under the
 #     answer); the pipe sends each source once, when the turn ends.
+#   - images the agent made: stored in Open WebUI's file store, owned by the chat's user and
+#     linked to the chat (its own upload_image), and attached by a ``files`` event: the message
+#     holds the file's URL, never its bytes. One over the MAX_IMAGE_MB valve gets a line instead.
 #   - steps: a status line update per step, sent only when nothing else showed up within
 #     STEP_DELAY_SECONDS (StatusLine.send): a fast agent's steps cost no socket message.
 # What the agent sends for them (README, "What the agent shows besides its answer"):
 #   AG-UI: RUN_FINISHED/RUN_ERROR ``usage``; CUSTOM "usage" (Agent Framework 1.7.0: the run's
 #   usage so far, each report replacing the one before);
-#   CUSTOM "aihub.source" {url, title, snippet} (or a list of them); CUSTOM "annotations"
+#   CUSTOM "aihub.source" {url, title, snippet} (or a list of them); CUSTOM "aihub.image"
+#   {mimeType, data (base64)} or {url: a data: URI} (or a list); CUSTOM "annotations"
 #   (Agent Framework's citations); STEP_STARTED; CUSTOM "status" (Agent Framework's workflow state).
 #   OpenAI: the final usage chunk (asked for with stream_options.include_usage) and
-#   ``delta.annotations`` of type ``url_citation``.
+#   ``delta.annotations`` of type ``url_citation``; ``delta.images`` (``image_url`` parts).
 
 SOURCE_EVENT = "aihub.source"
+IMAGE_EVENT = "aihub.image"
+_DATA_URI = re.compile(r"data:(image/[\w.+-]+);base64,(.*)", re.S)
 MAX_SOURCES = 50  # per turn: every source is a write of the chat's row
 _USAGE_NAMES = {
     "input": ("input_tokens", "prompt_tokens", "input_token_count"),
@@ -975,6 +983,9 @@ class Outbound:
         self._usage_taken = False
         self._source_keys: set[tuple[str, str]] = set()
         self.events: list[dict[str, Any]] = []  # Open WebUI events for the emitter, in order
+        self.max_image_bytes = 10 * 1024 * 1024  # the MAX_IMAGE_MB valve (set by the pipe)
+        self.images: list[tuple[str, bytes]] = []  # (content type, bytes) to store when the turn ends
+        self.image_links: list[str] = []  # http(s) images, attached as links (as Open WebUI does)
 
     # -- usage ------------------------------------------------------------------------------------
 
@@ -1024,6 +1035,33 @@ class Outbound:
                 citation = item.get("url_citation") if isinstance(item.get("url_citation"), Mapping) else item
                 self.source(citation.get("url"), citation.get("title"), citation.get("snippet"))
 
+    # -- images -----------------------------------------------------------------------------------
+
+    def image(self, recorder: Recorder, value: Any) -> None:
+        """An image the agent made: decoded now (the size limit is a line where it arrived)."""
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, Mapping):
+                continue
+            nested = item.get("image_url")
+            url = _str(nested.get("url") if isinstance(nested, Mapping) else item.get("url"))
+            mime, data = _str(item.get("mimeType")), _str(item.get("data"))
+            if match := _DATA_URI.match(url):
+                mime, data = match.group(1), match.group(2)
+            elif link := safe_url(self._scrubber.redact(url)):
+                self.image_links.append(link)
+                continue
+            if not mime.startswith("image/") or not data:
+                continue
+            if len(data) * 3 // 4 > self.max_image_bytes + 3:  # the base64's size, before decoding it
+                recorder.text(image_over_limit(len(data) * 3 // 4, self.max_image_bytes))
+                continue
+            try:
+                raw = base64.b64decode(data, validate=False)
+            except ValueError:
+                continue
+            if raw:
+                self.images.append((mime, raw))
+
     def take_events(self) -> list[dict[str, Any]]:
         events, self.events = self.events, []
         return events
@@ -1035,6 +1073,8 @@ class Outbound:
             self.usage_report(value)
         elif name == SOURCE_EVENT:
             self.sources(value)
+        elif name == IMAGE_EVENT:
+            self.image(recorder, value)
         elif name == "annotations" and isinstance(value, Mapping):  # Agent Framework's citations
             self.sources([a for a in value.get("annotations") or [] if isinstance(a, Mapping) and a.get("url")])
         elif name == "status" and isinstance(value, Mapping) and value.get("state"):
@@ -1044,6 +1084,36 @@ class Outbound:
     def step(self, recorder: Recorder, name: str) -> None:
         if name and not _SUPERSTEP.fullmatch(name):
             recorder.statuses.append({"description": f"{name.replace('_', ' ')}…", "done": False, "step": True})
+
+
+def image_over_limit(size: int, limit: int) -> str:
+    return (
+        f"\n\n*The agent made an image of {size / 1048576:.1f} MB, over this chat's limit of "
+        f"{limit / 1048576:g} MB, so it is not shown.*\n\n"
+    )
+
+
+async def store_images(
+    images: list[tuple[str, bytes]], request: Any, user: Mapping[str, Any] | None, metadata: Mapping[str, Any]
+) -> list[str]:
+    """Store the images in Open WebUI's file store as the chat's user, linked to the chat's
+    message, with Open WebUI's own ``upload_image`` (imported here: only inside Open WebUI).
+    Returns their URLs; raises when this Open WebUI cannot store them."""
+    from open_webui.models.users import Users  # noqa: PLC0415 (only inside Open WebUI)
+    from open_webui.routers.images import upload_image  # noqa: PLC0415
+
+    found = Users.get_user_by_id(_str((user or {}).get("id")))
+    owner = await found if inspect.isawaitable(found) else found
+    if owner is None or request is None:
+        raise LookupError("no user or request to store the image for")
+    urls = []
+    for mime, raw in images:
+        stored = upload_image(request, raw, mime, dict(metadata), owner)
+        stored = await stored if inspect.isawaitable(stored) else stored
+        # 0.12: (file, {"url": …}); older releases return the URL itself
+        url = stored[1]["url"] if isinstance(stored, tuple) else stored
+        urls.append(_str(url))
+    return urls
 
 
 # --- history: Open WebUI messages -> the agent's messages ------------------------------------
@@ -1303,7 +1373,11 @@ def openai_extras(delta: Mapping[str, Any]) -> list[dict[str, Any]]:
     citations = [
         a for a in annotations if isinstance(a, Mapping) and a.get("type") == "url_citation"
     ] if isinstance(annotations, list) else []
-    return [{"type": "CUSTOM", "name": SOURCE_EVENT, "value": citations}] if citations else []
+    out = [{"type": "CUSTOM", "name": SOURCE_EVENT, "value": citations}] if citations else []
+    images = delta.get("images")
+    if isinstance(images, list) and images:
+        out.append({"type": "CUSTOM", "name": IMAGE_EVENT, "value": images})
+    return out
 
 
 class PipeConfigError(Exception):
@@ -1363,6 +1437,10 @@ class Pipe:
             default="",
             description="Secret that signs the tool blocks the pipe renders, so edited ones are not trusted "
             "next turn (written once by provision sync; never shown).",
+        )
+        MAX_IMAGE_MB: float = Field(
+            default=10, gt=0, allow_inf_nan=False,
+            description="Largest image an agent may show in a chat, in MB; a larger one gets a line instead.",
         )
 
     def __init__(self) -> None:
@@ -1427,6 +1505,7 @@ class Pipe:
         __metadata__: dict[str, Any] | None = None,
         __event_emitter__: EventEmitter = None,
         __task__: str | None = None,
+        __request__: Any = None,
     ) -> AsyncIterator[str | dict[str, Any]]:
         """Stream the agent's answer as Open WebUI content (see the comment at the top).
 
@@ -1467,6 +1546,7 @@ class Pipe:
             }
             input_ids = [m["id"] for m in payload["messages"]]
         recorder = Recorder(input_ids=input_ids, scrubber=scrubber, signer=signer)
+        recorder.outbound.max_image_bytes = int(self.valves.MAX_IMAGE_MB * 1024 * 1024)
         status = StatusLine(__event_emitter__)
         status.later({"description": f"Asking {agent.name}…", "done": False}, ASKING_DELAY_SECONDS)
         batch = Batch(self.valves.STREAM_INTERVAL_MS / 1000)
@@ -1499,15 +1579,28 @@ class Pipe:
             await status.send(update)
         for chunk in _safe_chunks(recorder.drain()):
             yield chunk
-        async for extra in outbound_end(recorder.outbound, __event_emitter__, bool(body.get("stream"))):
+        turn = {"request": __request__, "user": __user__, "metadata": metadata}
+        async for extra in outbound_end(recorder.outbound, __event_emitter__, bool(body.get("stream")), turn):
             yield extra
 
 
-async def outbound_end(outbound: Outbound, emitter: EventEmitter, streaming: bool) -> AsyncIterator[dict[str, Any]]:
-    """The turn's sources (emitted, stored on the message) and its usage (yielded, once). A
-    response that does not stream gets no usage: Open WebUI would join the chunk into its text."""
+async def outbound_end(
+    outbound: Outbound, emitter: EventEmitter, streaming: bool, turn: Mapping[str, Any]
+) -> AsyncIterator[dict[str, Any]]:
+    """The turn's sources and images (emitted, stored on the message) and its usage (yielded,
+    once). A response that does not stream gets no usage: Open WebUI would join it into its text."""
     for event in outbound.take_events():
         await _emit_event(emitter, event)
+    urls = list(outbound.image_links)
+    if outbound.images:
+        try:
+            urls += await store_images(outbound.images, turn.get("request"), turn.get("user"), turn["metadata"])
+        except Exception as exc:  # e.g. an Open WebUI release without upload_image
+            log.warning("aihub_agent_pipe: the agent's image could not be stored (%s)", type(exc).__name__)
+            await _emit(emitter, {"description": "The agent made an image that could not be stored", "done": True})
+        outbound.images = []
+    if urls:
+        await _emit_event(emitter, {"type": "files", "data": {"files": [{"type": "image", "url": u} for u in urls]}})
     usage = outbound.take_usage()
     if usage and streaming:
         yield {"usage": usage}

@@ -5,13 +5,19 @@ what a reload shows) and the usage reaches Open WebUI's analytics, for both tran
 AG-UI: the session's scripted Agent Framework 1.7.0 server (tests/agui_server), scenario `cited`
 (a tool round and a cited answer, usage reported per model call). OpenAI: a loopback
 chat-completions server in this file that streams a `url_citation` annotation and a final usage
-chunk, and records the request, so the test sees the pipe asked for the usage.
+chunk, and records the request, so the test sees the pipe asked for the usage. The same server
+also plays an agent that made an image, in both transports (OpenAI `delta.images`, AG-UI
+`CUSTOM` "aihub.image"): Open WebUI stores it in its file store for the chat's user only, and the
+chat row stays small.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import threading
+import uuid
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from typing import Any
@@ -23,16 +29,19 @@ from tests.sse_handler import SSEHandler
 
 try:  # tests/e2e may become a package; work either way
     from .chat_support import AGENT_PIPE, provision
-    from .test_agent_pipe_e2e import stored_message, ui_turn
+    from .test_agent_pipe_e2e import my_user_id, stored_message, ui_turn
 except ImportError:
     from chat_support import AGENT_PIPE, provision
-    from test_agent_pipe_e2e import stored_message, ui_turn
+    from test_agent_pipe_e2e import my_user_id, stored_message, ui_turn
 
 CALLS = ["web_research", "read_user_files", "summarise"]  # as test_agent_pipe_e2e (its toggle exists)
 AGUI_MODEL = "aihub_agent_pipe.cited-agui.default"
 OPENAI_MODEL = "aihub_agent_pipe.cited-openai.default"
 OPENAI_USAGE = {"prompt_tokens": 41, "completion_tokens": 7, "total_tokens": 48}
 NEWS = {"url": "https://news.example.org/paris?day=1", "title": "Paris <today> & tomorrow"}
+IMAGE = b"\x89PNG\r\n\x1a\n" + os.urandom(300_000)  # big enough that a chat row holding it would show
+IMAGE_URI = "data:image/png;base64," + base64.b64encode(IMAGE).decode()
+DRAWN = "Here is the chart."
 
 
 class ScriptedOpenAI:
@@ -46,6 +55,23 @@ class ScriptedOpenAI:
             def do_POST(self) -> None:  # noqa: N802 (http.server naming)
                 server.requests.append({"path": self.path, "json": json.loads(self.read_body())})
                 self.start_stream()
+                if self.path == "/agui/draw":
+                    for event in ({"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                                  {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": DRAWN},
+                                  {"type": "CUSTOM", "name": "aihub.image",
+                                   "value": {"mimeType": "image/png", "data": IMAGE_URI.split(",", 1)[1]}},
+                                  {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}):
+                        self.send_event(event)
+                    self.end_stream()
+                    return
+                if self.path == "/draw/chat/completions":
+                    chunk = {"id": "c2", "object": "chat.completion.chunk", "model": "draw"}
+                    self.send_event({**chunk, "choices": [{"index": 0, "delta": {"content": DRAWN}}]})
+                    self.send_event({**chunk, "choices": [{"index": 0, "delta": {
+                        "images": [{"type": "image_url", "image_url": {"url": IMAGE_URI}}]}}]})
+                    self.send_event("[DONE]")
+                    self.end_stream()
+                    return
                 chunk = {"id": "c1", "object": "chat.completion.chunk", "model": "news"}
                 citation = {"type": "url_citation", "url_citation": {**NEWS, "start_index": 0, "end_index": 5}}
                 self.send_event({**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Sunny"}}]})
@@ -58,7 +84,8 @@ class ScriptedOpenAI:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.root = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.url = f"{self.root}/v1"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
@@ -81,6 +108,9 @@ def outbound_bundle(tmp_path_factory: pytest.TempPathFactory, agui_server: Any,
         blueprint("cited-agui", calls=CALLS, backend={"transport": "agui", "url": agui_server.agent_url}),
         blueprint("cited-openai", calls=CALLS,
                   backend={"transport": "openai", "url": openai_backend.url, "model": "news"}),
+        blueprint("draw-openai", calls=CALLS,
+                  backend={"transport": "openai", "url": f"{openai_backend.root}/draw", "model": "draw"}),
+        blueprint("draw-agui", calls=CALLS, backend={"transport": "agui", "url": f"{openai_backend.root}/agui/draw"}),
     ]
     root = write_blueprint_dir(tmp / "blueprints", prints)
     return ["-p", str(root), "--bundle", str(write_function_dir(tmp / "functions", root, AGENT_PIPE))]
@@ -137,3 +167,36 @@ def test_openai_usage_and_url_citation_are_stored_on_the_message_and_counted(
     assert source["source"] == {"name": "Paris &lt;today&gt; &amp; tomorrow", "url": NEWS["url"]}
     after = token_analytics(synced, OPENAI_MODEL)
     assert (after[0] - before[0], after[1] - before[1]) == (41, 7)
+
+
+@pytest.fixture
+def other_user(synced: Any) -> Iterator[str]:
+    """A second user's token (a plain user, not in the chat)."""
+    with synced.client() as http:
+        user = http.post("/api/v1/auths/add", json={"name": "Other", "email": f"other-{uuid.uuid4().hex[:8]}@example.com",
+                                                     "password": "Pw-0ther-user!", "role": "user"}).raise_for_status().json()
+    yield user["token"]
+    with synced.client() as http:
+        http.delete(f"/api/v1/users/{user['id']}")
+
+
+@pytest.mark.parametrize("transport", ["openai", "agui"])
+def test_an_image_the_agent_made_is_stored_for_the_chats_user_only(synced: Any, other_user: str,
+                                                                   transport: str) -> None:
+    model = f"aihub_agent_pipe.draw-{transport}.default"
+    chat_id, _, answer = ui_turn(synced, model, "Draw the chart.", chat_id=None, parent_id=None, first=True)
+    stored = stored_message(synced, chat_id, answer)
+    assert stored["content"] == DRAWN  # no base64 in the text
+    (image,) = [f for f in stored.get("files") or [] if f.get("type") == "image"]
+    url = image["url"]
+    assert url.startswith("/api/v1/files/") and url.endswith("/content")
+    with synced.client() as http:  # the chat's user (the admin's API key made the chat)
+        response = http.get(url)
+        assert response.status_code == 200 and response.content == IMAGE
+        record = http.get(url.removesuffix("/content")).raise_for_status().json()
+        assert record["user_id"] == my_user_id(synced)  # owned by the chat's user
+        chat = http.get(f"/api/v1/chats/{chat_id}").raise_for_status().json()
+    assert len(json.dumps(chat)) < 50_000 < len(IMAGE)  # the chat row holds the file's URL, not its bytes
+    with synced.client(token=other_user) as http:
+        assert http.get(url).status_code in (403, 404)
+        assert http.get(url.removesuffix("/content")).status_code in (403, 404)

@@ -199,3 +199,75 @@ def test_a_step_is_followed_by_a_tool_status_in_order(sse_stub: SSEStub) -> None
     sse_stub.behaviour.pauses = {2: 0.9}
     run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY)
     assert run.statuses == ["look up…", "Running get_weather…", "Done"]
+
+
+# --- images ------------------------------------------------------------------------------------------
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
+PNG_B64 = __import__("base64").b64encode(PNG).decode()
+
+
+@pytest.fixture
+def stored(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    """Open WebUI's file store, faked: what the pipe asked it to store, and as whom."""
+    calls: list[tuple[Any, ...]] = []
+
+    async def store(images: Any, request: Any, user: Any, metadata: Any) -> list[str]:
+        calls.append((images, user["id"], metadata["chat_id"], metadata["message_id"]))
+        return [f"/api/v1/files/f{n}/content" for n in range(len(images))]
+
+    monkeypatch.setattr(P, "store_images", store)
+    return calls
+
+
+def _files(run: Any) -> list[list[dict[str, Any]]]:
+    return [e["data"]["files"] for e in run.events if e.get("type") == "files"]
+
+
+def test_an_agui_image_is_stored_as_the_chats_user_and_attached_by_url(sse_stub: SSEStub, stored: list) -> None:
+    sse_stub.behaviour.data = events(T("Here is your chart."), _custom("aihub.image", {"mimeType": "image/png",
+                                                                                       "data": PNG_B64}), FINISHED)
+    run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY, user_id="u-42", chat_id="chat-9")
+    assert stored == [([("image/png", PNG)], "u-42", "chat-9", "m-1")]
+    assert _files(run) == [[{"type": "image", "url": "/api/v1/files/f0/content"}]]
+    assert run.content == "Here is your chart."  # never the bytes in the text
+
+
+def test_an_openai_delta_image_is_stored(sse_stub: SSEStub, stored: list) -> None:
+    image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG_B64}"}}
+    sse_stub.behaviour.data = [_delta(content="Drawn."), _delta(images=[image]), "[DONE]"]
+    run = run_pipe(make_pipe([_openai(sse_stub.url)], api_keys={"k": KEY}), "lab.helper", HISTORY)
+    assert stored[0][0] == [("image/png", PNG)]
+    assert _files(run) == [[{"type": "image", "url": "/api/v1/files/f0/content"}]]
+    assert run.content == "Drawn."
+
+
+def test_an_image_over_the_limit_gets_a_line_where_it_arrived_and_is_not_stored(sse_stub: SSEStub,
+                                                                                stored: list) -> None:
+    big = __import__("base64").b64encode(b"\0" * 300_000).decode()
+    sse_stub.behaviour.data = events(T("Before."), _custom("aihub.image", {"mimeType": "image/png", "data": big}),
+                                     T("After."), FINISHED)
+    pipe = make_pipe([_agui(sse_stub.url)])
+    pipe.valves.MAX_IMAGE_MB = 0.25
+    run = run_pipe(pipe, "lab.helper", HISTORY)
+    assert stored == [] and _files(run) == []
+    assert run.content == ("Before.\n\n*The agent made an image of 0.3 MB, over this chat's limit of 0.25 MB, "
+                           "so it is not shown.*\n\nAfter.")
+
+
+def test_an_image_that_cannot_be_stored_says_so_and_keeps_the_answer(sse_stub: SSEStub) -> None:
+    # no Open WebUI around (as for a release whose file store the pipe cannot use)
+    sse_stub.behaviour.data = events(T("Chart."), _custom("aihub.image", {"mimeType": "image/png",
+                                                                          "data": PNG_B64}), FINISHED)
+    run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY)
+    assert run.content == "Chart."
+    assert run.statuses[-1] == "The agent made an image that could not be stored"
+    assert _files(run) == []
+
+
+def test_what_is_not_an_image_is_ignored(sse_stub: SSEStub, stored: list) -> None:
+    sse_stub.behaviour.data = events(T("x"), _custom("aihub.image", [{"mimeType": "text/html", "data": PNG_B64},
+                                                                      {"url": "javascript:alert(1)"}, "junk"]),
+                                     FINISHED)
+    run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY)
+    assert stored == [] and _files(run) == []
