@@ -9,19 +9,16 @@ no image, no link, no mention outside code, no `</details>` closed early, no ext
 
 from __future__ import annotations
 
-from html.parser import HTMLParser
 from typing import Any
 
-import cmarkgfm
 import pytest
-from cmarkgfm.cmark import Options
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from provisioner.render_markdown import MAX_OPEN_FIELDS, _code, render_markdown, result_markdown
 from provisioner.text import visible
+from tests.markdown_support import PAYLOAD, Shape, github_html
 
-PAYLOAD = "x``<img src=https://e.example/p.png>@octocat [go](https://e.example)</details>``"
 HOSTILE = [
     PAYLOAD,
     PAYLOAD + "`",
@@ -38,40 +35,6 @@ HOSTILE = [
     "   ",
     "`",
 ]
-
-
-def github_html(markdown: str) -> str:
-    return cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE)
-
-
-class Shape(HTMLParser):
-    """The tags of a rendered document, the text inside <code>, and the text outside it."""
-
-    def __init__(self, html: str) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[str] = []
-        self.codes: list[str] = []
-        self.outside: list[str] = []
-        self._in_code = 0
-        self.feed(html)
-        self.close()
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append(tag)
-        if tag == "code":
-            self._in_code += 1
-            self.codes.append("")
-
-    def handle_endtag(self, tag: str) -> None:
-        self.tags.append("/" + tag)
-        if tag == "code":
-            self._in_code -= 1
-
-    def handle_data(self, data: str) -> None:
-        if self._in_code:
-            self.codes[-1] += data
-        else:
-            self.outside.append(data)
 
 
 def plan_with(text: str, fields: int = 2) -> dict[str, Any]:
@@ -112,6 +75,7 @@ def document(text: str, fields: int = 2) -> str:
 def assert_safe(text: str, fields: int = 2) -> None:
     hostile, harmless = Shape(github_html(document(text, fields))), Shape(github_html(document("x", fields)))
     assert hostile.tags == harmless.tags  # same tables, cells, headings, list items, <details>
+    assert all(len(set(rows)) == 1 for rows in hostile.tables)  # every row as wide as the header
     assert not {"img", "a"} & set(hostile.tags)
     assert hostile.tags.count("details") == hostile.tags.count("/details")
     assert "@" not in "".join(hostile.outside)  # a mention pings only outside code
