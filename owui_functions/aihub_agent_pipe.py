@@ -394,7 +394,8 @@ def unescape_markup(text: str) -> str:
 class Signer:
     """HMAC-SHA256 over a tool block's fields with the HISTORY_SIGNING_KEY valve, bound to where
     the block was made: the chat, the agent, the user and the turn (Open WebUI's id of the
-    assistant message it was rendered in, kept in the block as ``turn``).
+    assistant message it was rendered in, kept in the block as ``turn``: the messages Open WebUI
+    0.12.4 hands a pipe carry no ids, utils/middleware.py process_messages_with_output drops them).
 
     A chat's stored messages can be edited by the user (Open WebUI lets anyone edit an answer)
     and the agent's own text could imitate the markup, so the next turn trusts a tool block only
