@@ -1443,6 +1443,11 @@ class Pipe:
             default=10, gt=0, allow_inf_nan=False,
             description="Largest image an agent may show in a chat, in MB; a larger one gets a line instead.",
         )
+        IDENTITY_KEYS: str = Field(
+            default="",
+            description="JSON: the Ed25519 key that signs who is asking, and the public keys rotated out "
+            "(written once by provision sync, rotated by sync --rotate-identity-key; never shown).",
+        )
 
     def __init__(self) -> None:
         self.type = "manifold"

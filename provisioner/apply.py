@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .client import OpenWebUIClient
+from .desired import PIPE_IDENTITY_VALVE
 from .errors import ApplyError, ProvisionError
+from .identity_keys import private_key_lines
 from .plan import Action, Change, Plan, remerge_model_form
 
 Outcome = Literal["applied", "failed", "not attempted"]
@@ -188,6 +190,9 @@ def secret_values(change: Change) -> list[str]:
     found: list[str] = []
     for field_change in change.fields:
         if not field_change.sensitive or not isinstance(field_change.after, str):
+            continue
+        if field_change.path == PIPE_IDENTITY_VALVE:  # only its private key is secret
+            found.extend(private_key_lines(field_change.after))
             continue
         try:
             inner = json.loads(field_change.after)

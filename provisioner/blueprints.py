@@ -77,11 +77,29 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
 
+# What a capability may take from the chat: the files a user attaches (`documents`) or images.
+Input = Literal["documents", "images"]
+
+
 class Capability(_Strict):
-    """Something a blueprint step can call; it may serve one chat feature."""
+    """Something a blueprint step can call; it may serve one chat feature and read the chat's
+    files (`reads`), which gives every agent calling it the attach button or image input."""
 
     description: Text = ""
     serves: FeatureName | None = None
+    reads: list[Input] = Field(default_factory=list)
+
+    @field_validator("reads", mode="before")
+    @classmethod
+    def _a_list(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value  # `reads: documents` means one input
+
+    @field_validator("reads")
+    @classmethod
+    def _each_once(cls, value: list[str]) -> list[str]:
+        if len(set(value)) < len(value):
+            raise ValueError("list each input once")
+        return value
 
     @field_validator("serves", mode="before")
     @classmethod
@@ -145,6 +163,34 @@ BackendUrl = Annotated[
 
 
 ModelName = Annotated[str, StringConstraints(min_length=1, max_length=256), AfterValidator(_no_hidden_characters)]
+
+# Headers the pipe sets itself (the backend's key, the identity, the ids, the trace) or HTTP
+# owns: a delegated OAuth token in one of them would replace it or be replaced.
+RESERVED_HEADERS = frozenset(
+    {"authorization", "cookie", "host", "content-type", "content-length", "transfer-encoding", "connection",
+     "accept", "traceparent", "tracestate", "x-aihub-identity"}
+)
+
+
+def _own_header(name: str) -> str:
+    lowered = name.lower()
+    if lowered in RESERVED_HEADERS or lowered.startswith("x-openwebui-"):
+        raise ValueError(
+            f"{name} is a header the pipe or HTTP sets itself; give the OAuth token a header of its own, "
+            "e.g. X-User-Access-Token"
+        )
+    return name
+
+
+# An HTTP field name (RFC 9110 token): what `oauth_token_header` names.
+HeaderName = Annotated[
+    str,
+    StringConstraints(pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$", min_length=1, max_length=128),
+    AfterValidator(_own_header),
+]
+# What the pipe tells the backend about the user: `auto` what the server's settings allow,
+# `signed` a signed identity or no chat at all, `none` nothing.
+Identity = Literal["auto", "signed", "none"]
 # Who reads the backend's key: `sync` (from its environment, into the pipe's API_KEYS valve) or
 # the Open WebUI `server` (from its own environment at chat time; sync writes only the name).
 KeyFrom = Literal["sync", "server"]
@@ -160,6 +206,9 @@ class Backend(_Strict):
     api_key_from: KeyFrom = "sync"
     # Plain http to a host that is not loopback: the key and the chats cross the network in clear.
     insecure: StrictBool = False
+    identity: Identity = "auto"
+    # Opt-in delegated access: the user's OAuth access token goes to the backend in this header.
+    oauth_token_header: HeaderName | None = None
 
 
 class BackendOverride(_Strict):
@@ -171,6 +220,8 @@ class BackendOverride(_Strict):
     api_key_env: EnvVarName | None = None
     api_key_from: KeyFrom | None = None
     insecure: StrictBool | None = None
+    identity: Identity | None = None
+    oauth_token_header: HeaderName | None = None
 
 
 def agent_backend(base: Backend | None, override: BackendOverride | None) -> dict[str, Any]:

@@ -42,10 +42,21 @@ OVERRIDABLE_DEFAULTS: Mapping[str, bool] = {
 ALWAYS_OFF: tuple[str, ...] = ("memory", "builtin_tools", "terminal", *sorted(NATIVE_FEATURES))
 
 
+# What an agent reads (a capability's `reads`) -> the keys that let users attach it. file_context
+# stays off: the agent reads the file itself, Open WebUI runs no retrieval for it.
+READS_CAPABILITIES: Mapping[str, Mapping[str, bool]] = {
+    "documents": {"file_upload": True, "file_context": False},
+    "images": {"vision": True},
+}
+
+
 def model_capabilities(
-    supported_features: Iterable[str], overrides: Mapping[str, bool] | None = None
+    supported_features: Iterable[str], overrides: Mapping[str, bool] | None = None, reads: Iterable[str] = ()
 ) -> dict[str, bool]:
     """The full capability object for an agent row, in Open WebUI's key order.
+
+    What the agent `reads` switches on its inputs (READS_CAPABILITIES); `overrides` (the
+    blueprint's openwebui_capabilities) win over both that and the defaults.
 
     The three native feature keys are off whatever the agent supports: with them off Open WebUI
     neither shows its own toggle nor runs its own search, image generation or code interpreter
@@ -53,6 +64,7 @@ def model_capabilities(
     `supported_features` is accepted so callers need not know that.
     """
     del supported_features
-    values: dict[str, bool] = {**OVERRIDABLE_DEFAULTS, **(overrides or {})}
+    derived = {key: value for read in sorted(reads) for key, value in READS_CAPABILITIES[read].items()}
+    values: dict[str, bool] = {**OVERRIDABLE_DEFAULTS, **derived, **(overrides or {})}
     values.update({key: False for key in ALWAYS_OFF})
     return {key: values[key] for key in CAPABILITY_KEYS}

@@ -13,6 +13,7 @@ import logging
 import os
 import secrets
 import sys
+import time
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -30,6 +31,7 @@ from .commit_message import CommitInfo
 from .compat import TESTED
 from .desired import FEATURE_FILTER_ID, PIPE_FUNCTION_ID, build_desired, history_signing_key, insecure_backends
 from .errors import ApplyError, BlueprintError, ConfigError, Problem, ProvisionError
+from .identity_keys import live_identity_keys, next_identity_keys
 from .function_files import (
     FunctionFile,
     bundle_dir,
@@ -350,6 +352,9 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
         rows = client.list_models()
         observed = observe(rows, client.list_functions(), compat)
         signing_key = history_signing_key(observed, fresh=secrets.token_urlsafe(32))
+        identity_keys = next_identity_keys(
+            live_identity_keys(observed), now=time.time(), rotate=opts.rotate_identity_key
+        )
         # The token is passed so that no backend key variable may hold it.
         desired = build_desired(
             catalog,
@@ -361,6 +366,7 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
             signing_key=signing_key,
             compat=compat,
             skip_missing_groups=opts.missing_groups == "skip",
+            identity_keys=identity_keys,
         )
         desired, kept_notes = keep_orphan_agents(desired, observed, prune=prune)
         agent_ids = set(desired.models) | {i for i, m in observed.models.items() if m.managed}
@@ -592,6 +598,13 @@ def sync(
             help="Commit message for Open WebUI's version history (default: provision version, blueprint file, CI commit and run).",
         ),
     ] = None,
+    rotate_identity_key: Annotated[
+        bool,
+        typer.Option(
+            "--rotate-identity-key",
+            help="Give the pipe a new identity signing key; the old public key stays in `provision jwks` for 24 hours.",
+        ),
+    ] = False,
 ) -> int:
     """Make the instance match the blueprints: functions, then models, then deletes."""
     conn, selected = _select_target(ctx, target, targets_file, Connection(url, token_file, insecure, timeout))
@@ -599,7 +612,7 @@ def sync(
         RunOptions(
             path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run, yes, parallelism,
             bundle, _variables(selected, strict=True), target, message=message,
-            missing_groups=selected.missing_groups if selected else "fail",
+            missing_groups=selected.missing_groups if selected else "fail", rotate_identity_key=rotate_identity_key,
         ),
         conn,
     )
@@ -624,6 +637,7 @@ class RunOptions:
     target: Optional[str] = None  # its name, for the Markdown title
     message: Optional[str] = None  # sync --message: the history's commit message
     missing_groups: str = "fail"  # the target's missing_groups (groups.py)
+    rotate_identity_key: bool = False  # a new IDENTITY_KEYS signing key (sync --rotate-identity-key)
 
 
 def _run(opts: RunOptions, conn: Connection) -> int:
@@ -734,6 +748,54 @@ def list_managed(
         active, is_global = ("yes" if f["active"] else "no"), ("yes" if f["global"] else "no")
         table.add_row(shown(str(f["id"])), shown(str(f["type"] or "")), active, is_global)
     out.print(table)
+    return EXIT_OK
+
+
+@app.command(short_help="Print the public keys that verify the pipe's signed identity.")
+def jwks(
+    ctx: typer.Context,
+    output: OutputOpt = Output.text,
+    key_file: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--key-file",
+            metavar="PEM",
+            help="Print the JWKS of this Ed25519 private key instead (the server's AIHUB_IDENTITY_PRIVATE_KEY).",
+        ),
+    ] = None,
+    key_id: Annotated[
+        Optional[str],
+        typer.Option(
+            "--key-id",
+            envvar="AIHUB_IDENTITY_KEY_ID",
+            metavar="KID",
+            help="With --key-file: the key's id (default: its RFC 7638 thumbprint).",
+        ),
+    ] = None,
+    target: TargetOpt = None,
+    targets_file: TargetsFileOpt = Path(TARGETS_FILE),
+    url: UrlOpt = None,
+    token_file: TokenFileOpt = None,
+    insecure: InsecureOpt = False,
+    timeout: TimeoutOpt = 30.0,
+    no_color: NoColorOpt = False,
+) -> int:
+    """Print the JWKS of the pipe's identity keys, read from the instance: the signing key and
+    every key rotated out within the last 24 hours. stdout is the JWKS alone (serve it to your
+    agents); -o text also says on stderr which key is which. With --key-file no instance is read."""
+    from .identity_keys import describe_jwks, instance_jwks, key_file_jwks
+
+    _, err = _consoles(no_color)
+    if key_file is not None:  # no instance is read
+        keys = key_file_jwks(key_file, key_id)
+    else:
+        conn, _target = _select_target(ctx, target, targets_file, Connection(url, token_file, insecure, timeout))
+        with _connect(conn) as client:
+            keys = instance_jwks(client.list_functions(), now=time.time())
+    sys.stdout.write(json.dumps(keys, indent=2) + "\n")
+    if output is Output.text:
+        for line in describe_jwks(keys, key_file is not None):
+            err.print(line, soft_wrap=True, markup=False)
     return EXIT_OK
 
 

@@ -40,6 +40,7 @@ def build_desired(
     signing_key: str | None = None,
     compat: Compat | None = None,
     skip_missing_groups: bool = False,
+    identity_keys: str | None = None,
 ) -> InstanceState:
     """The desired instance.
 
@@ -47,7 +48,8 @@ def build_desired(
     offline (`validate`): groups and secrets are not resolved. `token` is the admin token in use
     and `token_variables` the variables a target reads it from: no backend key may be either.
     `signing_key` is the pipe's HISTORY_SIGNING_KEY (the live one, or a fresh one when the
-    instance has none: see `history_signing_key`); None leaves that valve out. `compat` is what
+    instance has none: see `history_signing_key`); None leaves that valve out, and so does it
+    `identity_keys` (the IDENTITY_KEYS valve: identity_keys.next_identity_keys). `compat` is what
     the instance's release needs (None: the pinned release). Raises BlueprintError naming the
     file, line and field of every group or API-key variable that does not exist, and of every
     key variable holding the token; with `skip_missing_groups`, a grant to a group that does not
@@ -62,6 +64,8 @@ def build_desired(
     pipe_valves = _pipe_valves(catalog, env, token, frozenset(token_variables), problems)
     if signing_key:
         pipe_valves[PIPE_SIGNING_VALVE] = signing_key
+    if identity_keys:
+        pipe_valves[PIPE_IDENTITY_VALVE] = identity_keys
     if problems:
         raise BlueprintError(problems)
     priority_in_valves = compat is not None and compat.filter_priority_in_valves
@@ -72,7 +76,7 @@ def build_desired(
             kind="function",
             id=pipe.id,
             fields={**pipe.fields, **pipe_valves},
-            sensitive=frozenset({PIPE_SECRET_VALVE, PIPE_SIGNING_VALVE}),
+            sensitive=frozenset({PIPE_SECRET_VALVE, PIPE_SIGNING_VALVE, PIPE_IDENTITY_VALVE}),
             written_by=pipe.written_by,
             source=pipe.source,
         )
@@ -108,6 +112,8 @@ PIPE_SECRET_VALVE = "valves.API_KEYS"
 # Signs the tool blocks the pipe renders, so an edited chat cannot forge a tool call next turn.
 PIPE_SIGNING_VALVE = "valves.HISTORY_SIGNING_KEY"
 SIGNING_KEY_MIN_LENGTH = 32
+# The private key the pipe signs who is asking with (identity_keys.py says how it is kept).
+PIPE_IDENTITY_VALVE = "valves.IDENTITY_KEYS"
 
 
 def history_signing_key(observed: InstanceState, fresh: str) -> str:
@@ -123,7 +129,9 @@ def agent_backends(lb: LoadedBlueprint) -> list[dict[str, Any]]:
 
     An entry with a key names it (`api_key`) and says who reads it (`key_from`: `sync` wrote it
     into API_KEYS, or the Open WebUI `server` reads it from its own environment at chat time);
-    `insecure: true` appears only on a backend that allowed plain http off loopback.
+    `insecure: true` appears only on a backend that allowed plain http off loopback. `reads` is
+    what the agent takes from the chat, `identity` what the pipe tells it about the user, and
+    `oauth_token_header` the header the user's OAuth token goes in (None: it never goes).
     """
     bp = lb.blueprint
     entries = []
@@ -142,6 +150,9 @@ def agent_backends(lb: LoadedBlueprint) -> list[dict[str, Any]]:
         if backend["insecure"]:
             entry["insecure"] = True
         entry["features"] = sorted(lb.supported_features)
+        entry["reads"] = sorted(lb.reads)
+        entry["identity"] = backend["identity"]
+        entry["oauth_token_header"] = backend["oauth_token_header"]
         entries.append(entry)
     return entries
 
@@ -229,7 +240,7 @@ def _model_row(
         "meta.description": agent.description or bp.description,
         **{
             f"meta.capabilities.{key}": value
-            for key, value in model_capabilities(supported, bp.openwebui_capabilities).items()
+            for key, value in model_capabilities(supported, bp.openwebui_capabilities, lb.reads).items()
         },
         # Every supported feature, native or custom, is one of the bundle's toggle filters, so it
         # shows whatever Open WebUI's instance-wide switches say (README "How features work").

@@ -51,6 +51,9 @@ class LoadedBlueprint:
     supported_features: frozenset[str]
     icon: str | None
     agent_icons: Mapping[str, str | None]
+    # What its agents take from the chat (`documents`, `images`): the `reads` of the capabilities
+    # its steps call.
+    reads: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -317,7 +320,7 @@ _ALL_FIELDS = {
     name
     for model in (Blueprint, Agent, CapabilityCatalog, Capability, FeatureCatalog, FeatureDef, Suggestion)
     for name in model.model_fields
-} | {"groups", "transport", "url", "model", "api_key_env", "api_key_from", "insecure", "calls"} | {"targets", "token_env", "token_file", "variables"}
+} | {"groups", "transport", "url", "model", "api_key_env", "api_key_from", "insecure", "calls"} | {"identity", "oauth_token_header"} | {"targets", "token_env", "token_file", "variables"}
 
 def pydantic_problems(exc: ValidationError, source: SourceFile) -> list[Problem]:
     """One Problem per pydantic error, with the loc mapped onto the YAML's own path and line."""
@@ -368,6 +371,7 @@ def _message(error: dict[str, Any], loc: PathKey) -> str:
             r"^https?://\S+$": "expected an http:// or https:// URL",
             r"^[A-Z_][A-Z0-9_]*$": "expected an environment variable name like MY_AGENT_KEY",
             r"^[a-z_][a-z0-9_]*$": "expected a function id: the file name of one of your functions without .py",
+            r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$": "expected an HTTP header name like X-User-Access-Token (no spaces or ':')",
         }
         return f"invalid value {error.get('input')!r}: " + hints.get(pattern, f"must match {pattern}")
     if kind in ("too_short", "string_too_short") and not str(error.get("input") or "").strip():
@@ -468,6 +472,7 @@ def _check_blueprint(
 ) -> LoadedBlueprint | None:
     before = len(problems)
     supported: set[str] = set()
+    reads: set[str] = set()
     calls_bad_serves = False  # then a default's "not supported" only repeats that error
     _check_unique(blueprint.steps, "steps", "step", source, problems)
     _check_backends(blueprint, source, problems)
@@ -485,11 +490,15 @@ def _check_blueprint(
                             f"capabilities are defined in {where}",
                         )
                     )
-            elif name in bad_serves:
-                calls_bad_serves = True
-            elif cap.serves:
-                supported.add(cap.serves)
+            else:
+                reads.update(cap.reads)
+                if name in bad_serves:
+                    calls_bad_serves = True
+                elif cap.serves:
+                    supported.add(cap.serves)
     _check_openwebui_capabilities(blueprint, source, problems)
+    if capabilities:  # without a catalog nothing reads anything
+        _check_uploads_are_read(blueprint, reads, source, problems)
     _check_unique(blueprint.agents, "agents", "agent", source, problems)
     for a, agent in enumerate(blueprint.agents):
         check_no_repeats(agent.defaults, ("agents", a, "defaults"), source, problems)
@@ -514,7 +523,7 @@ def _check_blueprint(
     }
     if len(problems) > before:
         return None
-    return LoadedBlueprint(blueprint, source, frozenset(supported), icon, agent_icons)
+    return LoadedBlueprint(blueprint, source, frozenset(supported), icon, agent_icons, frozenset(reads))
 
 
 def _icon(
@@ -550,8 +559,11 @@ def _check_backends(blueprint: Blueprint, source: SourceFile, problems: list[Pro
     base = blueprint.backend
     if base is not None:
         _check_backend(base.url, base.insecure, base.api_key_from, base.api_key_env, ("backend",), source, problems)
+        _check_oauth_header(agent_backend(base, None), ("backend",), source, problems)
     for a, agent in enumerate(blueprint.agents):
         over = agent.backend
+        if over is not None and (over.url is not None or over.oauth_token_header is not None):
+            _check_oauth_header(agent_backend(base, over), ("agents", a, "backend"), source, problems)
         # an override that changes none of these leaves the blueprint's backend, checked above
         if over is None or (over.url is None and over.api_key_from is None and over.insecure is None):
             continue
@@ -560,6 +572,44 @@ def _check_backends(blueprint: Blueprint, source: SourceFile, problems: list[Pro
             merged["url"], merged["insecure"], merged["api_key_from"], merged["api_key_env"],
             ("agents", a, "backend"), source, problems,
         )
+
+
+def _check_oauth_header(backend: Mapping[str, Any], path: PathKey, source: SourceFile, problems: list[Problem]) -> None:
+    """The user's OAuth token goes only over https, or to loopback; `insecure` does not allow it."""
+    url = backend["url"] or ""
+    if not backend["oauth_token_header"] or url.lower().startswith("https://"):
+        return
+    host = plain_http_host(url)
+    if host:
+        problems.append(
+            source.problem(
+                (*path, "oauth_token_header"),
+                f"the user's OAuth token would cross the network to {host} in clear text: "
+                "oauth_token_header needs an https:// backend URL (or a loopback one), whatever `insecure` says",
+            )
+        )
+
+
+# The Open WebUI capability that shows each input: the inputs that make it useful, and the
+# `reads` value to suggest.
+_UPLOAD_KEYS: Mapping[str, tuple[frozenset[str], str]] = {
+    "file_upload": (frozenset({"documents", "images"}), "documents"),
+    "vision": (frozenset({"images"}), "images"),
+}
+
+
+def _check_uploads_are_read(blueprint: Blueprint, reads: set[str], source: SourceFile, problems: list[Problem]) -> None:
+    """Uploads switched on by hand that no step reads would reach an agent that ignores them."""
+    for key, (needs, suggested) in _UPLOAD_KEYS.items():
+        if blueprint.openwebui_capabilities.get(key) is True and not reads & needs:
+            problems.append(
+                source.problem(
+                    ("openwebui_capabilities", key),
+                    f"{key}: true lets users attach {suggested}, but no capability this blueprint's steps call "
+                    f"reads them; add `reads: [{suggested}]` to the capability in {CAPABILITIES_FILE} that does "
+                    f"(its agents then get {key} without this line)",
+                )
+            )
 
 
 def _check_backend(

@@ -61,9 +61,13 @@ def test_agent_work_stays_out_of_open_webui(samples) -> None:
         assert "meta.toolIds" not in row.fields
 
 
-def test_blueprint_may_override_documented_defaults(samples) -> None:
-    assert caps(samples.models["aihub_agent_pipe.research-assistant.default"])["vision"] is True
-    assert caps(samples.models["aihub_agent_pipe.policy-faq.default"])["vision"] is False
+def test_what_a_blueprints_capabilities_read_switches_its_inputs_on(samples) -> None:
+    analyst = caps(samples.models["aihub_agent_pipe.document-analyst.default"])
+    assert (analyst["file_upload"], analyst["file_context"], analyst["vision"]) == (True, False, False)
+    research = caps(samples.models["aihub_agent_pipe.research-assistant.default"])
+    assert (research["file_upload"], research["vision"]) == (False, True)
+    faq = caps(samples.models["aihub_agent_pipe.policy-faq.default"])
+    assert (faq["file_upload"], faq["vision"]) == (False, False)
 
 
 def test_filter_ids_are_feature_filter_plus_one_toggle_per_supported_feature(samples) -> None:

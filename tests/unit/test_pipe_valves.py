@@ -46,13 +46,16 @@ def test_agents_valve_lists_every_agent_with_its_backend(keyed: Path) -> None:
     agents = json.loads(pipe.fields["valves.AGENTS"])
     assert agents == [
         {"id": "desk.a", "name": "A", "transport": "agui", "url": "http://127.0.0.1:8700/desk", "model": None,
-         "api_key": "DESK_KEY", "key_from": "sync", "features": ["web_search"]},
+         "api_key": "DESK_KEY", "key_from": "sync", "features": ["web_search"], "reads": [],
+         "identity": "auto", "oauth_token_header": None},
         {"id": "desk.b", "name": "B", "transport": "openai", "url": "http://127.0.0.1:8701/v1", "model": "desk.b",
-         "api_key": "DESK_KEY", "key_from": "sync", "features": ["web_search"]},
+         "api_key": "DESK_KEY", "key_from": "sync", "features": ["web_search"], "reads": [],
+         "identity": "auto", "oauth_token_header": None},
     ]
     assert json.loads(pipe.fields["valves.API_KEYS"]) == {"DESK_KEY": SECRET}
-    assert pipe.sensitive == {"valves.API_KEYS", "valves.HISTORY_SIGNING_KEY"}
+    assert pipe.sensitive == {"valves.API_KEYS", "valves.HISTORY_SIGNING_KEY", "valves.IDENTITY_KEYS"}
     assert "valves.HISTORY_SIGNING_KEY" not in pipe.fields  # offline: no key given, none planned
+    assert "valves.IDENTITY_KEYS" not in pipe.fields
 
 
 def test_missing_key_variable_is_an_error_naming_the_field(keyed: Path) -> None:
@@ -80,11 +83,13 @@ def test_an_agents_override_lays_only_what_it_sets_over_the_blueprints_backend()
     assert agent_backend(base, BackendOverride(transport="openai", insecure=False)) == {
         "transport": "openai", "url": "http://10.0.0.1/desk", "model": None,
         "api_key_env": "DESK_KEY", "api_key_from": "server", "insecure": False,  # False is set, not absent
+        "identity": "auto", "oauth_token_header": None,
     }
     assert agent_backend(base, None) == base.model_dump()
     assert agent_backend(None, BackendOverride(url="https://a.example/x")) == {
         "transport": "agui", "url": "https://a.example/x", "model": None,
         "api_key_env": None, "api_key_from": "sync", "insecure": False,  # the Backend model's defaults
+        "identity": "auto", "oauth_token_header": None,
     }
     assert agent_backend(None, None)["url"] is None  # no backend at all: the loader reports it
 
