@@ -1,0 +1,94 @@
+"""Against the session's real Open WebUI: the samples' rows take the files their capabilities
+read, and the pipe's identity key is made once, kept, rotated, and printed as a JWKS that
+verifies what the key signs."""
+
+from __future__ import annotations
+
+import json
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+
+from provisioner.identity_keys import private_key_lines
+
+try:  # tests/e2e may become a package; work either way (as conftest.py does)
+    from .chat_support import get, provision
+except ImportError:
+    from chat_support import get, provision
+
+PIPE = "aihub_agent_pipe"
+
+
+def _valves(owui) -> dict:
+    return get(owui, f"/api/v1/functions/id/{PIPE}/valves")
+
+
+def _signed(value: str, claims: dict) -> str:
+    signing = json.loads(value)["signing"]
+    key = serialization.load_pem_private_key(signing["private_key_pem"].encode(), password=None)
+    return jwt.encode(claims, key, algorithm="EdDSA", headers={"kid": signing["kid"]})
+
+
+def _verify(token: str, keys: dict, audience: str) -> dict:
+    kid = jwt.get_unverified_header(token)["kid"]
+    jwk = jwt.PyJWKSet.from_dict(keys)[kid]
+    return jwt.decode(token, jwk.key, algorithms=["EdDSA"], audience=audience)
+
+
+def test_samples_rows_take_what_their_capabilities_read(owui, bundle, recorder, capsys) -> None:
+    code, out, err = provision(capsys, "sync", *bundle)
+    assert code == 0, out + err
+    analyst = get(owui, "/api/v1/models/model", id=f"{PIPE}.document-analyst.default")["meta"]["capabilities"]
+    assert (analyst["file_upload"], analyst["file_context"], analyst["vision"]) == (True, False, False)
+    research = get(owui, "/api/v1/models/model", id=f"{PIPE}.research-assistant.default")["meta"]["capabilities"]
+    assert (research["file_upload"], research["vision"]) == (False, True)
+    faq = get(owui, "/api/v1/models/model", id=f"{PIPE}.policy-faq.default")["meta"]["capabilities"]
+    assert (faq["file_upload"], faq["vision"]) == (False, False)
+    entries = {e["id"]: e for e in json.loads(_valves(owui)["AGENTS"])}
+    assert entries["document-analyst.default"]["reads"] == ["documents"]
+    assert {e["identity"] for e in entries.values()} == {"auto"}
+
+
+def test_identity_key_is_kept_rotated_and_printed_as_a_jwks_that_verifies(owui, bundle, recorder, capsys) -> None:
+    printed: list[str] = []
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code, out, err = provision(capsys, *args)
+        printed.append(out + err)
+        return code, out, err
+
+    assert run("sync", *bundle)[0] == 0
+    first = _valves(owui)["IDENTITY_KEYS"]  # Open WebUI stored it: the pipe declares the valve
+    old_kid = json.loads(first)["signing"]["kid"]
+    secrets = private_key_lines(first)
+
+    recorder.clear()
+    code, out, err = run("sync", *bundle)
+    assert code == 0 and "No changes." in out and recorder.writes == []  # kept: the second plan is empty
+    assert _valves(owui)["IDENTITY_KEYS"] == first
+
+    code, out, err = run("jwks", "-o", "json")
+    assert code == 0, err
+    keys = json.loads(out)
+    assert [k["kid"] for k in keys["keys"]] == [old_kid]
+    old_token = _signed(first, {"sub": "u1", "aud": f"{PIPE}.document-analyst.default"})
+    assert _verify(old_token, keys, f"{PIPE}.document-analyst.default")["sub"] == "u1"
+
+    code, out, err = run("sync", *bundle, "--rotate-identity-key")
+    assert code == 0, out + err
+    assert "valves.IDENTITY_KEYS" in out and "(sensitive)" in out
+    rotated = _valves(owui)["IDENTITY_KEYS"]
+    new_kid = json.loads(rotated)["signing"]["kid"]
+    assert new_kid != old_kid and _valves(owui)["HISTORY_SIGNING_KEY"]  # the history key is not touched
+    secrets += private_key_lines(rotated)
+
+    code, out, err = run("jwks")
+    assert code == 0, err
+    keys = json.loads(out)
+    assert [k["kid"] for k in keys["keys"]] == [new_kid, old_kid]  # the old kid stays for 24 hours
+    new_token = _signed(rotated, {"sub": "u2", "aud": "agent-x"})
+    assert _verify(new_token, keys, "agent-x")["sub"] == "u2"
+    assert _verify(old_token, keys, f"{PIPE}.document-analyst.default")["sub"] == "u1"  # signed before: still valid
+
+    assert run("diff", *bundle, "--detailed-exitcode")[0] == 0  # the rotation is kept too
+    assert not any(line in output for output in printed for line in secrets)  # no private key, ever
