@@ -418,3 +418,33 @@ def test_a_backend_that_is_down_shows_a_clear_error(site: Site, member: ChatPage
     assert site.down_host in text, text
     assert re.search(r"can(not|'t) be reached", text, re.IGNORECASE), text
     assert "ConnectError" not in text, text
+
+
+def upload_item_works(page: ChatPage) -> bool:
+    """Whether "Upload Files" in the input's + menu opens a file chooser (Open WebUI dims it and
+    ignores the click for a model whose row says file_upload: false)."""
+    page.page.locator("#input-menu-button").click()
+    item = page.page.get_by_role("menuitem", name="Upload Files")
+    item.wait_for()
+    dimmed = "opacity-50" in (item.get_attribute("class") or "")
+    try:
+        with page.page.expect_file_chooser(timeout=3000):
+            item.click()
+        opened = True
+    except Exception:  # noqa: BLE001 - playwright's TimeoutError: no chooser opened
+        opened = False
+    page.close_menu()
+    assert dimmed != opened, f"Upload Files is {'dimmed' if dimmed else 'bright'} but a chooser {'opened' if opened else 'did not open'}"
+    return opened
+
+
+def test_an_agent_that_reads_documents_shows_the_attach_button_and_no_other_does(site: Site, member: ChatPage) -> None:
+    reads = {f"aihub_agent_pipe.{lb.blueprint.id}.{agent.id}": "documents" in lb.reads
+             for lb in site.catalog.blueprints for agent in lb.blueprint.agents}
+    analyst = "aihub_agent_pipe.document-analyst.default"
+    assert reads[analyst], "the sample Document Analyst should read documents"
+    other = next(view.model_id for view in site.member_agents() if not reads[view.model_id])
+    member.new_chat(analyst)
+    assert upload_item_works(member), "the Document Analyst offers no attach button"
+    member.new_chat(other)
+    assert not upload_item_works(member), f"{other} offers the attach button but reads no documents"
