@@ -1445,8 +1445,8 @@ class Pipe:
         )
         IDENTITY_KEYS: str = Field(
             default="",
-            description="JSON: the Ed25519 key that signs who is asking, and the public keys rotated out "
-            "(written once by provision sync, rotated by sync --rotate-identity-key; never shown).",
+            description="JSON: the Ed25519 key that signs the X-AIHub-Identity token, and retired public keys "
+            "(written once by provision sync; never shown). The server's AIHUB_IDENTITY_PRIVATE_KEY wins.",
         )
 
     def __init__(self) -> None:

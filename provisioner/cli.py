@@ -31,7 +31,7 @@ from .commit_message import CommitInfo
 from .compat import TESTED
 from .desired import FEATURE_FILTER_ID, PIPE_FUNCTION_ID, build_desired, history_signing_key, insecure_backends
 from .errors import ApplyError, BlueprintError, ConfigError, Problem, ProvisionError
-from .identity_keys import live_identity_keys, next_identity_keys
+from .identity_keys import SERVER_KEY_ID, live_identity_keys, next_identity_keys
 from .function_files import (
     FunctionFile,
     bundle_dir,
@@ -764,14 +764,14 @@ def jwks(
         ),
     ] = None,
     key_id: Annotated[
-        Optional[str],
+        str,
         typer.Option(
             "--key-id",
             envvar="AIHUB_IDENTITY_KEY_ID",
             metavar="KID",
-            help="With --key-file: the key's id (default: its RFC 7638 thumbprint).",
+            help="With --key-file: the key's id, as the server's AIHUB_IDENTITY_KEY_ID says it (the pipe's default: server).",
         ),
-    ] = None,
+    ] = SERVER_KEY_ID,
     target: TargetOpt = None,
     targets_file: TargetsFileOpt = Path(TARGETS_FILE),
     url: UrlOpt = None,

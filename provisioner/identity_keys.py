@@ -26,6 +26,9 @@ from .errors import ConfigError
 from .state import InstanceState
 
 RETIRED_KEY_SECONDS = 86400
+# The kid the pipe signs with when the server's AIHUB_IDENTITY_PRIVATE_KEY comes without an
+# AIHUB_IDENTITY_KEY_ID.
+SERVER_KEY_ID = "server"
 
 
 def _b64url(data: bytes) -> str:
@@ -170,7 +173,7 @@ def instance_jwks(functions: list[dict[str, Any]], *, now: float) -> dict[str, l
     return keys
 
 
-def key_file_jwks(path: Path, kid: str | None) -> dict[str, list[dict[str, str]]]:
+def key_file_jwks(path: Path, kid: str) -> dict[str, list[dict[str, str]]]:
     """The JWKS of the private key in `path`; errors name the file, never its contents."""
     try:
         data = path.read_bytes()
@@ -186,7 +189,10 @@ def describe_jwks(keys: Mapping[str, list[dict[str, str]]], from_file: bool) -> 
     """Which key is which, for a reader (the JWKS itself does not say)."""
     entries = keys["keys"]
     if from_file:
-        return [f"kid {entries[0]['kid']}: the key in the file (set AIHUB_IDENTITY_KEY_ID to this kid on the server)"]
+        return [
+            f"kid {entries[0]['kid']}: the key in the file; the server's AIHUB_IDENTITY_KEY_ID must say the same "
+            f"(unset, the pipe uses {SERVER_KEY_ID!r})"
+        ]
     lines = [f"kid {entries[0]['kid']}: signs the identity tokens now"]
     lines += [f"kid {e['kid']}: retired, still verifies tokens it signed (kept {RETIRED_KEY_SECONDS // 3600} hours)" for e in entries[1:]]
     return lines

@@ -103,7 +103,7 @@ def test_the_jwks_verifies_a_token_signed_with_the_valves_key() -> None:
     assert claims["sub"] == "u1"
 
 
-def test_the_default_kid_is_the_rfc_7638_thumbprint() -> None:
+def test_a_valve_keys_kid_is_its_rfc_7638_thumbprint() -> None:
     # RFC 8037, appendix A.1 and A.3: this key's thumbprint.
     d = base64.urlsafe_b64decode("nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A=")
     key = Ed25519PrivateKey.from_private_bytes(d)
@@ -112,6 +112,18 @@ def test_the_default_kid_is_the_rfc_7638_thumbprint() -> None:
     assert jwk["x"] == "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"
     assert jwk["kid"] == "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k"
     assert jwks_of_private_key(pem, "ops-2026")["keys"][0]["kid"] == "ops-2026"
+
+
+def test_a_key_file_without_a_kid_gets_the_pipes_default_for_a_server_key(capsys, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("AIHUB_IDENTITY_KEY_ID", raising=False)
+    path = tmp_path / "identity.pem"
+    path.write_bytes(Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    code, out, _ = run_cli(capsys, "jwks", "--key-file", str(path))
+    assert code == 0 and json.loads(out)["keys"][0]["kid"] == "server"
+    monkeypatch.setenv("AIHUB_IDENTITY_KEY_ID", "ops-2026")
+    code, out, _ = run_cli(capsys, "jwks", "--key-file", str(path))
+    assert code == 0 and json.loads(out)["keys"][0]["kid"] == "ops-2026"
 
 
 def test_only_the_private_keys_base64_is_what_redaction_looks_for() -> None:
