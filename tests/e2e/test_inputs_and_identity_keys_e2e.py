@@ -5,6 +5,8 @@ verifies what the key signs."""
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import jwt
 from cryptography.hazmat.primitives import serialization
@@ -27,6 +29,31 @@ def _signed(value: str, claims: dict) -> str:
     signing = json.loads(value)["signing"]
     key = serialization.load_pem_private_key(signing["private_key_pem"].encode(), password=None)
     return jwt.encode(claims, key, algorithm="EdDSA", headers={"kid": signing["kid"]})
+
+
+# Signs with Open WebUI's own PyJWT and cryptography, as the pipe does there: the PEM on stdin.
+SIGN_IN_OPEN_WEBUI = """
+import json, sys, jwt
+signing = json.loads(sys.stdin.read())["signing"]
+print(jwt.encode({"sub": "u3", "aud": "agent-y"}, signing["private_key_pem"], algorithm="EdDSA",
+                 headers={"kid": signing["kid"]}))
+"""
+
+
+def _open_webui_python(owui) -> str:
+    """The interpreter the instance's server runs on (its venv's python)."""
+    pid = owui.status()["pid"]
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    python = argv[0].decode()
+    assert Path(python).name.startswith("python"), argv
+    return python
+
+
+def _signed_in_open_webui(owui, value: str) -> str:
+    result = subprocess.run([_open_webui_python(owui), "-c", SIGN_IN_OPEN_WEBUI], input=value,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.strip()
 
 
 def _verify(token: str, keys: dict, audience: str) -> dict:
@@ -89,6 +116,7 @@ def test_identity_key_is_kept_rotated_and_printed_as_a_jwks_that_verifies(owui, 
     new_token = _signed(rotated, {"sub": "u2", "aud": "agent-x"})
     assert _verify(new_token, keys, "agent-x")["sub"] == "u2"
     assert _verify(old_token, keys, f"{PIPE}.document-analyst.default")["sub"] == "u1"  # signed before: still valid
+    assert _verify(_signed_in_open_webui(owui, rotated), keys, "agent-y")["sub"] == "u3"  # Open WebUI's own libraries
 
     assert run("diff", *bundle, "--detailed-exitcode")[0] == 0  # the rotation is kept too
     assert not any(line in output for output in printed for line in secrets)  # no private key, ever
