@@ -515,6 +515,7 @@ class Recorder:
         self._emitted_chars = 0  # characters of segments[_emitted] emitted so far (text only)
         self._streamed_any = False
         self.outbound = Outbound(self.scrubber)  # usage, sources and steps: beside the answer
+        self.paused = False  # the run paused for the user (an interrupt): see Questions
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -571,6 +572,8 @@ class Recorder:
 
     def _on_run_finished(self, e: Mapping[str, Any]) -> None:
         self.outbound.usage_total(e.get("usage"))
+        if self.outbound.pause(self, e.get("outcome")):
+            return
         self.finish()
 
     def _on_calls_ran(self, e: Mapping[str, Any]) -> None:
@@ -770,7 +773,7 @@ class Recorder:
     # -- helpers ----------------------------------------------------------------------------------
 
     def _is_stable(self, segment: Segment) -> bool:
-        if self.finished:
+        if self.finished and not self.paused:
             return True
         if isinstance(segment, ToolStep):
             return all(call.result is not None or call.unreported for call in segment.calls)
@@ -987,6 +990,8 @@ class Outbound:
         self.max_image_bytes = 10 * 1024 * 1024  # the MAX_IMAGE_MB valve (set by the pipe)
         self.images: list[tuple[str, bytes]] = []  # (content type, bytes) to store when the turn ends
         self.image_links: list[str] = []  # http(s) images, attached as links (as Open WebUI does)
+        self.asks = False  # set by the pipe when it can ask the user and resume the run (AG-UI)
+        self.interrupts: list[dict[str, Any]] = []  # the questions of a paused run
 
     # -- usage ------------------------------------------------------------------------------------
 
@@ -1067,6 +1072,27 @@ class Outbound:
         events, self.events = self.events, []
         return events
 
+    # -- questions (AG-UI interrupts) -----------------------------------------------------------------
+
+    def pause(self, recorder: Recorder, outcome: Any) -> bool:
+        """A run that ended with an interrupt pauses (nothing pending streams) until it is resumed;
+        Agent Framework's synthetic ``confirm_changes`` call for the paused tool is dropped."""
+        if not (self.asks and isinstance(outcome, Mapping) and outcome.get("type") == "interrupt"):
+            return False
+        interrupts = [i for i in outcome.get("interrupts") or [] if isinstance(i, Mapping) and i.get("id")]
+        if not interrupts:
+            return False
+        self.interrupts = [dict(i) for i in interrupts]
+        paused_calls = {_str(i.get("toolCallId")) for i in interrupts}
+        for segment in [s for s in recorder.segments if isinstance(s, ToolStep) and not recorder._is_emitted(s)]:
+            segment.calls = [c for c in segment.calls if not _confirms(c, paused_calls)]
+            if not segment.calls:
+                recorder.segments.remove(segment)
+        recorder._close_text()
+        recorder._open_step = None
+        recorder.paused = recorder.finished = True  # the read loop ends; nothing pending is final
+        return True
+
     # -- AG-UI events -------------------------------------------------------------------------------
 
     def custom(self, recorder: Recorder, name: str, value: Any) -> None:
@@ -1085,6 +1111,17 @@ class Outbound:
     def step(self, recorder: Recorder, name: str) -> None:
         if name and not _SUPERSTEP.fullmatch(name):
             recorder.statuses.append({"description": f"{name.replace('_', ' ')}…", "done": False, "step": True})
+
+
+def _confirms(call: ToolCall, paused: set[str]) -> bool:
+    """Agent Framework's ``confirm_changes`` call that stands for a paused tool call."""
+    if call.name != "confirm_changes":
+        return False
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except ValueError:
+        return False
+    return isinstance(arguments, dict) and _str(arguments.get("function_call_id")) in paused
 
 
 def image_over_limit(size: int, limit: int) -> str:
@@ -1439,6 +1476,10 @@ class Pipe:
             description="Secret that signs the tool blocks the pipe renders, so edited ones are not trusted "
             "next turn (written once by provision sync; never shown).",
         )
+        QUESTION_TIMEOUT_SECONDS: float = Field(
+            default=120, gt=0, allow_inf_nan=False,
+            description="How long the pipe waits for the user to answer an agent's question (an approval).",
+        )
         MAX_IMAGE_MB: float = Field(
             default=10, gt=0, allow_inf_nan=False,
             description="Largest image an agent may show in a chat, in MB; a larger one gets a line instead.",
@@ -1512,6 +1553,7 @@ class Pipe:
         __event_emitter__: EventEmitter = None,
         __task__: str | None = None,
         __request__: Any = None,
+        __event_call__: Any = None,
     ) -> AsyncIterator[str | dict[str, Any]]:
         """Stream the agent's answer as Open WebUI content (see the comment at the top).
 
@@ -1559,7 +1601,10 @@ class Pipe:
         try:
             headers = self._headers(agent)
             client = await shared_client()
-            run = stream_run(client, agent, headers, payload, recorder, batch, status, self.valves.TIMEOUT_SECONDS)
+            run = run_with_questions(
+                client, agent, headers, payload, recorder, batch, status, self.valves.TIMEOUT_SECONDS,
+                __event_call__, self.valves.QUESTION_TIMEOUT_SECONDS,
+            )
             try:
                 async for chunk in run:
                     status.shown()
@@ -1610,6 +1655,116 @@ async def outbound_end(
     usage = outbound.take_usage()
     if usage and streaming:
         yield {"usage": usage}
+
+
+# --- questions to the user: an AG-UI run that pauses (interrupt) and is resumed -----------------
+# Agent Framework's tool approval (a tool with approval_mode="always_require") ends the run with
+# RUN_FINISHED outcome {"type": "interrupt", "interrupts": [{id, reason: "tool_call", toolCallId,
+# message, responseSchema: {approved…}}]}; it runs the tool when resumed with
+# resume [{"interruptId", "status": "resolved", "payload": {"approved": true}}] and the paused
+# run's messages. The pipe asks in the browser (__event_call__: a confirmation dialog for a tool,
+# an input dialog for any other responseSchema) and resumes the same run within the same answer.
+
+MAX_RESUMES = 5  # questions in one answer; a run that keeps pausing ends after that many
+ASKED = "Waiting for your answer…"
+
+
+def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, Any]:
+    """The dialog for an interrupt: a confirmation for a tool call, else an input (keys masked)."""
+    redact = recorder.scrubber.redact
+    call = recorder._calls.get(_str(interrupt.get("toolCallId")))
+    schema = interrupt.get("responseSchema") if isinstance(interrupt.get("responseSchema"), Mapping) else {}
+    properties = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    message = redact(_str(interrupt.get("message")))
+    if call is not None or interrupt.get("reason") == "tool_call" or "approved" in properties:
+        name = redact(call[1].name) if call else "a tool"
+        arguments = redact(call[1].arguments) if call else ""
+        text = message or f"The agent wants to run {name}."
+        if arguments:
+            text += f"\n\nArguments: `{arguments.replace('`', '')}`"
+        return {"type": "confirmation", "data": {"title": f"Allow {name}?", "message": html.escape(text, quote=False)}}
+    return {"type": "input", "data": {"title": "The agent asks", "message": html.escape(message, quote=False),
+                                       "placeholder": "Your answer"}}
+
+
+def resume_entry(interrupt: Mapping[str, Any], question: Mapping[str, Any], answer: Any) -> dict[str, Any]:
+    """The AG-UI ``resume`` entry for the user's answer (None: no answer). A tool nobody approved
+    is declined (``approved: false``), so the agent goes on knowing it did not run (Agent Framework
+    1.0.0rc8 ends a run whose approval is "cancelled" in an error); other unanswered questions are
+    "cancelled"."""
+    entry: dict[str, Any] = {"interruptId": _str(interrupt.get("id"))}
+    if question["type"] == "confirmation":
+        return {**entry, "status": "resolved", "payload": {"approved": answer is True}}
+    if not isinstance(answer, str) or not answer:
+        return {**entry, "status": "cancelled"}
+    schema = interrupt.get("responseSchema") if isinstance(interrupt.get("responseSchema"), Mapping) else {}
+    properties = list((schema.get("properties") or {}) if isinstance(schema.get("properties"), Mapping) else {})
+    payload: Any = {properties[0]: answer} if len(properties) == 1 else _json_or_none(answer)
+    return {**entry, "status": "resolved", "payload": payload if payload is not None else answer}
+
+
+async def ask_user(event_call: Any, question: dict[str, Any], timeout: float) -> tuple[Any, str]:
+    """The user's answer and how it went: "answered", "timed out" or "no browser"."""
+    if event_call is None:
+        return None, "no browser"
+    try:
+        async with asyncio.timeout(timeout):
+            answer = await event_call(question)
+    except TimeoutError:
+        return None, "timed out"
+    except Exception:  # the socket or the browser failed: the answer must not hang on it
+        log.debug("aihub_agent_pipe: event call failed", exc_info=True)
+        return None, "no browser"
+    if isinstance(answer, Mapping) and answer.get("error"):
+        return None, "no browser"
+    return answer, "answered"
+
+
+def unanswered_result(how: str, timeout: float) -> str:
+    if how == "timed out":
+        return f"Not run: nobody answered the question within {timeout:g} seconds."
+    if how == "no browser":
+        return "Not run: the agent asked for an answer, which only a chat in the browser can give."
+    return "Not run: the user declined."
+
+
+async def run_with_questions(
+    client: aiohttp.ClientSession,
+    agent: AgentSpec,
+    headers: dict[str, str],
+    payload: dict[str, Any],
+    recorder: Recorder,
+    batch: "Batch",
+    status: "StatusLine",
+    timeout: float,
+    event_call: Any,
+    question_timeout: float,
+) -> AsyncIterator[str]:
+    """``stream_run``, and while the run pauses for the user: ask, then resume the same run."""
+    recorder.outbound.asks = agent.transport == "agui"
+    for _ in range(MAX_RESUMES + 1):
+        async for chunk in stream_run(client, agent, headers, payload, recorder, batch, status, timeout):
+            yield chunk
+        if not recorder.paused:
+            return
+        interrupts, recorder.outbound.interrupts = recorder.outbound.interrupts, []
+        history = [m for m in payload["messages"]]
+        resume, unanswered = [], {}
+        for interrupt in interrupts:
+            question = question_of(interrupt, recorder)
+            await status.send({"description": ASKED, "done": False})
+            answer, how = await ask_user(event_call, question, question_timeout)
+            entry = resume_entry(interrupt, question, answer)
+            resume.append(entry)
+            if question["type"] == "confirmation" and not (entry.get("payload") or {}).get("approved"):
+                unanswered[_str(interrupt.get("toolCallId"))] = unanswered_result(how, question_timeout)
+        turn = _segments_to_agui([s for s in recorder.segments if not isinstance(s, Error)], "aihub-resume")
+        payload = {**payload, "runId": f"aihub-run-{random_hex()}", "messages": history + turn, "resume": resume}
+        recorder.paused = recorder.finished = False
+        for call_id, result in unanswered.items():  # the tool did not run: its block says why
+            recorder.tool_result(call_id, result)
+    recorder.paused = recorder.finished = False  # it kept pausing: end the answer here
+    recorder.finish(error="The agent kept asking questions; the answer stops here.")
 
 
 ASKING_DELAY_SECONDS = 0.5  # an agent that answers sooner never shows "Asking <agent>…"

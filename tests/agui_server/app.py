@@ -52,6 +52,7 @@ from agent_framework_ag_ui import add_agent_framework_fastapi_endpoint
 from fastapi import Depends, FastAPI, HTTPException, Request
 
 RECORDED: list[dict[str, Any]] = []  # every RunAgentInput received
+BOOKED: list[str] = []  # the hotels book_hotel really booked (it runs only once the user approved)
 MODEL_CALLS: list[list[dict[str, Any]]] = []  # the messages the scripted model got, per call
 
 
@@ -68,6 +69,13 @@ def get_weather(city: str) -> str:
 def get_time(city: str) -> str:
     """Local time for a city (canned)."""
     return f"12:00 in {city}"
+
+
+@tool(approval_mode="always_require")
+def book_hotel(hotel: str) -> str:
+    """Book a hotel (needs the user's approval)."""
+    BOOKED.append(hotel)
+    return f"Booked {hotel}."
 
 
 # Declaration only (no function): the framework hands the call back to the client and the
@@ -125,6 +133,11 @@ SCRIPTS: dict[str, list[Step]] = {
     # the model fails right after starting a call: the call never gets a result
     "call_then_error": [
         [("text", "Let me look up the weather."), ("call", ("get_weather", {"city": "Paris"})), ("raise", "boom")],
+    ],
+    # a tool that needs the user's approval: the run pauses (an interrupt) until it is resumed
+    "approval": [
+        [("text", "I will book the Ritz."), ("call", ("book_hotel", {"hotel": "Ritz"}))],
+        [("text", "All done.")],
     ],
     # a tool round and a cited answer, each model call reporting its token usage
     "cited": [
@@ -248,7 +261,7 @@ def build_app() -> FastAPI:
         name="scripted",
         instructions="You are a scripted test agent.",
         client=ScriptedChatClient(),
-        tools=[get_weather, get_time, confirm_booking],
+        tools=[get_weather, get_time, confirm_booking, book_hotel],
     )
     app = FastAPI()
     options: dict[str, Any] = {
@@ -269,7 +282,12 @@ def build_app() -> FastAPI:
         count = len(RECORDED)
         RECORDED.clear()
         MODEL_CALLS.clear()
+        BOOKED.clear()
         return {"cleared": count}
+
+    @app.get("/_booked")
+    async def booked() -> list[str]:
+        return BOOKED
 
     @app.get("/_model_calls")
     async def model_calls() -> list[list[dict[str, Any]]]:

@@ -188,6 +188,10 @@ class AguiServer:
         """The messages the scripted model was given, per model call (role, text, calls, results)."""
         return self._request("GET", "/_model_calls")
 
+    def booked(self) -> list[str]:
+        """The hotels the approval-requiring tool really booked (tests/agui_server/app.py book_hotel)."""
+        return self._request("GET", "/_booked")
+
     def clear(self) -> None:
         self._request("DELETE", "/_recorded")
 

@@ -108,6 +108,7 @@ async def drive(
     user_id: str = USER,
     message_id: str = "m-1",
     stream: bool = True,
+    event_call: Any = None,
 ) -> PipeRun:
     """Call ``pipe()`` with Open-WebUI-shaped arguments and collect chunks and emitted events."""
     events: list[dict[str, Any]] = []
@@ -121,7 +122,8 @@ async def drive(
     body = {"model": f"aihub_agent_pipe.{model}", "messages": messages, "stream": stream}
     chunks, times, data, start = [], [], [], time.perf_counter()
     async for chunk in pipe.pipe(
-        body=body, __user__={"id": user_id, "role": "user"}, __metadata__=metadata, __event_emitter__=emitter
+        body=body, __user__={"id": user_id, "role": "user"}, __metadata__=metadata, __event_emitter__=emitter,
+        **({"__event_call__": event_call} if event_call is not None else {}),
     ):
         if isinstance(chunk, dict):  # Open WebUI sends a yielded dict as a chunk of its own (usage)
             data.append(chunk)

@@ -323,3 +323,70 @@ def test_the_runs_usage_is_reported_once_and_citations_become_sources(server: An
     else:
         assert counts == (20, 6, 26)  # 1.0.0rc8 reports each call's own: the last one counts
         assert run.sources == []  # and it drops a text's citations
+
+
+# --- questions: Agent Framework's tool approval, answered in a dialog, resumed in the same answer ----
+
+
+class Dialog:
+    """Open WebUI's __event_call__ as a browser would answer it; records each question."""
+
+    def __init__(self, answer: Any = True, delay: float = 0) -> None:
+        self.answer, self.delay, self.questions = answer, delay, []
+
+    async def __call__(self, question: dict[str, Any]) -> Any:
+        self.questions.append(question)
+        await asyncio.sleep(self.delay)
+        return self.answer
+
+
+def _approval_block(run: PipeRun) -> Any:
+    (step,) = [s for s in P.parse_content(run.content) if isinstance(s, P.ToolStep)]
+    (call,) = step.calls  # Agent Framework's synthetic confirm_changes call is not shown
+    return call
+
+
+def test_an_approved_tool_runs_and_the_same_answer_goes_on(server: Any) -> None:
+    dialog = Dialog(True)
+    run = ask(server, "approval", event_call=dialog)
+    (question,) = dialog.questions
+    assert question["type"] == "confirmation" and question["data"]["title"] == "Allow book_hotel?"
+    assert '{"hotel": "Ritz"}' in question["data"]["message"]
+    assert server.booked() == ["Ritz"]
+    call = _approval_block(run)
+    assert (call.name, call.result) == ("book_hotel", "Booked Ritz.")
+    assert outline(P.parse_content(run.content)) == ['A"I will book the Ritz."', "TC[book_hotel]",
+                                                      "tool(book_hotel)", 'A"All done."']
+    first, resumed = server.recorded()
+    assert resumed["threadId"] == first["threadId"] and resumed["runId"] != first["runId"]
+    assert resumed["resume"][0]["status"] == "resolved" and resumed["resume"][0]["payload"] == {"approved": True}
+    assert ASKED_STATUS in run.statuses
+    # next turn: the approved call and its result replay as a signed round, in order
+    replay = P.to_agui_messages([{"role": "assistant", "content": run.content}], signer_for("demo.scripted"))
+    assert agui_shape(replay) == ['A"I will book the Ritz."', f"TC[{call.id}]", f"tool({call.id})", 'A"All done."']
+
+
+ASKED_STATUS = "Waiting for your answer…"
+
+
+@pytest.mark.parametrize(("dialog", "expected"), [
+    (Dialog(False), "Not run: the user declined."),
+    (Dialog(True, delay=3), "Not run: nobody answered the question within 1 seconds."),
+    (None, "Not run: the agent asked for an answer, which only a chat in the browser can give."),
+    (Dialog({"error": "Client session disconnected."}),
+     "Not run: the agent asked for an answer, which only a chat in the browser can give."),
+])
+def test_a_declined_unanswered_or_unaskable_tool_does_not_run_and_its_block_says_why(
+    server: Any, dialog: Any, expected: str
+) -> None:
+    pipe = make_pipe([{"id": "demo.scripted", "name": "Scripted", "transport": "agui", "url": server.agent_url}])
+    pipe.valves.QUESTION_TIMEOUT_SECONDS = 1
+    run = asyncio.run(drive(pipe, "demo.scripted", [{"role": "user", "content": "scenario:approval"}],
+                            event_call=dialog))
+    assert server.booked() == []
+    call = _approval_block(run)
+    assert (call.name, call.result) == ("book_hotel", expected)
+    assert "Executing..." not in run.content
+    (_, resumed) = server.recorded()  # the same run resumed, the tool declined: the model goes on
+    assert resumed["resume"][0]["status"] == "resolved" and resumed["resume"][0]["payload"] == {"approved": False}
+    assert run.content.endswith("</details>\nAll done.")

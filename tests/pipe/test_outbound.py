@@ -271,3 +271,79 @@ def test_what_is_not_an_image_is_ignored(sse_stub: SSEStub, stored: list) -> Non
                                      FINISHED)
     run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY)
     assert stored == [] and _files(run) == []
+
+
+# --- questions (AG-UI interrupts) ----------------------------------------------------------------------
+
+
+def _paused(*interrupts: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{**FINISHED[0], "outcome": {"type": "interrupt", "interrupts": list(interrupts)}}]
+
+
+CITY = {"id": "i1", "reason": "input", "message": "Which <city>?",
+        "responseSchema": {"type": "object", "properties": {"city": {"type": "string"}}}}
+
+
+def _dialog(stub: SSEStub, answer: Any, then: list[dict[str, Any]]) -> Any:
+    questions: list[dict[str, Any]] = []
+
+    async def event_call(question: dict[str, Any]) -> Any:
+        questions.append(question)
+        stub.behaviour.data = then  # what the resumed run streams
+        return answer
+
+    event_call.questions = questions  # type: ignore[attr-defined]
+    return event_call
+
+
+def test_a_question_with_a_response_schema_opens_the_input_dialog_and_resumes_the_run(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(T("Let me ask."), _paused(CITY))
+    dialog = _dialog(sse_stub, "Paris", events(T(" Paris it is."), FINISHED))
+    run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
+    assert dialog.questions == [{"type": "input", "data": {"title": "The agent asks", "message": "Which &lt;city&gt;?",
+                                                            "placeholder": "Your answer"}}]
+    first, resumed = (r["json"] for r in sse_stub.requests)
+    assert resumed["threadId"] == first["threadId"] and resumed["runId"] != first["runId"]
+    assert resumed["resume"] == [{"interruptId": "i1", "status": "resolved", "payload": {"city": "Paris"}}]
+    assert [m["role"] for m in resumed["messages"]] == ["user", "assistant"]  # the paused run's text came along
+    assert run.content == "Let me ask. Paris it is."
+    assert "Waiting for your answer…" in run.statuses
+
+
+@pytest.mark.parametrize("answer", [None, "", {"error": "Client session disconnected."}])
+def test_an_unanswered_question_is_cancelled_and_the_run_ends_without_a_hang(sse_stub: SSEStub, answer: Any) -> None:
+    sse_stub.behaviour.data = events(T("Let me ask."), _paused(CITY))
+    dialog = _dialog(sse_stub, answer, events(T(" I will guess."), FINISHED))
+    run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
+    assert sse_stub.requests[1]["json"]["resume"] == [{"interruptId": "i1", "status": "cancelled"}]
+    assert run.content == "Let me ask. I will guess."
+
+
+def test_the_approval_dialog_shows_the_tool_and_its_arguments_with_keys_masked(sse_stub: SSEStub) -> None:
+    approval = {"id": "a1", "reason": "tool_call", "toolCallId": "c1", "message": f"Approve running deploy? {KEY}",
+                "responseSchema": {"type": "object", "properties": {"approved": {"type": "boolean"}}}}
+    sse_stub.behaviour.data = events(C("c1", "deploy", f'{{"token": "{KEY}", "env": "<prod>"}}'), _paused(approval))
+    dialog = _dialog(sse_stub, True, events(R("c1", "deployed"), T("Done."), FINISHED))
+    run = run_pipe(make_pipe([_agui(sse_stub.url)], api_keys={"k": KEY}), "lab.helper", HISTORY, event_call=dialog)
+    (question,) = dialog.questions
+    assert question["type"] == "confirmation" and question["data"]["title"] == "Allow deploy?"
+    assert question["data"]["message"] == (
+        'Approve running deploy? [redacted]\n\nArguments: `{"token": "[redacted]", "env": "&lt;prod&gt;"}`')
+    assert sse_stub.requests[1]["json"]["resume"][0]["payload"] == {"approved": True}
+    assert 'result="deployed"' in run.content and run.content.endswith("Done.")
+
+
+def test_an_agent_that_keeps_asking_ends_after_a_bounded_number_of_questions(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = _paused(CITY)
+    dialog = _dialog(sse_stub, "Paris", _paused(CITY))
+    run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
+    assert len(sse_stub.requests) == P.MAX_RESUMES + 1
+    assert run.content.endswith("Agent error: The agent kept asking questions; the answer stops here.\n")
+
+
+def test_without_the_pipe_a_paused_run_is_an_ordinary_end(sse_stub: SSEStub) -> None:
+    # the Recorder alone (no one to ask): the interrupt outcome ends the run as before
+    recorder = P.Recorder(scrubber=P.Scrubber())
+    for event in events(T("Hi"), _paused(CITY)):
+        recorder.feed(event)
+    assert recorder.finished and not recorder.paused
