@@ -111,6 +111,7 @@ def outbound_bundle(tmp_path_factory: pytest.TempPathFactory, agui_server: Any,
         blueprint("draw-openai", calls=CALLS,
                   backend={"transport": "openai", "url": f"{openai_backend.root}/draw", "model": "draw"}),
         blueprint("draw-agui", calls=CALLS, backend={"transport": "agui", "url": f"{openai_backend.root}/agui/draw"}),
+        blueprint("approve", calls=CALLS, backend={"transport": "agui", "url": agui_server.agent_url}),
     ]
     root = write_blueprint_dir(tmp / "blueprints", prints)
     return ["-p", str(root), "--bundle", str(write_function_dir(tmp / "functions", root, AGENT_PIPE))]
@@ -200,3 +201,18 @@ def test_an_image_the_agent_made_is_stored_for_the_chats_user_only(synced: Any, 
     with synced.client(token=other_user) as http:
         assert http.get(url).status_code in (403, 404)
         assert http.get(url.removesuffix("/content")).status_code in (403, 404)
+
+
+def test_a_tool_that_needs_approval_never_runs_for_a_client_without_a_browser(synced: Any, agui_server: Any) -> None:
+    """A chat request with no live browser tab behind it (Open WebUI's event call answers
+    "Client session disconnected."): the answer goes on and says why the tool did not run."""
+    agui_server.clear()
+    chat_id, _, answer = ui_turn(synced, "aihub_agent_pipe.approve.default", "scenario:approval", chat_id=None,
+                                 parent_id=None, first=True)
+    stored = stored_message(synced, chat_id, answer)
+    assert agui_server.booked() == []
+    assert "Not run: the agent asked for an answer, which only a chat in the browser can give." in stored["content"]
+    assert stored["content"].endswith("All done.") and "confirm_changes" not in stored["content"]
+    first, resumed = agui_server.recorded()
+    assert resumed["threadId"] == first["threadId"] == chat_id
+    assert resumed["resume"][0]["payload"] == {"approved": False}

@@ -1,0 +1,97 @@
+"""An agent's question to the user in Open WebUI's own chat page, in a real Chromium (issue 20).
+
+The agent is the session's real Agent Framework 1.7.0 AG-UI server (tests/agui_server), scenario
+`approval`: its model calls `book_hotel`, a tool with `approval_mode="always_require"`, so the run
+pauses with an interrupt. The pipe opens Open WebUI's confirmation dialog in the browser; Confirm
+resumes the run and the tool runs (the server records it), Cancel resumes it declined and the tool
+never runs. Each answer goes on in the same message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.builders import blueprint, write_blueprint_dir, write_function_dir
+
+try:  # tests/e2e may become a package; work either way
+    from .browser_support import BrowserUnavailable, ChatPage, launch
+    from .chat_support import AGENT_PIPE, provision
+    from .owui_instance import unavailable
+except ImportError:
+    from browser_support import BrowserUnavailable, ChatPage, launch
+    from chat_support import AGENT_PIPE, provision
+    from owui_instance import unavailable
+
+MODEL = "aihub_agent_pipe.approve.default"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:
+        unavailable(f"the playwright package is missing ({exc}); scripts/test installs the test extras")
+    with sync_playwright() as playwright:
+        try:
+            chromium = launch(playwright)
+        except (BrowserUnavailable, Exception) as exc:  # noqa: BLE001 - any launch failure means no browser
+            unavailable(f"Chromium could not be started: {exc}")
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(owui: Any, agui_server: Any, browser: Any, tmp_path: Any, capsys: pytest.CaptureFixture[str],
+         request: pytest.FixtureRequest) -> Iterator[ChatPage]:
+    root = write_blueprint_dir(tmp_path / "blueprints", [
+        blueprint("approve", calls=["summarise"], backend={"transport": "agui", "url": agui_server.agent_url}),
+    ])
+    code, out, err = provision(capsys, "sync", "-p", str(root), "--bundle",
+                               str(write_function_dir(tmp_path / "functions", root, AGENT_PIPE)))
+    assert code == 0, out + err
+    admin = json.loads((owui.instance_dir / "admin.json").read_text(encoding="utf-8"))
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    chat = ChatPage(context.new_page(), owui.url)
+    chat.login(admin["email"], admin["password"])
+    yield chat
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        chat.save_artifacts(request.node.name)
+    context.close()
+
+
+def _ask_and_answer(page: ChatPage, button: str) -> None:
+    page.new_chat(MODEL)
+    page.send("scenario:approval")
+    dialog = page.page.get_by_text("Allow book_hotel?")
+    dialog.wait_for()
+    assert page.page.get_by_text('{"hotel": "Ritz"}').count() >= 1  # the tool's arguments are shown
+    page.page.get_by_role("button", name=button, exact=True).click()
+    page.response("All done.")
+    page.wait_done()
+
+
+def _stored_answer(owui: Any, page: ChatPage) -> str:
+    chat_id = page.page.url.rstrip("/").rsplit("/", 1)[-1]
+    with owui.client() as http:
+        history = http.get(f"/api/v1/chats/{chat_id}").raise_for_status().json()["chat"]["history"]
+    return history["messages"][history["currentId"]]["content"]
+
+
+def test_confirm_runs_the_tool_and_cancel_does_not(owui: Any, agui_server: Any, page: ChatPage) -> None:
+    agui_server.clear()
+    _ask_and_answer(page, "Confirm")
+    assert agui_server.booked() == ["Ritz"]
+    content = _stored_answer(owui, page)
+    assert 'name="book_hotel"' in content and 'result="Booked Ritz."' in content
+    assert content.startswith("I will book the Ritz.") and content.endswith("All done.")
+
+    agui_server.clear()
+    _ask_and_answer(page, "Cancel")
+    assert agui_server.booked() == []
+    content = _stored_answer(owui, page)
+    assert 'result="Not run: the user declined."' in content and content.endswith("All done.")
