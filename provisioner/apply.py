@@ -8,6 +8,7 @@ says what was applied and what was not, so the next `sync` can finish the job.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from itertools import islice
@@ -184,25 +185,42 @@ def _run_phase(
     yield from (ChangeResult(c, "not attempted") for c in pending)
 
 
+# A valve whose name says it holds a secret (API_KEYS, HISTORY_SIGNING_KEY, a token, a password).
+_SECRET_VALVE_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSW|CREDENTIAL|SIGN|PRIVATE|AUTH|COOKIE|JWK", re.IGNORECASE)
+
+
 def secret_values(change: Change) -> list[str]:
-    """The secret strings a change sends: each sensitive value, and each value inside it when it
-    is a JSON object (API_KEYS maps variable names, which are not secret, to keys, which are)."""
+    """Every secret string the change's request carries, changed or not: a valves update sends
+    every valve, so an unchanged key is in the request as much as a changed one.
+
+    Secrets are the fields the plan marks sensitive (both sides: a rotated key was secret too)
+    and every valve whose name says it holds one; a value that is a JSON object contributes
+    each value inside it (API_KEYS maps variable names, which are not secret, to keys)."""
     found: list[str] = []
     for field_change in change.fields:
-        if not field_change.sensitive or not isinstance(field_change.after, str):
-            continue
-        if field_change.path == PIPE_IDENTITY_VALVE:  # only its private key is secret
-            found.extend(private_key_lines(field_change.after))
-            continue
-        try:
-            inner = json.loads(field_change.after)
-        except ValueError:
-            inner = None
-        if isinstance(inner, dict):
-            found.extend(str(v) for v in inner.values() if v)
-        else:
-            found.append(field_change.after)
-    return found
+        if field_change.sensitive:
+            found.extend(_secret_strings(field_change.path, field_change.before))
+            found.extend(_secret_strings(field_change.path, field_change.after))
+    valves = (change.body or {}).get("valves")
+    if isinstance(valves, Mapping):
+        for name, value in valves.items():
+            if _SECRET_VALVE_NAME.search(str(name)):
+                found.extend(_secret_strings(f"valves.{name}", value))
+    return list(dict.fromkeys(found))
+
+
+def _secret_strings(path: str, value: Any) -> list[str]:
+    if not isinstance(value, str) or not value:
+        return []
+    if path == PIPE_IDENTITY_VALVE:  # only its private key is secret
+        return private_key_lines(value)
+    try:
+        inner = json.loads(value)
+    except ValueError:
+        inner = None
+    if isinstance(inner, dict):
+        return [str(v) for v in inner.values() if v]
+    return [value]
 
 
 def _apply_one(change: Change, client: OpenWebUIClient) -> None:

@@ -2,7 +2,8 @@
 
 It returns plain dicts and lists, never a Response, and translates every failure into the
 errors of errors.py. Messages name the method, path and status, never the token: a server may
-echo what it was sent, so every error text is redacted (`redact`) before it is shortened.
+echo what it was sent, so every error text is redacted (`redaction.redact`: every encoding of
+every secret) before it is shortened.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import httpx
 from . import compat
 from .compat import Compat
 from .errors import ApiError, ConfigError, UnreachableError
+from .redaction import SENSITIVE, WITHHELD, redact  # noqa: F401  (re-exported: callers import them from here)
 from .urls import is_loopback
 
 # `provision -v` shows this logger on stderr: one line per HTTP call, method, path (no query),
@@ -35,23 +37,6 @@ TAKEN_HINT = (
 # What an Authorization header can carry: visible ASCII, no whitespace. Anything else would make
 # httpx/h11 fail with the header value (the token) in the exception text.
 _HEADER_VALUE = re.compile(r"[\x21-\x7e]+")
-SENSITIVE = "(sensitive)"
-# A server may echo a secret shortened (pydantic's input_value, an excerpt): a piece this long
-# of a secret is still a leak, so a text that holds one is withheld whole.
-SECRET_FRAGMENT = 8
-WITHHELD = "(withheld: the answer repeats part of a secret)"
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every secret masked, or WITHHELD when a piece of a secret is still in it."""
-    ordered = sorted({s for s in secrets if s}, key=len, reverse=True)
-    for secret in ordered:
-        text = text.replace(secret, SENSITIVE)
-    for secret in ordered:
-        size = min(SECRET_FRAGMENT, len(secret))
-        if any(secret[i : i + size] in text for i in range(len(secret) - size + 1)):
-            return WITHHELD
-    return text
 
 
 def check_url(url: str, *, insecure: bool) -> str:
