@@ -49,9 +49,9 @@ from .features import NATIVE_FEATURES
 from .state import BUNDLE_PREFIX, Kind
 from .stopping import exit_code as signal_exit_code
 from .stopping import stop_requests
-from .targets import TARGETS_FILE, Target, select_target, targets_problems
+from .targets import TARGETS_FILE, Target, load_targets_config, select_target, targets_problems
 from .text import visible
-from .variables import ALWAYS_SECRET, Variables
+from .variables import TOKEN_IN_USE, Variables, variables_for
 from .toggle_filters import toggle_filter_id
 from .wrappers import find_wrappers, render_wrappers, with_owner_names
 
@@ -244,19 +244,18 @@ def _select_target(
     )
 
 
-def _variables(target: Optional[Target], strict: bool) -> Variables:
-    """What ${NAME} resolves from: the target's variables, then the environment."""
-    secret_names = set(ALWAYS_SECRET)
-    if target is not None and target.token_env:
-        secret_names.add(target.token_env)
-    return Variables(
-        values=target.variables if target else {},
-        env=dict(os.environ),
-        strict=strict,
-        target=target.name if target else None,
-        targets_file=target.file if target else TARGETS_FILE,
-        secret_names=frozenset(secret_names),
-    )
+def _variables(target: Optional[Target], strict: bool, targets_file: Path = Path(TARGETS_FILE)) -> Variables:
+    """What ${NAME} resolves from: the target's variables, then the environment names the
+    targets file allows. `strict` (diff, sync, validate --target): a broken targets file is an
+    error here too, since it names the token variables that must stay out of the blueprints."""
+    config = None
+    if targets_file.is_file():
+        try:
+            config = load_targets_config(targets_file)
+        except BlueprintError:
+            if strict:
+                raise
+    return variables_for(config, target, os.environ, strict=strict)
 
 
 def _parse_adopt(values: Optional[list[str]]) -> set[tuple[Kind, str]]:
@@ -335,9 +334,19 @@ def _reserved_ids(own: tuple[FunctionFile, ...], bundle_ids: set[str]) -> list[P
 def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Plan, OpenWebUIClient]:
     adopted = _parse_adopt(opts.adopt)
     prune = opts.prune
-    catalog, functions = load_bundle(opts.path, opts.functions, opts.bundle, opts.variables)
+    missing: Optional[ConfigError] = None
+    try:
+        credentials: Optional[tuple[str, str]] = _credentials(conn)
+    except ConfigError as exc:  # reported after the blueprints' own problems
+        credentials, missing = None, exc
+    variables = opts.variables
+    if variables is not None and credentials is not None:  # no expanded value may hold the token
+        variables = dataclasses.replace(variables, secrets={TOKEN_IN_USE: credentials[1], **variables.secrets})
+    catalog, functions = load_bundle(opts.path, opts.functions, opts.bundle, variables)
     print_notes(catalog, err)
-    credentials = _credentials(conn)
+    if credentials is None:
+        assert missing is not None
+        raise missing
     client = _connect(conn, credentials)
     try:
         compat = client.compat
@@ -362,7 +371,7 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
             groups,
             env=os.environ,
             token=credentials[1],
-            token_variables=_token_variables(conn.token_env),
+            token_variables=_token_variables(conn.token_env, opts.variables),
             signing_key=signing_key,
             compat=compat,
             skip_missing_groups=opts.missing_groups == "skip",
@@ -451,10 +460,10 @@ def _named_wrappers(client: OpenWebUIClient, wrappers: list[dict[str, str]]) -> 
     return with_owner_names(wrappers, users)
 
 
-def _token_variables(token_env: Optional[str]) -> set[str]:
-    """A target's own token variable (OPENWEBUI_TOKEN and OPENWEBUI_TOKEN_FILE are refused by name
-    in every blueprint already, blueprints.TOKEN_VARIABLES)."""
-    return {token_env} if token_env else set()
+def _token_variables(token_env: Optional[str], variables: Optional[Variables] = None) -> set[str]:
+    """The token variable in use and every target's (`Variables.secret_names`); OPENWEBUI_TOKEN
+    and OPENWEBUI_TOKEN_FILE are refused by name in every blueprint already (TOKEN_VARIABLES)."""
+    return ({token_env} if token_env else set()) | set(variables.secret_names if variables else ())
 
 
 def print_notes(catalog: Catalog, err: Console) -> None:
@@ -508,13 +517,14 @@ def validate(
         selected = select_target(target, targets_file) if target else None
         extra = targets_problems(targets_file) if selected is None and targets_file.is_file() else []
         try:
-            catalog, files = load_bundle(path, functions, bundle, _variables(selected, strict=selected is not None))
+            variables = _variables(selected, strict=selected is not None, targets_file=targets_file)
+            catalog, files = load_bundle(path, functions, bundle, variables)
         except BlueprintError as exc:
             raise BlueprintError([*exc.problems, *extra]) from None
         if extra:
             raise BlueprintError(extra)
         desired = build_desired(
-            catalog, files, groups=None, token_variables=_token_variables(selected.token_env if selected else None)
+            catalog, files, groups=None, token_variables=_token_variables(selected.token_env if selected else None, variables)
         )
     except BlueprintError as exc:
         if output is Output.json:  # the machine form of the problems; the text still goes to stderr
@@ -562,7 +572,7 @@ def diff(
     return _run(
         RunOptions(
             path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run=True, yes=True,
-            bundle=bundle, variables=_variables(selected, strict=True), target=target,
+            bundle=bundle, variables=_variables(selected, strict=True, targets_file=targets_file), target=target,
             missing_groups=selected.missing_groups if selected else "fail",
         ),
         conn,
@@ -611,7 +621,7 @@ def sync(
     return _run(
         RunOptions(
             path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run, yes, parallelism,
-            bundle, _variables(selected, strict=True), target, message=message,
+            bundle, _variables(selected, strict=True, targets_file=targets_file), target, message=message,
             missing_groups=selected.missing_groups if selected else "fail", rotate_identity_key=rotate_identity_key,
         ),
         conn,

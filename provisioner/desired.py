@@ -195,7 +195,7 @@ def _pipe_valves(
                 problems.append(
                     lb.source.problem(
                         _key_path(lb, index),
-                        f"{name} holds the target's Open WebUI admin token (its token_env); a backend must "
+                        f"{name} holds an Open WebUI admin token (a target's token_env); a backend must "
                         "never receive it: give the backend a key of its own in another variable",
                     )
                 )

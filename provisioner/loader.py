@@ -32,7 +32,7 @@ from .errors import BlueprintError, Problem
 from .features import NATIVE_FEATURES, RESERVED_FEATURE_NAMES
 from .icons import resolve_icon
 from .urls import plain_http_host
-from .variables import Variables, expand
+from .variables import Variables, expand, secret_problems
 from .yaml_source import PathKey, SourceFile, format_path, read_yaml
 
 CAPABILITIES_FILE = "capabilities.yaml"
@@ -77,6 +77,7 @@ def load_catalog(root: Path, variables: Variables | None = None) -> Catalog:
     """
     variables = variables or Variables()
     used: list[tuple[str, SourceFile, PathKey]] = []
+    strings: list[tuple[SourceFile, list[tuple[PathKey, str, tuple[str, ...]]]]] = []  # expanded, per file
     display_root = str(root)
     if not root.exists():
         raise BlueprintError([Problem(display_root, None, "", "directory not found")])
@@ -100,11 +101,11 @@ def load_catalog(root: Path, variables: Variables | None = None) -> Catalog:
     features_broken = False  # features.yaml exists but does not load
     for path in files:
         if path.name == CAPABILITIES_FILE:
-            cap_source, catalog = _load_model(path, CapabilityCatalog, problems, variables, used)
+            cap_source, catalog = _load_model(path, CapabilityCatalog, problems, variables, used, strings)
             if catalog:
                 capabilities = dict(catalog.capabilities)
         elif path.name == FEATURES_FILE:
-            feature_source, feature_catalog = _load_model(path, FeatureCatalog, problems, variables, used)
+            feature_source, feature_catalog = _load_model(path, FeatureCatalog, problems, variables, used, strings)
             features_broken = feature_catalog is None
             if feature_catalog:
                 features = dict(feature_catalog.features)
@@ -127,13 +128,14 @@ def load_catalog(root: Path, variables: Variables | None = None) -> Catalog:
 
     loaded: list[LoadedBlueprint] = []
     for path in blueprint_files:
-        source, blueprint = _load_model(path, Blueprint, problems, variables, used)
+        source, blueprint = _load_model(path, Blueprint, problems, variables, used, strings)
         if source and blueprint:
             result = _check_blueprint(blueprint, source, capabilities, root, problems, bad_serves, cap_source)
             if result:
                 loaded.append(result)
     _check_unique_blueprint_ids(loaded, problems)
     _check_no_key_in_variables(loaded, used, problems)
+    _check_no_key_value_in_variables(loaded, strings, variables, problems)
 
     if problems:
         raise BlueprintError(problems)
@@ -264,6 +266,7 @@ def _load_model(
     problems: list[Problem],
     variables: Variables | None = None,
     used: list[tuple[str, SourceFile, PathKey]] | None = None,
+    strings: list[tuple[SourceFile, list[tuple[PathKey, str, tuple[str, ...]]]]] | None = None,
 ) -> tuple[SourceFile | None, M | None]:
     source, read_problems = read_yaml(path, str(path))
     problems.extend(read_problems)
@@ -278,6 +281,8 @@ def _load_model(
     expanded = expand(source, variables or Variables())
     if used is not None:
         used.extend((name, source, where) for name, where in expanded.used)
+    if strings is not None and expanded.strings:
+        strings.append((source, expanded.strings))
     if expanded.problems:
         problems.extend(expanded.problems)
         return source, None
@@ -300,12 +305,7 @@ def _check_no_key_in_variables(
     loaded: list[LoadedBlueprint], used: list[tuple[str, SourceFile, PathKey]], problems: list[Problem]
 ) -> None:
     """A variable that is also a backend's api_key_env holds a secret: refuse to expand it."""
-    key_names = {
-        backend.api_key_env
-        for lb in loaded
-        for backend in [lb.blueprint.backend, *(a.backend for a in lb.blueprint.agents)]
-        if backend is not None and backend.api_key_env
-    }
+    key_names = _backend_key_names(loaded)
     for name, source, where in used:
         if name in key_names:
             problems.append(
@@ -314,6 +314,31 @@ def _check_no_key_in_variables(
                     f"${{{name}}} is a backend's API key (api_key_env); secrets never go into blueprint values",
                 )
             )
+
+
+def _backend_key_names(loaded: list[LoadedBlueprint]) -> set[str]:
+    return {
+        backend.api_key_env
+        for lb in loaded
+        for backend in [lb.blueprint.backend, *(a.backend for a in lb.blueprint.agents)]
+        if backend is not None and backend.api_key_env
+    }
+
+
+def _check_no_key_value_in_variables(
+    loaded: list[LoadedBlueprint],
+    strings: list[tuple[SourceFile, list[tuple[PathKey, str, tuple[str, ...]]]]],
+    variables: Variables,
+    problems: list[Problem],
+) -> None:
+    """No expanded value may contain a backend's key, whatever variable brought it (an alias)."""
+    keys = {
+        f"the value of {name} (a backend's API key)": variables.env[name]
+        for name in sorted(_backend_key_names(loaded))
+        if variables.env.get(name)
+    }
+    for source, expanded in strings:
+        problems.extend(secret_problems(expanded, keys, source))
 
 
 _ALL_FIELDS = {

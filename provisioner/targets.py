@@ -2,7 +2,10 @@
 
 Each target names its Open WebUI URL, where its admin token is (an environment variable or a
 file, exactly one; never the token itself) and the variables its blueprints' `${NAME}`
-references resolve to. Pure apart from reading the file; errors name its file, line and field.
+references resolve to. `env_allow` (at the top, for every target, and in a target, for that
+one) lists the only environment variables `${NAME}` may read: the environment also holds CI
+secrets, so nothing is read from it unless named here. Pure apart from reading the file;
+errors name its file, line and field.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, StringConstraints, ValidationError, model_validator
 
+from .blueprints import SERVER_SECRET_VARIABLES, TOKEN_VARIABLES
 from .errors import BlueprintError, ConfigError, Problem
-from .yaml_source import read_yaml
+from .yaml_source import SourceFile, read_yaml
 
 TARGETS_FILE = "targets.yaml"
 
@@ -38,6 +42,7 @@ class TargetDef(_Strict):
     variables: dict[VariableName, VariableValue] = Field(default_factory=dict)
     # A group an agent's access names that the instance lacks: fail, skip the grant, or create it (groups.py).
     missing_groups: Literal["fail", "skip", "create"] = "fail"
+    env_allow: list[EnvName] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _one_token_source(self) -> "TargetDef":
@@ -47,6 +52,7 @@ class TargetDef(_Strict):
 
 
 class TargetsFile(_Strict):
+    env_allow: list[EnvName] = Field(default_factory=list)
     targets: dict[TargetName, TargetDef] = Field(min_length=1)
 
 
@@ -61,10 +67,30 @@ class Target:
     variables: Mapping[str, str] = field(default_factory=dict)
     file: str = TARGETS_FILE
     missing_groups: str = "fail"  # fail | skip | create (groups.py)
+    env_allow: frozenset[str] = frozenset()  # the file's and this target's own
+
+
+@dataclass(frozen=True)
+class TargetsConfig:
+    """A whole targets file: every target, and what the file allows from the environment."""
+
+    targets: Mapping[str, Target]
+    env_allow: frozenset[str]  # the top-level list (every target's Target.env_allow includes it)
+    file: str = TARGETS_FILE
+
+    @property
+    def token_variables(self) -> frozenset[str]:
+        """Every target's token variable: each holds an admin token, whichever target is in use."""
+        return frozenset(t.token_env for t in self.targets.values() if t.token_env)
 
 
 def load_targets(path: Path) -> dict[str, Target]:
     """Every target in `path`; BlueprintError naming file, line and field for each problem."""
+    return dict(load_targets_config(path).targets)
+
+
+def load_targets_config(path: Path) -> TargetsConfig:
+    """The targets file at `path`; BlueprintError naming file, line and field for each problem."""
     from .loader import pydantic_problems  # the loader's wording for schema errors
 
     display = str(path)
@@ -77,8 +103,10 @@ def load_targets(path: Path) -> dict[str, Target]:
         parsed = TargetsFile.model_validate(source.data)
     except ValidationError as exc:
         raise BlueprintError(pydantic_problems(exc, source)) from None
+    _check_env_allow(parsed, source)
     base = path.parent
-    return {
+    shared = frozenset(parsed.env_allow)
+    targets = {
         name: Target(
             name=name,
             url=t.url,
@@ -87,9 +115,32 @@ def load_targets(path: Path) -> dict[str, Target]:
             variables={k: str(v) for k, v in t.variables.items()},
             file=display,
             missing_groups=t.missing_groups,
+            env_allow=shared | frozenset(t.env_allow),
         )
         for name, t in parsed.targets.items()
     }
+    return TargetsConfig(targets, shared, display)
+
+
+def _check_env_allow(parsed: TargetsFile, source: SourceFile) -> None:
+    """env_allow may not name a variable that holds a token or a server secret."""
+    tokens = {t.token_env for t in parsed.targets.values() if t.token_env}
+    secret = tokens | TOKEN_VARIABLES | SERVER_SECRET_VARIABLES
+    lists: list[tuple[tuple[str, ...], list[str]]] = [(("env_allow",), parsed.env_allow)]
+    lists += [(("targets", name, "env_allow"), t.env_allow) for name, t in parsed.targets.items()]
+    problems = [
+        source.problem(
+            (*where, index),
+            f"{name} holds "
+            + ("an Open WebUI admin token (a target's token_env)" if name in tokens | TOKEN_VARIABLES else "a server secret")
+            + "; secrets never go through variables, so it cannot be allowed",
+        )
+        for where, names in lists
+        for index, name in enumerate(names)
+        if name in secret
+    ]
+    if problems:
+        raise BlueprintError(problems)
 
 
 def select_target(name: str, path: Path) -> Target:

@@ -80,7 +80,7 @@ def test_a_targets_token_variable_is_refused_as_a_backend_key(capsys, fake: Fake
     monkeypatch.setenv("LOCAL_TOKEN", TOKEN)
     for command in ("validate", "diff", "sync"):
         code, _, err = run(capsys, command, *args)
-        assert code == 1 and "backend.api_key_env: LOCAL_TOKEN holds the target's Open WebUI admin token" in err, err
+        assert code == 1 and "backend.api_key_env: LOCAL_TOKEN holds an Open WebUI admin token" in err, err
     assert fake.writes == []
 
 

@@ -48,7 +48,8 @@ def test_target_variable_fills_a_blueprint_value(tmp_path: Path) -> None:
 def test_target_variable_wins_over_the_environment_which_wins_over_the_default(tmp_path: Path) -> None:
     bp = blueprint("research", description="${WHO:-nobody} at ${WHERE:-home}, ${WHAT:-x}")
     root = write_blueprint_dir(tmp_path / "bp", [bp])
-    variables = Variables(values={"WHO": "target"}, env={"WHO": "env", "WHERE": "env"}, strict=True)
+    env = {"WHO": "env", "WHERE": "env"}
+    variables = Variables(values={"WHO": "target"}, env=env, env_allow=frozenset(env), strict=True)
     catalog = load_catalog(root, variables)
     assert catalog.blueprints[0].blueprint.description == "target at env, x"
 
@@ -56,7 +57,7 @@ def test_target_variable_wins_over_the_environment_which_wins_over_the_default(t
 def test_double_dollar_escapes_a_literal_reference(tmp_path: Path) -> None:
     bp = blueprint("research", description="costs $5, write $${HOME} to mean ${HOME}")
     root = write_blueprint_dir(tmp_path / "bp", [bp])
-    catalog = load_catalog(root, Variables(env={"HOME": "/root"}, strict=True))
+    catalog = load_catalog(root, Variables(env={"HOME": "/root"}, env_allow=frozenset({"HOME"}), strict=True))
     assert catalog.blueprints[0].blueprint.description == "costs $5, write ${HOME} to mean /root"
 
 
@@ -97,7 +98,10 @@ def test_secrets_never_go_through_variables(tmp_path: Path, backend: dict, messa
     root = _bp_dir(tmp_path, **backend)
     env = {"KEY_NAME": "RESEARCH_KEY", "OPENWEBUI_TOKEN": TOKEN, "RESEARCH_KEY": "sk-secret"}
     with pytest.raises(BlueprintError) as exc:
-        load_catalog(root, Variables(values={"AGENTS_BASE_URL": "https://a.internal"}, env=env, strict=True))
+        load_catalog(
+            root,
+            Variables(values={"AGENTS_BASE_URL": "https://a.internal"}, env=env, env_allow=frozenset(env), strict=True),
+        )
     assert any(message in p.message and p.field.startswith("backend.") for p in exc.value.problems)
     assert TOKEN not in str(exc.value) and "sk-secret" not in str(exc.value)
 
@@ -200,14 +204,20 @@ def test_target_token_env_unset_is_named(capsys, fake: FakeOpenWebUI, monkeypatc
     assert code == 1 and "LOCAL_TOKEN is not set" in err
 
 
-def test_diff_without_target_resolves_from_the_environment_or_fails_before_connecting(capsys, fake: FakeOpenWebUI, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_diff_without_target_resolves_only_allowed_environment_names_or_fails_before_connecting(capsys, fake: FakeOpenWebUI, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     root = _bp_dir(tmp_path)
+    targets = tmp_path / "targets.yaml"
+    args = ["diff", "-p", str(root), *BUNDLE, "--targets-file", str(targets)]
     monkeypatch.delenv("AGENTS_BASE_URL", raising=False)
-    code, _, err = run(capsys, "diff", "-p", str(root), *BUNDLE)
+    code, _, err = run(capsys, *args)
     assert code == 1 and f"{root / 'research.yaml'}:5: backend.url: variable AGENTS_BASE_URL is not set" in err
     assert fake.calls == []
     monkeypatch.setenv("AGENTS_BASE_URL", "https://agents.internal")
-    assert run(capsys, "diff", "-p", str(root), *BUNDLE)[0] == 0
+    code, _, err = run(capsys, *args)  # set, but no targets file allows it: no fallback to the environment
+    assert code == 1 and "the environment has AGENTS_BASE_URL, but" in err and "env_allow" in err, err
+    assert fake.calls == []
+    targets.write_text("env_allow: [AGENTS_BASE_URL]\ntargets:\n  x: {url: 'https://x.example', token_env: X_TOKEN}\n")
+    assert run(capsys, *args)[0] == 0
 
 
 def test_validate_checks_syntax_offline_and_resolution_with_target(capsys, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
