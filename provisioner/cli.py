@@ -49,6 +49,7 @@ from .features import NATIVE_FEATURES
 from .state import BUNDLE_PREFIX, Kind
 from .stopping import exit_code as signal_exit_code
 from .stopping import stop_requests
+from .token_file import read_token_file
 from .targets import TARGETS_FILE, Target, load_targets_config, select_target, targets_problems
 from .text import visible
 from .variables import TOKEN_IN_USE, Variables, variables_for
@@ -193,16 +194,7 @@ def _read_token(token_file: Optional[Path], token_env: Optional[str] = "OPENWEBU
     if token_file is not None:
         if env_token:
             raise ConfigError(f"both {token_env} and --token-file are set; use one")
-        try:
-            raw = token_file.read_bytes()
-        except OSError as exc:
-            raise ConfigError(f"cannot read token file {token_file}: {exc.strerror or exc}") from None
-        token = raw.decode("utf-8", errors="replace").strip()
-        if "\ufffd" in token:  # decoded outside an except: no exception may carry the bytes
-            raise ConfigError(f"token file {token_file} is not UTF-8 text")
-        if not token:
-            raise ConfigError(f"token file {token_file} is empty")
-        return token
+        return read_token_file(token_file, warn=lambda message: print(message, file=sys.stderr))
     if not env_token:
         if token_env != "OPENWEBUI_TOKEN":
             raise ConfigError(f"no token: the target's token_env {token_env} is not set (it holds an admin's API key)")
