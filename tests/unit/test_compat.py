@@ -200,3 +200,26 @@ def test_the_untested_warning_covers_exactly_the_untested_releases(capsys, fake:
     fake.version = version
     code, _, err = run(capsys, "diff", "-p", str(REPO / "blueprints"), *BUNDLE)
     assert code == 0 and ("outside the tested range" in err) is warned
+
+
+# -- 0.6/0.7: an empty or missing access_control is private, never public ------------------------
+
+
+@pytest.mark.parametrize("version", ["0.6.5", "0.7.2"])
+@pytest.mark.parametrize("row", [{"id": "x"}, {"id": "x", "access_control": {}}, {"id": "x", "access_control": {"read": {}}}])
+def test_a_row_with_empty_or_missing_access_control_is_observed_as_private(version: str, row: dict) -> None:
+    """On 0.6/0.7 only `access_control: null` is public; reading `{}` or a missing key as public
+    would let a public agent's plan skip the write and leave, or a private one's plan call it public."""
+    grants = compat.select(version).observed_grants(row)
+    assert grants == []
+    assert compat.PUBLIC_GRANT not in grants
+
+
+@pytest.mark.parametrize("version", ["0.6.5", "0.7.2"])
+@pytest.mark.parametrize("body", [{"id": "x"}, {"id": "x", "access_grants": []}, {"id": "x", "access_grants": None}])
+def test_a_write_without_grants_sends_a_private_access_control_never_null_or_empty(version: str, body: dict) -> None:
+    """0.6/0.7 make a row public when the write's access_control is null (or absent): a private
+    row's write must carry read and write with empty id lists."""
+    form = compat.select(version).model_form(body)
+    private = {"read": {"group_ids": [], "user_ids": []}, "write": {"group_ids": [], "user_ids": []}}
+    assert "access_grants" not in form and form["access_control"] == private

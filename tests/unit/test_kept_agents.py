@@ -125,3 +125,21 @@ def test_a_kept_agent_whose_key_the_server_reads_gets_no_secret_written(capsys, 
     assert run(capsys, "sync", "-p", str(root), *BUNDLE)[0] == 0
     assert agents_valve(fake)["old.default"]["key_from"] == "server"
     assert keys_valve(fake) == {}
+
+
+def test_a_kept_agent_written_by_an_older_provision_without_key_from_keeps_its_key(
+    capsys, fake, tmp_path: Path, monkeypatch
+) -> None:
+    """Provision before `api_key_from` wrote entries without `key_from`: such a key was synced."""
+    root = two_blueprints(tmp_path / "bp")
+    assert run(capsys, "sync", "-p", str(root), *BUNDLE)[0] == 0
+    valves = fake.functions["aihub_agent_pipe"]["valves"]
+    entries = json.loads(valves["AGENTS"])
+    for entry in entries:
+        entry.pop("key_from", None)
+    valves["AGENTS"] = json.dumps(entries)
+    (root / "old.yaml").unlink()
+    monkeypatch.delenv("OLD_KEY")  # only the valve still holds it
+    assert run(capsys, "sync", "-p", str(root), *BUNDLE)[0] == 0
+    assert keys_valve(fake) == {"OLD_KEY": "old-secret-value-123456"}
+    assert agents_valve(fake)["old.default"]["api_key"] == "OLD_KEY"

@@ -196,6 +196,23 @@ def test_visible_escapes_controls_and_bidi_but_keeps_ordinary_text() -> None:
     assert visible("a\nb", keep="\n") == "a\nb"
 
 
+@pytest.mark.parametrize("char", ["\u2028", "\u2029"])
+def test_line_and_paragraph_separators_are_hidden_characters(capsys, fake: FakeOpenWebUI, tmp_path: Path, char: str) -> None:
+    """Some terminals and log viewers break the line at U+2028/U+2029: a name must not hold one,
+    and any other text shows it escaped."""
+    escaped = f"\\u{ord(char):04x}"
+    assert visible(f"a{char}b") == f"a{escaped}b"
+    bp = blueprint("desk")
+    bp["agents"][0]["name"] = f"Desk{char}agent"
+    code, _, err = run(capsys, "validate", *workspace(tmp_path / "bad", bp))
+    assert code == 1 and f"agents[0].name: contains U+{ord(char):04X}" in err, err
+    bp = blueprint("desk")
+    assert run(capsys, "sync", "--yes", *workspace(tmp_path / "ok", bp))[0] == 0
+    bp["description"] = f"one{char}two"
+    code, out, err = run(capsys, "diff", *workspace(tmp_path / "changed", bp))
+    assert code == 0 and f"one{escaped}two" in out and char not in out + err, out
+
+
 @pytest.mark.parametrize("output", ["text", "json", "markdown"])
 def test_a_description_with_hidden_characters_is_escaped_in_the_plan(capsys, fake: FakeOpenWebUI, tmp_path: Path, output: str) -> None:
     bp = blueprint("desk")

@@ -82,3 +82,21 @@ def test_the_feature_filter_leaves_a_wrappers_request_as_open_webui_made_it() ->
     result = call_like_openwebui(ff.Filter().inlet, body, metadata=metadata, model=wrapper)
     assert result["features"] == {"web_search": True, "image_generation": False, "code_interpreter": True, "memory": True}
     assert "aihub_requested_features" not in metadata
+
+
+def test_a_wrapper_with_no_owner_is_named_unknown_and_no_user_is_looked_up(capsys, fake) -> None:
+    """A row without `user_id` (written by an admin script, or its owner field cleared)."""
+    assert run(capsys, "sync", *SAMPLES)[0] == 0
+    for owner in ({}, {"user_id": None}, {"user_id": ""}):
+        fake.models["ownerless"] = {
+            "id": "ownerless", "base_model_id": AGENT, "name": "Nobody's", **owner,
+            "meta": {}, "params": {}, "access_grants": [],
+        }
+        fake.calls.clear()
+        code, out, err = run(capsys, "diff", *SAMPLES)
+        assert code == 0 and f"model ownerless (owner: (unknown)) wraps {AGENT}" in err, (owner, err)
+        assert not [path for _, path in fake.calls if path.startswith("/api/v1/users/")]
+        code, out, _ = run(capsys, "diff", *SAMPLES, "-o", "json")
+        assert json.loads(out)["wrappers"] == [
+            {"id": "ownerless", "name": "Nobody's", "base_model_id": AGENT, "owner": "(unknown)"}
+        ]
