@@ -315,7 +315,7 @@ def support_desk(request: Request) -> Turn:
         f"Order {order} shows as delivered. Here is a reply you can send:\n\n> Thank you for getting in touch "
         "about your order. I have checked it and will keep you posted."
         if len(calls) > 2 else
-        f"This is a *{topic}* request. Here is a reply you can send:\n\n> Thank you for getting in touch. "
+        f"Topic: *{topic}*, urgency normal. Here is a reply you can send:\n\n> Thank you for getting in touch. "
         "I am sorry for the trouble and will sort it out today."
     )
     return Turn(lead="Let me triage that.", calls=calls, answer=answer)

@@ -45,7 +45,7 @@ def listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _alive(pid: int) -> bool:
+def is_demo_agents(pid: int) -> bool:
     """The pid runs and is a demo agents server (a reused pid of another program is not)."""
     try:
         os.kill(pid, 0)
@@ -60,7 +60,7 @@ def read_state(state_dir: Path) -> dict | None:
         state = json.loads((state_dir / "state.json").read_text())
     except (OSError, ValueError):
         return None
-    return state if isinstance(state, dict) and isinstance(state.get("pid"), int) and _alive(state["pid"]) else None
+    return state if isinstance(state, dict) and isinstance(state.get("pid"), int) and is_demo_agents(state["pid"]) else None
 
 
 def stop(state_dir: Path) -> str:
@@ -73,9 +73,9 @@ def stop(state_dir: Path) -> str:
     except ProcessLookupError:
         pass
     deadline = time.monotonic() + 5
-    while _alive(state["pid"]) and time.monotonic() < deadline:
+    while is_demo_agents(state["pid"]) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if _alive(state["pid"]):
+    if is_demo_agents(state["pid"]):
         os.killpg(state["pid"], signal.SIGKILL)
     try:
         os.waitpid(state["pid"], os.WNOHANG)  # our own child when started in this process

@@ -1,0 +1,160 @@
+"""The quick start's demo agents with a real Open WebUI 0.12.4 (issue 20, point 6): every sample
+agent answers (never "cannot be reached"), the Research Assistant's sources and usage are stored on
+its message, one agent answers in a real Chromium, and `scripts/quickstart stop` leaves no demo
+agent listening.
+
+The agents run as the quick start runs them (`scripts/demo-agents start`), on free ports; the
+samples are synced into the session instance with their URLs moved to those ports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from demo_agents.control import is_demo_agents, listening, read_state
+from tests.builders import REPO, SAMPLE_MODEL_IDS, closed_port, write_function_dir
+
+try:  # tests/e2e may become a package; work either way
+    from .browser_support import ChatPage, launch
+    from .chat_support import AGENT_PIPE, provision
+    from .owui_instance import unavailable
+    from .test_agent_pipe_e2e import api_chat, stored_message, ui_turn
+except ImportError:
+    from browser_support import ChatPage, launch
+    from chat_support import AGENT_PIPE, provision
+    from owui_instance import unavailable
+    from test_agent_pipe_e2e import api_chat, stored_message, ui_turn
+
+DEMO = REPO / "scripts" / "demo-agents"
+QUICKSTART = REPO / "scripts" / "quickstart"
+DOUBLE = "How long would 10,000 EUR take to double at 3.5% a year? Show the calculation."
+# (model, prompt, what its answer says): one line per sample agent, as the README's quick start
+PROMPTS = {
+    "aihub_agent_pipe.document-analyst.default": ("Summarise the document I shared in five key points.",
+                                                  "No file reached me"),
+    "aihub_agent_pipe.policy-faq.default": ("How many days of paid leave do I get this year?", "28 days of paid leave"),
+    "aihub_agent_pipe.research-assistant.default": (DOUBLE, "**20.1 years**"),
+    "aihub_agent_pipe.support-desk.billing": (
+        "The customer was charged twice for order 10023. Check it and refund the duplicate.", "once you approve it"),
+    "aihub_agent_pipe.support-desk.tier1": ("Where is order 10023?", "Order 10023 shows as delivered"),
+    "aihub_agent_pipe.support-desk.tier2": ("Triage this request: 'my app keeps logging me out.'", "account"),
+}
+
+
+def demo_agents(command: str, state: Path, *ports: int) -> str:
+    args = ["--dir", str(state)] + (["--agui-port", str(ports[0]), "--openai-port", str(ports[1])] if ports else [])
+    result = subprocess.run([str(DEMO), command, *args], capture_output=True, text=True, timeout=60,
+                            stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr
+    return result.stderr
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The demo agents started as the quick start starts them, and the samples pointed at them."""
+    tmp = tmp_path_factory.mktemp("demo-agents")
+    agui_port, openai_port = closed_port(), closed_port()
+    demo_agents("start", tmp / "state", agui_port, openai_port)
+    root = tmp / "blueprints"
+    shutil.copytree(REPO / "blueprints", root)
+    for path in root.glob("*.yaml"):
+        text = path.read_text(encoding="utf-8").replace("127.0.0.1:8700/", f"127.0.0.1:{agui_port}/")
+        path.write_text(text.replace("127.0.0.1:8701/", f"127.0.0.1:{openai_port}/"), encoding="utf-8")
+    functions = write_function_dir(tmp / "functions", root, AGENT_PIPE)
+    yield {"bundle": ["-p", str(root), "--bundle", str(functions)], "state": tmp / "state"}
+    demo_agents("stop", tmp / "state")
+
+
+@pytest.fixture
+def synced(owui: Any, demo: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> Any:
+    code, out, err = provision(capsys, "sync", *demo["bundle"])
+    assert code == 0, out + err
+    return owui
+
+
+def test_every_sample_agent_answers_with_its_tool_calls(synced: Any) -> None:
+    assert set(PROMPTS) == set(SAMPLE_MODEL_IDS)
+    for model, (prompt, expected) in PROMPTS.items():
+        answer = api_chat(synced, model, [{"role": "user", "content": prompt}])
+        assert "cannot be reached" not in answer and expected in answer, (model, answer)
+        assert '<details type="tool_calls"' in answer, (model, answer)
+    billing = api_chat(synced, "aihub_agent_pipe.support-desk.billing",
+                       [{"role": "user", "content": PROMPTS["aihub_agent_pipe.support-desk.billing"][0]}])
+    assert 'name="refund_payment"' in billing and "is refunded" not in billing  # it waits for the approval
+
+
+def test_research_assistant_message_stores_its_sources_usage_and_chart(synced: Any) -> None:
+    model = "aihub_agent_pipe.research-assistant.default"
+    chat_id, _, answer = ui_turn(synced, model, DOUBLE, chat_id=None, parent_id=None, first=True)
+    stored = stored_message(synced, chat_id, answer)  # what a reload shows
+    assert "**20.1 years**" in stored["content"] and 'name="web_research"' in stored["content"]
+    assert [s["source"]["url"] for s in stored["sources"]] == [
+        "https://example.org/demo-research/overview", "https://example.com/demo-research/figures"]
+    usage = stored["usage"]
+    assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"] and usage["output_tokens"] > 0
+    images = [f for f in stored.get("files") or [] if f.get("type") == "image"]
+    assert len(images) == 1 and images[0]["url"].startswith("/api/v1/files/")
+    assert "base64" not in stored["content"]
+
+
+def test_a_demo_agent_answers_in_the_browser(synced: Any) -> None:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:
+        unavailable(f"the playwright package is missing ({exc}); scripts/test installs the test extras")
+    login = json.loads((synced.instance_dir / "admin.json").read_text(encoding="utf-8"))
+    with sync_playwright() as playwright:
+        try:
+            chromium = launch(playwright)
+        except Exception as exc:  # noqa: BLE001 - any launch failure means no browser
+            unavailable(f"Chromium could not be started: {exc}")
+        try:
+            page = ChatPage(chromium.new_context(viewport={"width": 1280, "height": 900}).new_page(), synced.url)
+            page.login(login["email"], login["password"])
+            page.new_chat("aihub_agent_pipe.policy-faq.default")
+            page.send("How many days of paid leave do I get this year?")
+            answer = page.response("28 days of paid leave")
+            page.wait_done()
+            assert "cannot be reached" not in answer.inner_text()
+            assert answer.get_by_role("button").filter(has_text="retrieve_policies").count() == 1
+        finally:
+            chromium.close()
+
+
+def test_quickstart_reuses_its_demo_agents_and_its_stop_leaves_none_listening(
+    openwebui: Any, tmp_path: Path
+) -> None:
+    """The real scripts/quickstart, on the session instance (no new start), then scripts/quickstart stop
+    with an instance name that does not exist (so the session instance keeps running)."""
+    ports = closed_port(), closed_port()
+    env = {**os.environ, "QUICKSTART_NAME": openwebui.name, "DEMO_AGENTS_DIR": str(tmp_path / "demo"),
+           "DEMO_AGENTS_AGUI_PORT": str(ports[0]), "DEMO_AGENTS_OPENAI_PORT": str(ports[1])}
+
+    def quickstart(*args: str, **overrides: str) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run([str(QUICKSTART), *args], capture_output=True, text=True, timeout=300,
+                                env={**env, **overrides}, stdin=subprocess.DEVNULL)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result
+
+    try:
+        first = quickstart()
+        assert "demo agents started" in first.stderr and "Billing Desk:" in first.stdout
+        pid = read_state(tmp_path / "demo")["pid"]
+        assert all(map(listening, ports))
+        again = quickstart()
+        assert "demo agents already running" in again.stderr and read_state(tmp_path / "demo")["pid"] == pid
+        stopped = quickstart("stop", QUICKSTART_NAME=f"absent-{os.getpid()}")
+        assert "demo agents stopped" in stopped.stderr
+        assert not any(map(listening, ports)) and read_state(tmp_path / "demo") is None
+        assert not is_demo_agents(pid)
+    finally:
+        subprocess.run([str(DEMO), "stop", "--dir", str(tmp_path / "demo")], capture_output=True)
+        openwebui.reset()
