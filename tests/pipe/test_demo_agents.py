@@ -211,3 +211,21 @@ def test_every_sample_agent_answers_through_the_pipe(demo: str, transport: str, 
     if agent == "research-assistant":
         assert [s["source"]["url"] for s in run.sources] == [
             "https://example.org/demo-research/overview", "https://example.com/demo-research/figures"]
+
+
+@pytest.mark.parametrize("approved,expected", [(True, "is refunded"), (False, "I did not refund anything")])
+def test_the_billing_refund_asks_in_the_pipes_dialog_and_resumes_the_same_answer(
+    demo: str, approved: bool, expected: str
+) -> None:
+    questions: list[dict[str, Any]] = []
+
+    async def dialog(question: dict[str, Any]) -> Any:  # Open WebUI's __event_call__, as a browser answers it
+        questions.append(question)
+        return approved
+
+    pipe = make_pipe([_pipe_agent(demo, "support-desk", "agui")])
+    run = run_pipe(pipe, "support-desk.default", [{"role": "user", "content": REFUND}], event_call=dialog)
+    (question,) = questions
+    assert question["type"] == "confirmation" and "refund_payment" in question["data"]["title"]
+    assert "once you approve it" in run.content and expected in run.content
+    assert run.content.count('name="refund_payment"') == 1
