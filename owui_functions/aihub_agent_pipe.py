@@ -46,7 +46,7 @@ import traceback
 import types
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote, quote_plus, urlsplit
@@ -1228,7 +1228,9 @@ def to_agui_messages(messages: Iterable[Mapping[str, Any]], signer: Signer | Non
             content = message.get("content")
             if isinstance(content, str) and content:
                 out.extend(_segments_to_agui(parse_content(content, prefix, verify.message()), prefix))
-        elif role in ("user", "system", "developer"):
+        elif role == "user":
+            out.append({"id": prefix, "role": role, "content": agui_content(message.get("content"))})
+        elif role in ("system", "developer"):
             out.append({"id": prefix, "role": role, "content": _message_text(message.get("content"))})
     return _unique_ids(out)
 
@@ -1435,6 +1437,789 @@ class StreamEndedEarly(Exception):
     """The agent's stream ended before RUN_FINISHED or RUN_ERROR."""
 
 
+# --- files: what the user attached, read from Open WebUI's own file store ---------------------
+# Open WebUI hands a pipe the chat's file references (``__metadata__["files"]``: the files of the
+# whole chat plus the new message's) and removes each message's own ``files`` before the pipe
+# sees ``body["messages"]``. So the pipe places each file itself: on the user message it was
+# attached to (read from the stored chat, so it goes with that message in every later turn),
+# else on the newest user message. The bytes come from Open WebUI's store, only for files the
+# chat's user may read, and are read and encoded in a thread. Images Open WebUI already put into
+# a message as ``image_url`` parts stay where they are.
+
+FILE_REFERENCE_TYPES = ("file", "image", "doc")  # references that name one stored file
+RASTER_IMAGES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+_IGNORED_REFERENCES = ("web_search", "filesystem")  # Open WebUI's own, never the user's attachments
+_ATTACHED_FILES = re.compile(r"\A<attached_files>\n(?:<file [^\n]*/>\n)*</attached_files>\n\n")
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """The fields of an Open WebUI file record the pipe uses."""
+
+    id: str
+    owner: str
+    name: str
+    mime: str
+    size: int  # bytes; -1 when the record does not say
+    path: str
+
+
+@dataclass
+class Attachment:
+    """A file read for the agent; ``data`` is its base64 text (ASCII bytes) until the body is encoded."""
+
+    id: str
+    name: str
+    mime: str
+    size: int
+    data: bytes
+    token: str = ""  # what the request body holds in the data's place until encode_body
+
+    @property
+    def kind(self) -> str:
+        return "image" if self.mime in RASTER_IMAGES else "document"
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return {"filename": self.name, "file_id": self.id, "size": self.size}
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A file the agent does not get, and why: the agent gets this line, and the user sees it."""
+
+    name: str
+    reason: str
+
+    @property
+    def text(self) -> str:
+        return f'[The attached file "{self.name}" was left out: {self.reason}.]'
+
+
+class FileTooLarge(Exception):
+    """The file's bytes are more than the limit allows (the record may have said less)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"{size} bytes")
+        self.size = size
+
+
+@dataclass(frozen=True)
+class FileLimits:
+    """The MAX_FILE_MB and MAX_TURN_FILES_MB valves in bytes."""
+
+    per_file: int
+    per_turn: int
+
+
+@dataclass
+class InboundFiles:
+    """A turn's history with its files placed, what was read, and what was left out."""
+
+    history: list[Mapping[str, Any]]
+    attachments: list[Attachment] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)
+
+
+def _reference_id(ref: Mapping[str, Any]) -> str:
+    nested = ref.get("file")
+    value = ref.get("id") or (nested.get("id") if isinstance(nested, Mapping) else None)
+    return value if isinstance(value, str) else ""
+
+
+def _reference_name(ref: Mapping[str, Any]) -> str:
+    nested = ref.get("file")
+    name = ref.get("name") or (nested.get("filename") if isinstance(nested, Mapping) else None)
+    name = name if isinstance(name, str) and name.strip() else _reference_id(ref) or "unnamed"
+    name = " ".join(name.split())
+    return name if len(name) <= 120 else name[:119] + "…"
+
+
+def _is_image_reference(ref: Mapping[str, Any]) -> bool:
+    """Open WebUI turns these into ``image_url`` parts of their message itself."""
+    meta = ref.get("meta")
+    mime = ref.get("content_type") or (meta.get("content_type") if isinstance(meta, Mapping) else "")
+    return ref.get("type") == "image" or (isinstance(mime, str) and mime in RASTER_IMAGES)
+
+
+def stored_user_files(messages: Mapping[str, Any], message_id: str) -> list[list[Mapping[str, Any]]] | None:
+    """The ``files`` of each user message on the branch that ends at ``message_id``, oldest first
+    (a stored chat's ``history.messages``: id -> message with ``parentId``)."""
+    chain: list[Mapping[str, Any]] = []
+    seen: set[str] = set()
+    current = messages.get(message_id) if message_id else None
+    while isinstance(current, Mapping) and len(chain) < 10_000:
+        chain.append(current)
+        parent = current.get("parentId")
+        if not isinstance(parent, str) or parent in seen:
+            break
+        seen.add(parent)
+        current = messages.get(parent)
+    if not chain:
+        return None
+    return [
+        [f for f in (m.get("files") or []) if isinstance(f, Mapping)] if isinstance(m.get("files"), list) else []
+        for m in reversed(chain)
+        if m.get("role") == "user"
+    ]
+
+
+def place_files(
+    history: list[Mapping[str, Any]],
+    chat_files: Iterable[Any],
+    stored: list[list[Mapping[str, Any]]] | None,
+) -> dict[int, list[Mapping[str, Any]]]:
+    """Which user message (index in ``history``) each file reference goes with.
+
+    A message's own ``files`` first (releases and clients that keep them), then the stored chat's
+    user messages matched from the newest, then the rest of ``chat_files`` on the newest user
+    message. Image references of a message are left to the ``image_url`` parts Open WebUI made.
+    """
+    users = [i for i, m in enumerate(history) if isinstance(m, Mapping) and m.get("role") == "user"]
+    placed: dict[int, list[Mapping[str, Any]]] = {}
+    seen: set[str] = set()
+
+    def put(index: int, refs: Iterable[Any], *, images: bool) -> None:
+        for ref in refs:
+            if not isinstance(ref, Mapping) or ref.get("type") in _IGNORED_REFERENCES:
+                continue
+            key = _reference_id(ref) or _reference_name(ref)
+            if key in seen:
+                continue
+            seen.add(key)
+            if images or not _is_image_reference(ref):
+                placed.setdefault(index, []).append(ref)
+
+    for index in users:
+        own = history[index].get("files")
+        if isinstance(own, list):
+            put(index, own, images=False)
+    for index, refs in zip(reversed(users), reversed(stored or [])):
+        put(index, refs, images=False)
+    if users:
+        put(users[-1], chat_files if isinstance(chat_files, list) else [], images=True)
+    return placed
+
+
+def with_files(
+    history: list[Mapping[str, Any]], parts: Mapping[int, list["Attachment | LeftOut"]]
+) -> list[Mapping[str, Any]]:
+    """The history with each message's files at the end of its content, and without the
+    ``<attached_files>`` list Open WebUI writes into the text for its own tools."""
+    out: list[Mapping[str, Any]] = []
+    for index, message in enumerate(history):
+        files = parts.get(index)
+        content = message.get("content") if isinstance(message, Mapping) else None
+        listed = isinstance(content, str) and content.startswith("<attached_files>")
+        if not files and not listed and not (isinstance(content, list) and _lists_attached_files(content)):
+            out.append(message)
+            continue
+        pieces: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        pieces = [_without_file_list(piece) for piece in pieces]
+        pieces.extend(p if isinstance(p, Attachment) else {"type": "text", "text": p.text} for p in files or ())
+        out.append({**message, "content": pieces})
+    return out
+
+
+def _lists_attached_files(content: list[Any]) -> bool:
+    first = content[0] if content else None
+    return isinstance(first, Mapping) and _str(first.get("text")).startswith("<attached_files>")
+
+
+def _without_file_list(piece: Any) -> Any:
+    if isinstance(piece, Mapping) and piece.get("type") == "text":
+        return {**piece, "text": _ATTACHED_FILES.sub("", _str(piece.get("text")), count=1)}
+    return piece
+
+
+def _data_uri(url: str) -> tuple[str, str] | None:
+    """``data:<mime>;base64,<data>`` -> (mime, data)."""
+    head, comma, data = url.partition(",")
+    if not comma or not head.startswith("data:") or not head.endswith(";base64"):
+        return None
+    return head[5:-7] or "application/octet-stream", data
+
+
+def agui_content(content: Any) -> Any:
+    """A user message's content for AG-UI: text stays a string; files and images become
+    ``document``/``image`` parts (ag-ui-protocol 0.1.22) next to the text parts."""
+    if not isinstance(content, list):
+        return _str(content)
+    parts: list[dict[str, Any]] = []
+    rich = False
+    for part in content:
+        if isinstance(part, Attachment):
+            rich = True
+            source = {"type": "data", "value": part.token, "mimeType": part.mime}
+            parts.append({"type": part.kind, "source": source, "metadata": part.metadata})
+        elif isinstance(part, Mapping) and part.get("type") == "text":
+            parts.append({"type": "text", "text": _str(part.get("text"))})
+        elif isinstance(part, Mapping) and part.get("type") == "image_url":
+            image = part.get("image_url")
+            url = _str(image.get("url") if isinstance(image, Mapping) else image)
+            inline = _data_uri(url)
+            if inline is not None:
+                rich = True
+                parts.append({"type": "image", "source": {"type": "data", "value": inline[1], "mimeType": inline[0]}})
+            elif url.startswith(("https://", "http://")):
+                rich = True
+                parts.append({"type": "image", "source": {"type": "url", "value": url}})
+    if not rich:
+        return "\n".join(p["text"] for p in parts)
+    return [p for p in parts if p["type"] != "text" or p["text"]]
+
+
+def openai_content(content: Any) -> Any:
+    """A user message's content for an OpenAI backend: a document as a ``file`` part with a data
+    URI, an image as ``image_url``; everything else as it came."""
+    if not isinstance(content, list) or not any(isinstance(p, Attachment) for p in content):
+        return content
+    out: list[Any] = []
+    for part in content:
+        if not isinstance(part, Attachment):
+            out.append(part)
+        elif part.kind == "image":
+            out.append({"type": "image_url", "image_url": {"url": f"data:{part.mime};base64,{part.token}"}})
+        else:
+            out.append({"type": "file", "file": {"filename": part.name, "file_data": f"data:{part.mime};base64,{part.token}"}})
+    return out
+
+
+def with_openai_files(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI messages with each user message's files as ``file``/``image_url`` parts."""
+    return [{**m, "content": openai_content(m.get("content"))} if m.get("role") == "user" else m for m in messages]
+
+
+def encode_body(payload: Mapping[str, Any], attachments: Iterable[Attachment]) -> bytes:
+    """The request body as JSON with each file's base64 put where its token stands.
+
+    Called in a thread: a body with files is megabytes of JSON. The base64 is never copied into
+    a Python string: the JSON around it is encoded, then joined with it.
+    """
+    by_token = {json.dumps(a.token)[1:-1]: a for a in attachments}
+    text = json.dumps(payload)
+    if not by_token:
+        return text.encode()
+    pattern = re.compile("|".join(re.escape(token) for token in by_token))
+    pieces: list[bytes] = []
+    position = 0
+    for match in pattern.finditer(text):
+        pieces.append(text[position : match.start()].encode())
+        pieces.append(by_token[match.group(0)].data)
+        position = match.end()
+    pieces.append(text[position:].encode())
+    del text
+    return b"".join(pieces)
+
+
+async def _call(function: Callable[..., Any], *args: Any) -> Any:
+    """Call Open WebUI's model API: asynchronous in 0.12, synchronous (run in a thread) in 0.6."""
+    if asyncio.iscoroutinefunction(function):
+        return await function(*args)
+    result = await asyncio.to_thread(function, *args)
+    return await result if asyncio.iscoroutine(result) else result
+
+
+class OpenWebUIStore:
+    """Open WebUI's own records (chats, files, users, groups), read through its modules.
+
+    Imported inside the methods: this file is loaded by Open WebUI, and the tests load it alone.
+    The API differs between releases (0.6: synchronous models and ``routers.files``' access rule;
+    0.12: asynchronous models and ``utils.access_control.files``); ``_call`` takes both.
+    """
+
+    async def stored_files(self, chat_id: str, user_id: str, message_id: str) -> list[list[Mapping[str, Any]]] | None:
+        """Each user message's files on the chat's branch up to ``message_id``; None for a chat
+        that is not stored or not this user's."""
+        if not chat_id or chat_id.startswith("local:") or not message_id:
+            return None
+        from open_webui.models.chats import Chats
+
+        chat = await _call(Chats.get_chat_by_id, chat_id)
+        if chat is None or getattr(chat, "user_id", None) != user_id:
+            return None
+        messages = None
+        if hasattr(Chats, "get_messages_map_by_chat_id"):
+            messages = await _call(Chats.get_messages_map_by_chat_id, chat_id)
+        if not messages:
+            messages = ((getattr(chat, "chat", None) or {}).get("history") or {}).get("messages") or {}
+        return stored_user_files(messages, message_id)
+
+    async def file(self, file_id: str) -> StoredFile | None:
+        from open_webui.models.files import Files
+
+        record = await _call(Files.get_file_by_id, file_id)
+        if record is None:
+            return None
+        meta = getattr(record, "meta", None) or {}
+        size = meta.get("size")
+        return StoredFile(
+            id=record.id,
+            owner=record.user_id,
+            name=_str(meta.get("name") or getattr(record, "filename", "") or record.id),
+            mime=_str(meta.get("content_type") or "application/octet-stream").split(";")[0].strip().lower(),
+            size=size if isinstance(size, int) else -1,
+            path=_str(getattr(record, "path", "")),
+        )
+
+    async def shared_with(self, file_id: str, user_id: str) -> bool:
+        """Open WebUI's own rule for a file that is not the user's (a knowledge base, a shared
+        chat or model, a channel: ``routers/files.py``)."""
+        try:
+            from open_webui.utils.access_control.files import has_access_to_file
+        except ImportError:
+            try:
+                from open_webui.routers.files import has_access_to_file
+            except ImportError:
+                return False
+        from open_webui.models.users import Users
+
+        user = await _call(Users.get_user_by_id, user_id)
+        return user is not None and bool(await _call(has_access_to_file, file_id, "read", user))
+
+    async def groups(self, user_id: str) -> list[dict[str, str]]:
+        """The user's groups (ids and names), as Open WebUI's own headers read them."""
+        from open_webui.models.groups import Groups
+
+        found = await _call(Groups.get_groups_by_member_id, user_id)
+        return [{"id": _str(g.id), "name": _str(g.name)} for g in found or ()]
+
+    async def read(self, record: StoredFile, limit: int) -> tuple[int, bytes]:
+        """(size, base64 of the bytes), in a thread; FileTooLarge past ``limit`` bytes."""
+        from open_webui.storage.provider import Storage
+
+        return await asyncio.to_thread(_read_base64, Storage.get_file, record.path, limit)
+
+
+def _read_base64(locate: Callable[[str], str], path: str, limit: int) -> tuple[int, bytes]:
+    import base64
+
+    local = locate(path)
+    with open(local, "rb") as handle:
+        raw = handle.read(limit + 1)
+    if len(raw) > limit:
+        raise FileTooLarge(os.path.getsize(local))
+    return len(raw), base64.b64encode(raw)
+
+
+def _mb(size: int) -> str:
+    return f"{size / MB:.1f} MB" if size < 10 * MB else f"{size / MB:.0f} MB"
+
+
+def _limit_mb(limit: int) -> str:
+    return f"{limit / MB:g} MB"
+
+
+async def read_files(
+    placed: Mapping[int, list[Mapping[str, Any]]],
+    *,
+    store: Any,
+    user: Mapping[str, Any],
+    limits: FileLimits,
+    reads: Iterable[str] | None,
+) -> dict[int, list[Attachment | LeftOut]]:
+    """Each placed reference read for the agent, or the reason it is left out.
+
+    The newest message's files are read first, so they are the ones that fit the turn's limit.
+    """
+    taken = None if reads is None else {"documents": "document", "images": "image"}
+    kinds = None if reads is None or taken is None else {taken[r] for r in reads if r in taken}
+    budget = limits.per_turn
+    nonce = random_hex()[:12]
+    out: dict[int, list[Attachment | LeftOut]] = {}
+    for index in sorted(placed, reverse=True):
+        parts: list[Attachment | LeftOut] = []
+        for ref in placed[index]:
+            part = await _read_one(ref, store=store, user=user, limits=limits, budget=budget, kinds=kinds)
+            if isinstance(part, Attachment):
+                budget -= part.size
+                part.token = f"\x00aihub-file-{nonce}-{index}-{len(parts)}\x00"
+            parts.append(part)
+        out[index] = parts
+    return out
+
+
+async def _read_one(
+    ref: Mapping[str, Any],
+    *,
+    store: Any,
+    user: Mapping[str, Any],
+    limits: FileLimits,
+    budget: int,
+    kinds: set[str] | None,
+) -> Attachment | LeftOut:
+    name = _reference_name(ref)
+    kind = ref.get("type")
+    if kind not in FILE_REFERENCE_TYPES:
+        return LeftOut(name, f"an agent gets single files, not a {_str(kind) or 'reference'} (ask for its files)")
+    file_id = _reference_id(ref)
+    user_id = _str(user.get("id"))
+    try:
+        record = await store.file(file_id) if file_id else None
+        allowed = record is not None and (
+            record.owner == user_id or user.get("role") == "admin" or await store.shared_with(file_id, user_id)
+        )
+        if record is None or not allowed:
+            return LeftOut(name, "it is not a file you may read")  # the same words either way: no owner, no probe
+        name = " ".join(record.name.split())[:120] or name
+        kind_name = "image" if record.mime in RASTER_IMAGES else "document"
+        if kinds is not None and kind_name not in kinds:
+            return LeftOut(name, f"this agent does not read {kind_name}s")
+        if record.size > limits.per_file:
+            return LeftOut(name, f"{_mb(record.size)} is over the limit of {_limit_mb(limits.per_file)} per file")
+        if record.size > budget:
+            return LeftOut(name, f"the files of this message would be over the limit of {_limit_mb(limits.per_turn)}")
+        size, data = await store.read(record, min(limits.per_file, budget))
+    except FileTooLarge as exc:
+        over = exc.size > limits.per_file
+        limit = f"{_limit_mb(limits.per_file)} per file" if over else f"{_limit_mb(limits.per_turn)} per message"
+        return LeftOut(name, f"{_mb(exc.size)} is over the limit of {limit}")
+    except Exception as exc:  # a store that fails must not fail the chat; the agent is told
+        log.warning("aihub_agent_pipe: reading an attached file failed (%s)", type(exc).__name__)
+        return LeftOut(name, "Open WebUI could not read it")
+    return Attachment(id=record.id, name=name, mime=record.mime, size=size, data=data)
+
+
+async def _notify(emitter: Any, text: str) -> None:
+    """A warning the user sees (a toast), next to the status line."""
+    if emitter is None:
+        return
+    try:
+        await emitter({"type": "notification", "data": {"type": "warning", "content": text}})
+    except Exception:
+        log.debug("aihub_agent_pipe: event emitter failed", exc_info=True)
+
+
+# --- who asks, in which chat, under which trace: identity, ids, trace context, user context ----
+# Open WebUI's own connections say who the user is in headers (``open_webui/utils/headers.py``):
+# with ENABLE_FORWARD_USER_INFO_HEADERS one HS256 JWT when FORWARD_USER_INFO_HEADER_JWT_SECRET is
+# set, else plain X-OpenWebUI-User-* headers. The pipe sends the same, read from the server's
+# environment itself (so it works on every release), and adds claims of its own (groups, model,
+# chat and message ids; not ``aud``, which would make PyJWT without an audience reject the token).
+# With a signing key (the IDENTITY_KEYS valve or AIHUB_IDENTITY_PRIVATE_KEY) it also sends an
+# EdDSA token for this agent alone (``aud``): with a shared HS256 secret any agent could mint one
+# for another. The tokens are made by hand (a JWT is three base64url parts): no import per chat.
+
+IDENTITY_HEADER = "X-AIHub-Identity"
+IDENTITY_ISSUER = "aihub-agent-pipe"
+IDENTITY_KEY_ENV = "AIHUB_IDENTITY_PRIVATE_KEY"
+IDENTITY_KID_ENV = "AIHUB_IDENTITY_KEY_ID"
+
+
+@dataclass(frozen=True)
+class ForwardSettings:
+    """Open WebUI's user-info forwarding settings (env.py names and defaults)."""
+
+    enabled: bool
+    secret: str
+    jwt_header: str
+    lifetime: int
+    user_headers: tuple[str, str, str, str]  # name, id, email, role
+    chat_header: str
+    message_header: str
+
+
+def forward_settings(environ: Mapping[str, str] = os.environ) -> ForwardSettings:
+    """Read on every chat (an environment read is cheap), so the pipe follows the server's settings."""
+    get = environ.get
+    try:
+        lifetime = int(get("FORWARD_USER_INFO_HEADER_JWT_EXPIRES_SECONDS") or 300)
+    except ValueError:
+        lifetime = 300
+    prefix = "FORWARD_USER_INFO_HEADER_USER_"
+    return ForwardSettings(
+        enabled=(get("ENABLE_FORWARD_USER_INFO_HEADERS") or "false").lower() == "true",
+        secret=(get("FORWARD_USER_INFO_HEADER_JWT_SECRET") or "").strip(),
+        jwt_header=get("FORWARD_USER_INFO_HEADER_JWT") or "X-OpenWebUI-User-Jwt",
+        lifetime=lifetime,
+        user_headers=(
+            get(prefix + "NAME") or "X-OpenWebUI-User-Name",
+            get(prefix + "ID") or "X-OpenWebUI-User-Id",
+            get(prefix + "EMAIL") or "X-OpenWebUI-User-Email",
+            get(prefix + "ROLE") or "X-OpenWebUI-User-Role",
+        ),
+        chat_header=get("FORWARD_SESSION_INFO_HEADER_CHAT_ID") or "X-OpenWebUI-Chat-Id",
+        message_header=get("FORWARD_SESSION_INFO_HEADER_MESSAGE_ID") or "X-OpenWebUI-Message-Id",
+    )
+
+
+class IdentityRequired(PipeConfigError):
+    """The agent's backend asks for ``identity: signed`` and no key can sign."""
+
+
+@dataclass(frozen=True)
+class SigningKey:
+    kid: str
+    key: Any  # cryptography's Ed25519PrivateKey
+    pem: str  # masked by the scrubber
+
+
+def _b64url(data: bytes) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _jwt_input(header: Mapping[str, Any], claims: Mapping[str, Any]) -> bytes:
+    compact = functools.partial(json.dumps, separators=(",", ":"), ensure_ascii=False)
+    return f"{_b64url(compact(header).encode())}.{_b64url(compact(claims).encode())}".encode()
+
+
+def mint_hs256(claims: Mapping[str, Any], secret: str) -> str:
+    """Open WebUI's forwarded-user JWT (``_mint_forward_user_jwt``): HS256, ``typ: JWT``."""
+    signing_input = _jwt_input({"alg": "HS256", "typ": "JWT"}, claims)
+    signature = hmac.new(secret.encode(), signing_input, hashlib.sha256).digest()
+    return f"{signing_input.decode()}.{_b64url(signature)}"
+
+
+def mint_eddsa(claims: Mapping[str, Any], key: SigningKey) -> str:
+    signing_input = _jwt_input({"alg": "EdDSA", "typ": "JWT", "kid": key.kid}, claims)
+    return f"{signing_input.decode()}.{_b64url(key.key.sign(signing_input))}"
+
+
+@functools.lru_cache(maxsize=8)
+def _load_signing_key(pem: str, kid: str) -> SigningKey | None:
+    """An Ed25519 private key (PKCS8 PEM), loaded once; None when it does not load."""
+    try:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+        key = load_pem_private_key(pem.encode(), password=None)
+    except Exception:
+        log.warning("aihub_agent_pipe: the identity signing key does not load (an Ed25519 PKCS8 PEM is expected)")
+        return None
+    if not isinstance(key, Ed25519PrivateKey) or not kid:
+        log.warning("aihub_agent_pipe: the identity signing key is not Ed25519 or has no key id")
+        return None
+    return SigningKey(kid=kid, key=key, pem=pem)
+
+
+@functools.lru_cache(maxsize=8)
+def _valve_signing_key(text: str) -> tuple[str, str]:
+    """(PEM, kid) of the IDENTITY_KEYS valve's ``signing`` entry; empty when there is none."""
+    try:
+        signing = (json.loads(text) if text else {}).get("signing") or {}
+        return _str(signing.get("private_key_pem")), _str(signing.get("kid"))
+    except (ValueError, AttributeError):
+        log.warning("aihub_agent_pipe: the IDENTITY_KEYS valve is not valid JSON")
+        return "", ""
+
+
+def identity_secrets(valve: str, environ: Mapping[str, str] = os.environ) -> tuple[str, ...]:
+    """What signs identities (the HS256 secret, the private keys): masked like the agents' keys."""
+    pem = _valve_signing_key(valve)[0] if valve else ""
+    values = (environ.get("FORWARD_USER_INFO_HEADER_JWT_SECRET") or "", environ.get(IDENTITY_KEY_ENV) or "", pem)
+    return tuple(v.strip() for v in values if v.strip())
+
+
+def signing_key(valve: str, environ: Mapping[str, str] = os.environ) -> SigningKey | None:
+    """The server's AIHUB_IDENTITY_PRIVATE_KEY (with AIHUB_IDENTITY_KEY_ID) wins over the valve."""
+    pem = environ.get(IDENTITY_KEY_ENV) or ""
+    if pem.strip():
+        return _load_signing_key(pem, environ.get(IDENTITY_KID_ENV) or "server")
+    pem, kid = _valve_signing_key(valve)
+    return _load_signing_key(pem, kid) if pem else None
+
+
+def identity_claims(
+    user: Mapping[str, Any], groups: Iterable[Mapping[str, str]], *, model: str, chat_id: str, message_id: str,
+    now: int, lifetime: int,
+) -> dict[str, Any]:
+    """Open WebUI's claims (``sub, email, name, role, iss, iat, exp``) plus the pipe's own."""
+    return {
+        "sub": _str(user.get("id")),
+        "email": _str(user.get("email")),
+        "name": _str(user.get("name")),
+        "role": _str(user.get("role")),
+        "iss": "open-webui",
+        "iat": now,
+        "exp": now + lifetime,
+        "groups": [{"id": _str(g.get("id")), "name": _str(g.get("name"))} for g in groups],
+        "model": model,
+        "chat_id": chat_id,
+        "message_id": message_id,
+    }
+
+
+def needs_groups(agent: "AgentSpec", settings: ForwardSettings, key: SigningKey | None) -> bool:
+    """Whether a token will be minted (only tokens carry the groups: a store read is skipped otherwise)."""
+    return agent.identity != "none" and (key is not None or (settings.enabled and bool(settings.secret)))
+
+
+def identity_headers(
+    agent: "AgentSpec", claims: Mapping[str, Any], settings: ForwardSettings, key: SigningKey | None
+) -> dict[str, str]:
+    """The identity headers for one request; IdentityRequired when ``signed`` cannot be kept."""
+    if agent.identity == "none":
+        return {}
+    headers: dict[str, str] = {}
+    if settings.enabled and settings.secret:
+        headers[settings.jwt_header] = mint_hs256(claims, settings.secret)
+    elif settings.enabled and agent.identity != "signed":  # Open WebUI's plain headers: never under "signed"
+        name, user_id, email, role = settings.user_headers
+        headers[name] = quote(_str(claims["name"]).strip(), safe=" ")
+        headers[user_id] = _str(claims["sub"])
+        headers[email] = quote(_str(claims["email"]).strip(), safe="@+ ")
+        headers[role] = _str(claims["role"])
+    if key is not None:
+        own = {**claims, "iss": IDENTITY_ISSUER, "aud": claims["model"]}
+        headers[IDENTITY_HEADER] = mint_eddsa(own, key)
+    if agent.identity == "signed" and not any(h in headers for h in (settings.jwt_header, IDENTITY_HEADER)):
+        raise IdentityRequired(
+            "This agent accepts only a signed identity, and no key is set: an administrator has to set "
+            "FORWARD_USER_INFO_HEADER_JWT_SECRET (with ENABLE_FORWARD_USER_INFO_HEADERS=true) or the pipe's "
+            "identity key (provision sync writes it). Nothing was sent to the agent."
+        )
+    return headers
+
+
+def session_headers(settings: ForwardSettings, chat_id: str, message_id: str) -> dict[str, str]:
+    """Open WebUI's chat and message id headers (its names), for the OpenAI transport."""
+    headers = {}
+    if chat_id:
+        headers[settings.chat_header] = chat_id
+    if message_id:
+        headers[settings.message_header] = message_id
+    return headers
+
+
+def traceparent() -> str:
+    """A W3C traceparent: the child of Open WebUI's current OpenTelemetry span when its tracing is
+    on (ENABLE_OTEL_TRACES imports opentelemetry; the pipe never imports it), else a new trace."""
+    otel = sys.modules.get("opentelemetry.trace")
+    if otel is not None:
+        try:
+            context = otel.get_current_span().get_span_context()
+            if context.is_valid:
+                return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+        except Exception:
+            log.debug("aihub_agent_pipe: reading the current span failed", exc_info=True)
+    return f"00-{random_hex()}-{random_hex()[:16]}-01"
+
+
+def trace_id(parent: str) -> str:
+    return parent.split("-")[1] if parent.count("-") == 3 else ""
+
+
+_CONTEXT_VARIABLES = (
+    ("{{USER_LANGUAGE}}", "user_language", "The user's language"),
+    ("{{CURRENT_DATETIME}}", "current_datetime", "The current date and time"),
+    ("{{CURRENT_TIMEZONE}}", "current_timezone", "The user's timezone"),
+)
+
+
+def user_context(metadata: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(key, description, value) of the prompt variables the browser set (``metadata["variables"]``);
+    an API client sets none, so the current time is then the server's, in UTC."""
+    variables = metadata.get("variables")
+    variables = variables if isinstance(variables, Mapping) else {}
+    out = []
+    for name, key, description in _CONTEXT_VARIABLES:
+        value = variables.get(name)
+        if not (isinstance(value, str) and value.strip()) and key == "current_datetime":
+            value = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+        if isinstance(value, str) and value.strip():
+            out.append((key, description, value.strip()[:200]))
+    return out
+
+
+def oauth_header(agent: "AgentSpec", token: Any) -> dict[str, str]:
+    """The user's OAuth access token in the backend's own header, only over https or loopback."""
+    if not agent.oauth_token_header:
+        return {}
+    access = token.get("access_token") if isinstance(token, Mapping) else None
+    if not isinstance(access, str) or not access:
+        return {}
+    parts = urlsplit(agent.url)
+    host = parts.hostname or ""
+    if parts.scheme != "https" and not (host == "localhost" or host.startswith("127.") or host == "::1"):
+        raise PipeConfigError(
+            f"The agent asks for the user's OAuth token, and its address {_host(agent.url)} is not https: "
+            "the pipe sends the token only over https (or to loopback). Nothing was sent to the agent."
+        )
+    return {agent.oauth_token_header: access}
+
+
+class TokenMask:
+    """Masks the secrets of one chat (its identity tokens, the user's OAuth token) in what the pipe
+    shows or logs. Plain replaces, cheap to build: the Scrubber's patterns take milliseconds to
+    compile, too much for every chat. ``stream`` holds back a tail that may be a token's start."""
+
+    def __init__(self, tokens: Iterable[str] = ()) -> None:
+        self.tokens = sorted({t for t in tokens if isinstance(t, str) and len(t) >= SECRET_FRAGMENT}, key=len, reverse=True)
+        self._held = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.tokens)
+
+    def redact(self, text: str) -> str:
+        for token in self.tokens:
+            if token in text:
+                text = text.replace(token, REDACTED)
+        return text
+
+    def error(self, text: str) -> str:
+        """Also withholds a text holding a piece of a token (a server may echo one shortened)."""
+        text = self.redact(text)
+        for token in self.tokens:
+            size = 2 * SECRET_FRAGMENT
+            if any(token[i : i + size] in text for i in range(0, max(1, len(token) - size + 1))):
+                return WITHHELD
+        return text
+
+    def stream(self, chunk: str) -> str:
+        if not self.tokens:
+            return chunk
+        text = self.redact(self._held + chunk)
+        cut = self._cut(text)
+        self._held = text[cut:]
+        return text[:cut]
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return self.redact(held)
+
+    def _cut(self, text: str) -> int:
+        n, cut = len(text), len(text)
+        for token in self.tokens:
+            head = token[:3]
+            position = text.find(head, max(0, n - len(token) + 1))
+            while position >= 0:
+                if token.startswith(text[position:]):
+                    cut = min(cut, position)
+                    break
+                position = text.find(head, position + 1)
+            for k in (1, 2):  # a tail shorter than the head
+                if n >= k and token.startswith(text[n - k :]):
+                    cut = min(cut, n - k)
+        return cut
+
+
+@dataclass
+class Turn:
+    """What one request to the agent carries besides the chat: ids, trace, context, identity."""
+
+    chat_id: str
+    message_id: str
+    user_message_id: str
+    traceparent: str
+    trace_id: str
+    context: list[tuple[str, str, str]]
+    user_id: str = ""  # the user's id, unless the backend asked for no identity
+    headers: dict[str, str] = field(default_factory=dict)
+    forwarded: dict[str, str] = field(default_factory=dict)  # AG-UI forwardedProps keys
+    mask: TokenMask = field(default_factory=TokenMask)
+    failure: Exception | None = None
+
+
+def _oauth_secrets(token: Any) -> list[str]:
+    """Every token in Open WebUI's OAuth token dict (access, refresh, id), masked even when unsent."""
+    if not isinstance(token, Mapping):
+        return []
+    return [v for k, v in token.items() if isinstance(v, str) and k.endswith("token")]
+
+
 # --- the pipe --------------------------------------------------------------------------------------
 
 
@@ -1451,6 +2236,10 @@ class AgentSpec(BaseModel):
     api_key: str | None = None  # the key's name: in API_KEYS ("sync") or the server's environment ("server")
     key_from: Literal["sync", "server"] = "sync"
     features: tuple[str, ...] = ()
+    # issue 19's keys (CONTRACT-19); absent in valves written before them
+    reads: tuple[Literal["documents", "images"], ...] | None = None  # None: not declared, takes what comes
+    identity: Literal["auto", "signed", "none"] = "auto"
+    oauth_token_header: str | None = None
 
 
 EventEmitter = Callable[[dict[str, Any]], Awaitable[None]] | None
@@ -1489,10 +2278,20 @@ class Pipe:
             description="JSON: the Ed25519 key that signs the X-AIHub-Identity token, and retired public keys "
             "(written once by provision sync; never shown). The server's AIHUB_IDENTITY_PRIVATE_KEY wins.",
         )
+        MAX_FILE_MB: float = Field(
+            default=20, gt=0, allow_inf_nan=False, description="Largest attached file sent to an agent, in MB."
+        )
+        MAX_TURN_FILES_MB: float = Field(
+            default=50,
+            gt=0,
+            allow_inf_nan=False,
+            description="Most MB of attached files one request to an agent carries (the newest message's first).",
+        )
 
     def __init__(self) -> None:
         self.type = "manifold"
         self.valves = self.Valves()
+        self.store: Any = OpenWebUIStore()  # where attached files are read from (tests put a fake here)
 
     # -- configuration --------------------------------------------------------------------------
 
@@ -1541,7 +2340,105 @@ class Pipe:
     def scrubber(self) -> Scrubber:
         """Masks every key this pipe holds: API_KEYS, the signing key, keys it reads from the environment."""
         from_server = tuple(os.environ.get(name, "") for name in _server_key_names(self.valves.AGENTS))
+        from_server += identity_secrets(self.valves.IDENTITY_KEYS)
         return _scrubber(frozenset(self._synced_keys().values()), self.valves.HISTORY_SIGNING_KEY, from_server)
+
+    # -- files ----------------------------------------------------------------------------------
+
+    async def inbound_files(
+        self,
+        history: list[Mapping[str, Any]],
+        user: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+        agent: AgentSpec,
+        emitter: EventEmitter,
+    ) -> InboundFiles:
+        """The history with the user's files inside the messages they were attached to.
+
+        A chat without file references costs nothing here (no store read). What is left out is
+        told to the user as a warning, in the same words the agent gets.
+        """
+        chat_files = metadata.get("files")
+        own = any(isinstance(m, Mapping) and m.get("files") for m in history)
+        if not chat_files and not own:
+            return InboundFiles(with_files(history, {}))
+        stored = None
+        try:
+            stored = await self.store.stored_files(
+                _str(metadata.get("chat_id")),
+                _str(user.get("id")),
+                _str(metadata.get("user_message_id")) or _str(metadata.get("message_id")),
+            )
+        except Exception as exc:  # the stored chat only places files; without it they go on the newest message
+            log.warning("aihub_agent_pipe: reading the stored chat failed (%s)", type(exc).__name__)
+        placed = place_files(history, chat_files or [], stored)
+        limits = FileLimits(int(self.valves.MAX_FILE_MB * MB), int(self.valves.MAX_TURN_FILES_MB * MB))
+        parts = await read_files(placed, store=self.store, user=user, limits=limits, reads=agent.reads)
+        found = InboundFiles(with_files(history, parts))
+        for index in sorted(parts):
+            for part in parts[index]:
+                (found.attachments if isinstance(part, Attachment) else found.left_out).append(part)
+        for left in found.left_out:
+            await _notify(emitter, left.text)
+        return found
+
+    # -- identity, ids, trace and context ---------------------------------------------------------
+
+    async def turn(
+        self, agent: AgentSpec, model: str, user: Mapping[str, Any], metadata: Mapping[str, Any], oauth_token: Any
+    ) -> "Turn":
+        """Who asks, in which chat and message, under which trace: what every request carries.
+
+        Never raises: a failure (``identity: signed`` without a key, an OAuth token that would go
+        over plain http) is kept and raised where it becomes the chat's error alert.
+        """
+        parent = traceparent()
+        turn = Turn(
+            chat_id=_str(metadata.get("chat_id")),
+            message_id=_str(metadata.get("message_id")),
+            user_message_id=_str(metadata.get("user_message_id")),
+            traceparent=parent,
+            trace_id=trace_id(parent),
+            context=user_context(metadata),
+        )
+        turn.headers["traceparent"] = parent
+        if agent.transport == "openai":
+            turn.headers.update(session_headers(forward_settings(), turn.chat_id, turn.message_id))
+        if agent.identity != "none":
+            turn.user_id = _str(user.get("id"))
+        turn.forwarded = {
+            key: value
+            for key, value in (
+                ("user_id", turn.user_id),
+                ("message_id", turn.message_id),
+                ("user_message_id", turn.user_message_id),
+            )
+            if value
+        }
+        try:
+            settings = forward_settings()
+            key = signing_key(self.valves.IDENTITY_KEYS) if agent.identity != "none" else None
+            groups: list[dict[str, str]] = []
+            if needs_groups(agent, settings, key):
+                try:
+                    groups = await self.store.groups(turn.user_id)
+                except Exception as exc:  # the token still says who; without groups an agent denies more
+                    log.warning("aihub_agent_pipe: reading the user's groups failed (%s), trace %s",
+                                type(exc).__name__, turn.trace_id)
+            claims = identity_claims(
+                user, groups, model=model, chat_id=turn.chat_id, message_id=turn.message_id,
+                now=int(time.time()), lifetime=settings.lifetime,
+            )
+            identity = identity_headers(agent, claims, settings, key)
+            delegated = oauth_header(agent, oauth_token)
+        except PipeConfigError as exc:
+            turn.failure = exc
+            identity, delegated = {}, {}
+        turn.headers.update(identity)
+        turn.headers.update(delegated)
+        signed = [identity.get(settings.jwt_header, ""), identity.get(IDENTITY_HEADER, "")] if identity else []
+        turn.mask = TokenMask([*signed, *delegated.values(), *_oauth_secrets(oauth_token)])
+        return turn
 
     # -- the request ----------------------------------------------------------------------------
 
@@ -1554,6 +2451,7 @@ class Pipe:
         __task__: str | None = None,
         __request__: Any = None,
         __event_call__: Any = None,
+        __oauth_token__: Any = None,
     ) -> AsyncIterator[str | dict[str, Any]]:
         """Stream the agent's answer as Open WebUI content (see the comment at the top).
 
@@ -1569,28 +2467,33 @@ class Pipe:
             yield render_error(Error(f"No agent is configured for the model '{_str(body.get('model'))}'."))
             return
         metadata = __metadata__ or {}
+        user = __user__ or {}
         features = requested_features(metadata, agent.features)
-        history = body.get("messages") or []
+        inbound = await self.inbound_files(body.get("messages") or [], user, metadata, agent, __event_emitter__)
+        history = inbound.history
+        turn = await self.turn(agent, _str(body.get("model")), user, metadata, __oauth_token__)
         signer = history_signer(self.valves.HISTORY_SIGNING_KEY, agent.id, __user__, metadata)
         scrubber = self.scrubber()
         if agent.transport == "openai":
             payload: dict[str, Any] = {
                 "model": agent.model or agent.id,
-                "messages": to_openai_messages(history, signer),
+                "messages": with_openai_files(to_openai_messages(history, signer)),
                 "stream": True,
                 "stream_options": {"include_usage": True},  # the final chunk then carries the usage
-                "metadata": {"features": features},
+                "metadata": {"features": features, **{key: value for key, _, value in turn.context}},
             }
+            if turn.user_id:
+                payload["user"] = turn.user_id
             input_ids: list[str] = []
         else:
             payload = {
-                "threadId": _str(metadata.get("chat_id")) or f"aihub-{random_hex()}",
-                "runId": f"aihub-run-{random_hex()}",
+                "threadId": turn.chat_id or f"aihub-{random_hex()}",
+                "runId": turn.message_id or f"aihub-run-{random_hex()}",
                 "messages": to_agui_messages(history, signer),
                 "tools": [],
-                "context": [],
+                "context": [{"description": description, "value": value} for _, description, value in turn.context],
                 "state": {},
-                "forwardedProps": {"features": features, "user_id": _str((__user__ or {}).get("id"))},
+                "forwardedProps": {"features": features, **turn.forwarded},
             }
             input_ids = [m["id"] for m in payload["messages"]]
         recorder = Recorder(input_ids=input_ids, scrubber=scrubber, signer=signer)
@@ -1599,16 +2502,25 @@ class Pipe:
         status.later({"description": f"Asking {agent.name}…", "done": False}, ASKING_DELAY_SECONDS)
         batch = Batch(self.valves.STREAM_INTERVAL_MS / 1000)
         try:
-            headers = self._headers(agent)
+            if turn.failure is not None:
+                raise turn.failure
+            headers = {**self._headers(agent), **turn.headers}
             client = await shared_client()
             run = run_with_questions(
                 client, agent, headers, payload, recorder, batch, status, self.valves.TIMEOUT_SECONDS,
                 __event_call__, self.valves.QUESTION_TIMEOUT_SECONDS,
             )
+            sent: dict[str, Any] | bytes = payload
+            if inbound.attachments:  # megabytes of JSON: encoded in a thread, the base64 never copied
+                sent = await asyncio.to_thread(encode_body, payload, inbound.attachments)
+                for attachment in inbound.attachments:
+                    attachment.data = b""  # the body holds the bytes now
+            run = stream_run(client, agent, headers, sent, recorder, batch, status, self.valves.TIMEOUT_SECONDS)
             try:
                 async for chunk in run:
                     status.shown()
-                    yield chunk
+                    for piece in _safe_chunks(turn.mask.stream(chunk)):
+                        yield piece
             finally:
                 status.shown()  # also when the chat was stopped: no "Asking…" after that
                 await run.aclose()  # a cancelled chat (stop) closes the agent's request here, at once
@@ -1616,22 +2528,23 @@ class Pipe:
                 raise StreamEndedEarly
         except Exception as exc:  # the chat must get an answer, never a broken stream
             message = failure_text(exc, agent.url, self.valves.TIMEOUT_SECONDS, scrubber, started=recorder.segments)
+            message = turn.mask.error(message)
             if isinstance(exc, (PipeConfigError, AgentHTTPError, StreamEndedEarly, TimeoutError, OSError)) or (
                 _kinds(exc) & (_CONNECT_FAILURES | _TRANSPORT_FAILURES)
             ):
-                log.warning("aihub_agent_pipe: agent %s: %s", agent.id, scrubber.error(message))
+                log.warning("aihub_agent_pipe: agent %s, trace %s: %s", agent.id, turn.trace_id, scrubber.error(message))
             else:
-                trace = "".join(traceback.format_exception(exc))
-                log.error("aihub_agent_pipe: unexpected error for agent %s\n%s", agent.id, scrubber.redact(trace))
-            recorder.finish(error=message)
-        for chunk in _safe_chunks(batch.take()):  # text held for the interval goes out before the error
+                trace = turn.mask.redact(scrubber.redact("".join(traceback.format_exception(exc))))
+                log.error("aihub_agent_pipe: unexpected error for agent %s, trace %s\n%s", agent.id, turn.trace_id, trace)
+            recorder.finish(error=f"{message} (trace {turn.trace_id})")
+        for chunk in _safe_chunks(turn.mask.stream(batch.take())):  # held text goes out before the error
             yield chunk
         for update in recorder.take_statuses():
             await status.send(update)
-        for chunk in _safe_chunks(recorder.drain()):
+        for chunk in _safe_chunks(turn.mask.stream(recorder.drain()) + turn.mask.flush()):
             yield chunk
-        turn = {"request": __request__, "user": __user__, "metadata": metadata}
-        async for extra in outbound_end(recorder.outbound, __event_emitter__, bool(body.get("stream")), turn):
+        where = {"request": __request__, "user": __user__, "metadata": metadata}
+        async for extra in outbound_end(recorder.outbound, __event_emitter__, bool(body.get("stream")), where):
             yield extra
 
 
@@ -1739,11 +2652,17 @@ async def run_with_questions(
     timeout: float,
     event_call: Any,
     question_timeout: float,
+    attachments: "Sequence[Attachment]" = (),
 ) -> AsyncIterator[str]:
-    """``stream_run``, and while the run pauses for the user: ask, then resume the same run."""
+    """``stream_run``, and while the run pauses for the user: ask, then resume the same run.
+
+    With ``attachments`` the body is encoded in a thread (megabytes of JSON; encode_body)."""
     recorder.outbound.asks = agent.transport == "agui"
     for _ in range(MAX_RESUMES + 1):
-        async for chunk in stream_run(client, agent, headers, payload, recorder, batch, status, timeout):
+        sent: dict[str, Any] | bytes = payload
+        if attachments:
+            sent = await asyncio.to_thread(encode_body, payload, attachments)
+        async for chunk in stream_run(client, agent, headers, sent, recorder, batch, status, timeout):
             yield chunk
         if not recorder.paused:
             return
@@ -1863,7 +2782,7 @@ async def stream_run(
     client: aiohttp.ClientSession,
     agent: AgentSpec,
     headers: dict[str, str],
-    payload: dict[str, Any],
+    payload: dict[str, Any] | bytes,
     recorder: Recorder,
     batch: Batch,
     status: StatusLine,
@@ -1879,7 +2798,8 @@ async def stream_run(
     this raises is the caller's to send.
     """
     url = agent.url.rstrip("/") + "/chat/completions" if agent.transport == "openai" else agent.url
-    request = client.post(url, json=payload, headers=headers, timeout=_deadline(timeout), proxy=_proxy_for(url))
+    body = {"data": payload} if isinstance(payload, bytes) else {"json": payload}  # bytes: encode_body's, with files
+    request = client.post(url, **body, headers=headers, timeout=_deadline(timeout), proxy=_proxy_for(url))
     async with request as response:
         if response.status >= 400:
             # read enough to mask a key the body echoes before the text is cut short (failure_text)

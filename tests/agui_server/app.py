@@ -25,6 +25,8 @@ it is terminated or its parent process goes away.
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import importlib.metadata
 import inspect
 import json
@@ -185,14 +187,24 @@ def _chunks(text: str) -> list[str]:
 
 
 def _describe(message: Message) -> dict[str, Any]:
-    """A message as the model saw it: role, text, the calls it makes, the results it carries."""
+    """A message as the model saw it: role, text, the calls it makes, the results it carries, and
+    its media (files, images) with their type and a hash of their bytes."""
     contents = message.contents or []
     return {
         "role": _role(message),
         "text": message.text,
         "calls": [c.call_id for c in contents if c.type == "function_call"],
         "results": [c.call_id for c in contents if c.type == "function_result"],
+        "media": [_media(c) for c in contents if c.type in ("data", "uri")],
     }
+
+
+def _media(content: Content) -> dict[str, Any]:
+    uri = content.uri or ""
+    head, _, data = uri.partition(",")
+    inline = uri.startswith("data:") and head.endswith(";base64")
+    digest = hashlib.sha256(base64.b64decode(data)).hexdigest() if inline else None
+    return {"type": content.type, "media_type": content.media_type, "sha256": digest, "uri": None if inline else uri}
 
 
 class ScriptedChatClient(FunctionInvocationLayer, BaseChatClient):

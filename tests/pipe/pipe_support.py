@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import importlib.util
 import json
+import re
 import sys
 import threading
 import time
@@ -38,6 +40,9 @@ harness = load_by_path("agui_harness", HARNESS_FILE)
 # --- driving the pipe the way Open WebUI does ---------------------------------------------------
 
 
+TRACE_NOTE = re.compile(r" \(trace [0-9a-f]{32}\)(?=\n\Z)")
+
+
 @dataclass
 class PipeRun:
     chunks: list[str]
@@ -47,6 +52,12 @@ class PipeRun:
 
     @property
     def content(self) -> str:
+        """The answer, the trace id at the end of an error alert left out (it is new every turn;
+        ``raw`` keeps it, and tests/pipe/test_inbound_identity.py checks it)."""
+        return TRACE_NOTE.sub("", self.raw)
+
+    @property
+    def raw(self) -> str:
         return "".join(self.chunks)
 
     @property
@@ -109,21 +120,33 @@ async def drive(
     message_id: str = "m-1",
     stream: bool = True,
     event_call: Any = None,
+    metadata: dict[str, Any] | None = None,
+    user: dict[str, Any] | None = None,
+    **dunders: Any,
 ) -> PipeRun:
-    """Call ``pipe()`` with Open-WebUI-shaped arguments and collect chunks and emitted events."""
+    """Call ``pipe()`` with Open-WebUI-shaped arguments and collect chunks and emitted events.
+
+    ``metadata`` is merged into ``__metadata__``, ``user`` into ``__user__``; ``dunders`` are
+    passed on as they are (``__oauth_token__=...``)."""
     events: list[dict[str, Any]] = []
 
     async def emitter(event: dict[str, Any]) -> None:
         events.append(event)
 
-    metadata: dict[str, Any] = {"chat_id": chat_id, "message_id": message_id, "session_id": "s-1", "features": {}}
+    extra_metadata = metadata
+    metadata = {"chat_id": chat_id, "message_id": message_id, "session_id": "s-1", "features": {}}
     if features is not None:
         metadata[pipe_module.METADATA_KEY] = features
+    metadata.update(extra_metadata or {})
     body = {"model": f"aihub_agent_pipe.{model}", "messages": messages, "stream": stream}
     chunks, times, data, start = [], [], [], time.perf_counter()
     async for chunk in pipe.pipe(
-        body=body, __user__={"id": user_id, "role": "user"}, __metadata__=metadata, __event_emitter__=emitter,
+        body=body,
+        __user__={"id": user_id, "role": "user", **(user or {})},
+        __metadata__=metadata,
+        __event_emitter__=emitter,
         **({"__event_call__": event_call} if event_call is not None else {}),
+        **dunders,
     ):
         if isinstance(chunk, dict):  # Open WebUI sends a yielded dict as a chunk of its own (usage)
             data.append(chunk)
@@ -135,6 +158,45 @@ async def drive(
 
 def run_pipe(pipe: Any, model: str, messages: list[dict[str, Any]], **kwargs: Any) -> PipeRun:
     return asyncio.run(drive(pipe, model, messages, **kwargs))
+
+
+# --- Open WebUI's records, as the pipe reads them (Pipe.store) --------------------------------------
+
+
+@dataclass
+class FakeStore:
+    """Open WebUI's records as the pipe reads them: files by id, who may read what, the stored chat."""
+
+    files: dict[str, tuple[Any, bytes]] = field(default_factory=dict)
+    shared: set[tuple[str, str]] = field(default_factory=set)  # (file id, user id) Open WebUI's rule allows
+    stored: list[list[dict[str, Any]]] | None = None
+    reads: list[str] = field(default_factory=list)
+
+    def add(self, file_id: str, name: str, mime: str, data: bytes, owner: str = "user-1", size: int | None = None) -> dict:
+        record = pipe_module.StoredFile(id=file_id, owner=owner, name=name, mime=mime, size=len(data) if size is None else size,
+                              path=f"/store/{file_id}")
+        self.files[file_id] = (record, data)
+        return {"type": "file", "id": file_id, "name": name, "size": record.size}
+
+    async def stored_files(self, chat_id: str, user_id: str, message_id: str) -> Any:
+        return self.stored
+
+    async def file(self, file_id: str) -> Any:
+        entry = self.files.get(file_id)
+        return entry[0] if entry else None
+
+    async def shared_with(self, file_id: str, user_id: str) -> bool:
+        return (file_id, user_id) in self.shared
+
+    async def read(self, record: Any, limit: int) -> tuple[int, bytes]:
+        self.reads.append(record.id)
+        data = self.files[record.id][1]
+        if len(data) > limit:
+            raise pipe_module.FileTooLarge(len(data))
+        return len(data), base64.b64encode(data)
+
+    async def groups(self, user_id: str) -> list[dict[str, str]]:
+        return []
 
 
 # --- a stdlib SSE stub: canned streams, recorded requests ----------------------------------------

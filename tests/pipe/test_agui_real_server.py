@@ -8,6 +8,7 @@ is driven through its ``pipe()`` generator with Open-WebUI-shaped arguments.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import urllib.parse
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from pipe_support import PipeRun, agui_shape, drive, make_pipe, pipe_module, signer_for
+from pipe_support import FakeStore, PipeRun, agui_shape, drive, make_pipe, pipe_module, signer_for
 
 P = pipe_module
 pytestmark = pytest.mark.agui
@@ -103,6 +104,7 @@ def ask(
     scenario: str,
     history: list[dict[str, Any]] | None = None,
     stream_interval_ms: float | None = None,
+    store: Any = None,
     **kwargs: Any,
 ) -> PipeRun:
     pipe = make_pipe(
@@ -117,6 +119,8 @@ def ask(
         ],
         stream_interval_ms=stream_interval_ms,
     )
+    if store is not None:
+        pipe.store = store
     messages = (history or []) + [{"role": "user", "content": f"scenario:{scenario}"}]
     return asyncio.run(drive(pipe, "demo.scripted", messages, **kwargs))
 
@@ -178,7 +182,7 @@ def test_pipe_order_is_right_even_where_the_servers_snapshot_is_not(server: Any,
 def test_forwarded_props_carry_supported_requested_features_and_user(server: Any) -> None:
     ask(server, "text_only", features=["user_files", "image_generation"], chat_id="chat-77", user_id="u-9")
     (received,) = server.recorded()
-    assert received["forwardedProps"] == {"features": ["user_files"], "user_id": "u-9"}
+    assert received["forwardedProps"] == {"features": ["user_files"], "user_id": "u-9", "message_id": "m-1"}
     assert received["threadId"] == "chat-77"
     assert received["messages"] == [{"id": "aihub-0", "role": "user", "content": "scenario:text_only"}]
 
@@ -390,3 +394,35 @@ def test_a_declined_unanswered_or_unaskable_tool_does_not_run_and_its_block_says
     (_, resumed) = server.recorded()  # the same run resumed, the tool declined: the model goes on
     assert resumed["resume"][0]["status"] == "resolved" and resumed["resume"][0]["payload"] == {"approved": False}
     assert run.content.endswith("</details>\nAll done.")
+
+
+# --- attached files (issue 19): the parts become content the agent's model is given ---------------
+
+PDF = b"%PDF-1.4 the quarterly report " + bytes(range(256))
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(255, -1, -1))
+
+
+def _media(message: dict[str, Any]) -> list[tuple[str, str, str]]:
+    return [(m["type"], m["media_type"], m["sha256"]) for m in message["media"]]
+
+
+def test_document_and_image_parts_reach_the_agents_model_with_their_bytes(server: Any) -> None:
+    store = FakeStore()
+    refs = [store.add("f-pdf", "q3.pdf", "application/pdf", PDF), store.add("f-png", "chart.png", "image/png", PNG)]
+    run = ask(server, "text_only", store=store, metadata={"files": refs})
+    assert "Agent error" not in run.content
+    (user,) = [m for m in server.model_calls()[0] if m["role"] == "user"]
+    assert user["text"] == "scenario:text_only"
+    assert _media(user) == [("data", "application/pdf", hashlib.sha256(PDF).hexdigest()),
+                            ("data", "image/png", hashlib.sha256(PNG).hexdigest())]
+
+
+def test_a_file_of_turn_one_is_still_given_to_the_model_in_turn_two(server: Any) -> None:
+    store = FakeStore()
+    ref = store.add("f-pdf", "q3.pdf", "application/pdf", PDF)
+    store.stored = [[ref], []]  # the stored chat: the file is on the first user message
+    history = [{"role": "user", "content": "Here is the report"}, {"role": "assistant", "content": "Thanks."}]
+    ask(server, "text_only", history, store=store, metadata={"files": [ref]})
+    first, second = [m for m in server.model_calls()[0] if m["role"] == "user"]
+    assert _media(first) == [("data", "application/pdf", hashlib.sha256(PDF).hexdigest())]
+    assert second["media"] == [] and second["text"] == "scenario:text_only"

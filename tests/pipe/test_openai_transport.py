@@ -58,13 +58,16 @@ def test_request_is_a_streamed_chat_completion_with_metadata_features(sse_stub: 
     request = sse_stub.requests[0]
     assert request["path"] == "/v1/chat/completions"
     assert request["headers"]["Authorization"] == "Bearer tok-123"
-    assert request["json"] == {
+    sent = dict(request["json"])
+    assert sent.pop("metadata").pop("current_datetime")  # issue 19's context: tests/pipe/test_inbound_identity.py
+    assert sent == {
         "model": "oncall-agent",
         "messages": [{"role": "user", "content": "Status?"}],
         "stream": True,
         "stream_options": {"include_usage": True},
-        "metadata": {"features": ["deep_research"]},
+        "user": "user-1",
     }
+    assert request["json"]["metadata"] == {"features": ["deep_research"]}
 
 
 def test_reasoning_text_and_tool_call_deltas_render_in_order(sse_stub: SSEStub) -> None:

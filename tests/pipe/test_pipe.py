@@ -99,17 +99,19 @@ def test_agui_request_carries_history_thread_and_only_supported_requested_featur
     assert "Authorization" not in request["headers"]
     body = request["json"]
     assert body["threadId"] == "chat-42"
-    assert body["forwardedProps"] == {"features": ["user_files", "web_search"], "user_id": "u-7"}
-    assert (body["tools"], body["context"], body["state"]) == ([], [], {})
+    assert body["forwardedProps"] == {"features": ["user_files", "web_search"], "user_id": "u-7", "message_id": "m-1"}
+    assert (body["tools"], body["state"]) == ([], {})
+    assert [c["description"] for c in body["context"]] == ["The current date and time"]
     assert body["messages"] == [{"id": "aihub-0", "role": "user", "content": "Weather in Paris?"}]
     assert body["runId"]
 
 
 def test_run_ids_are_fresh_and_thread_id_falls_back_to_a_fresh_id(sse_stub: SSEStub) -> None:
+    """Without Open WebUI's message id (an API client's chat): the run id is the message id otherwise."""
     sse_stub.behaviour.data = events(T("Hi"), FINISHED)
     pipe = make_pipe([_agent(sse_stub.url)])
-    run_pipe(pipe, "travel.concierge", HISTORY, chat_id="")
-    run_pipe(pipe, "travel.concierge", HISTORY, chat_id="")
+    run_pipe(pipe, "travel.concierge", HISTORY, chat_id="", metadata={"message_id": ""})
+    run_pipe(pipe, "travel.concierge", HISTORY, chat_id="", metadata={"message_id": ""})
     first, second = (r["json"] for r in sse_stub.requests)
     assert first["runId"] != second["runId"]
     assert first["threadId"] and first["threadId"] != second["threadId"]
