@@ -367,8 +367,11 @@ def test_requested_features_reach_the_agent_as_forwarded_props(synced, agui_serv
     toggled, plain = server.recorded()
     # native toggles first (the feature filter, sorted), then the toggle filters (priority 10);
     # image_generation was asked for but the blueprint does not support it
-    assert toggled["forwardedProps"] == {"features": ["web_search", "user_files"], "user_id": user}
-    assert plain["forwardedProps"] == {"features": [], "user_id": user}
+    def features_and_user(run: dict[str, Any]) -> dict[str, Any]:  # the message ids: the UI test below
+        return {key: run["forwardedProps"].get(key) for key in ("features", "user_id")}
+
+    assert features_and_user(toggled) == {"features": ["web_search", "user_files"], "user_id": user}
+    assert features_and_user(plain) == {"features": [], "user_id": user}
     assert [m["role"] for m in toggled["messages"]] == ["user"]
     assert toggled["threadId"].startswith("aihub-")  # no chat: a fresh thread per request
 
@@ -384,7 +387,9 @@ def test_ui_chat_stores_the_turn_in_stream_order_and_sends_it_back_in_order(sync
                                                 chat_id=None, parent_id=None, first=True)
     (run,) = server.recorded()  # the title/tags/follow-up tasks never reached the agent
     assert run["threadId"] == chat_id
-    assert run["forwardedProps"] == {"features": ["web_search", "user_files"], "user_id": user}
+    assert run["runId"] == first_answer  # the agent's run and Open WebUI's message join
+    assert run["forwardedProps"] == {"features": ["web_search", "user_files"], "user_id": user,
+                                     "message_id": first_answer, "user_message_id": first_user}
     assert transcript(run["messages"]) == [("user", "scenario:lead_tool_summary")]
     # the agent's own call id, as its model made it (second model call: the call and its result)
     call_id = server.model_calls()[1][-1]["results"][0]
