@@ -1574,7 +1574,8 @@ def place_files(
 
     A message's own ``files`` first (releases and clients that keep them), then the stored chat's
     user messages matched from the newest, then the rest of ``chat_files`` on the newest user
-    message. Image references of a message are left to the ``image_url`` parts Open WebUI made.
+    message. The image references of a message that Open WebUI already gave ``image_url`` data
+    parts are left to those parts.
     """
     users = [i for i, m in enumerate(history) if isinstance(m, Mapping) and m.get("role") == "user"]
     placed: dict[int, list[Mapping[str, Any]]] = {}
@@ -1594,12 +1595,25 @@ def place_files(
     for index in users:
         own = history[index].get("files")
         if isinstance(own, list):
-            put(index, own, images=False)
+            put(index, own, images=not _has_inline_images(history[index]))
     for index, refs in zip(reversed(users), reversed(stored or [])):
-        put(index, refs, images=False)
+        put(index, refs, images=not _has_inline_images(history[index]))
     if users:
         put(users[-1], chat_files if isinstance(chat_files, list) else [], images=True)
     return placed
+
+
+def _has_inline_images(message: Mapping[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(part, Mapping) and part.get("type") == "image_url" and _image_url(part).startswith("data:")
+        for part in content
+    )
+
+
+def _image_url(part: Mapping[str, Any]) -> str:
+    image = part.get("image_url")
+    return _str(image.get("url") if isinstance(image, Mapping) else image)
 
 
 def with_files(
@@ -1656,8 +1670,7 @@ def agui_content(content: Any) -> Any:
         elif isinstance(part, Mapping) and part.get("type") == "text":
             parts.append({"type": "text", "text": _str(part.get("text"))})
         elif isinstance(part, Mapping) and part.get("type") == "image_url":
-            image = part.get("image_url")
-            url = _str(image.get("url") if isinstance(image, Mapping) else image)
+            url = _image_url(part)
             inline = _data_uri(url)
             if inline is not None:
                 rich = True

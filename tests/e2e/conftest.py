@@ -19,12 +19,14 @@ import pytest
 try:  # tests/e2e may become a package; work either way
     from .chat_support import AGENT_PIPE, ChatRig, install_observer, provision
     from .owui_instance import (
-        SERVER_KEY, SERVER_KEY_ENV, OpenWebUIInstance, OpenWebUIUnavailable, agui_harness, unavailable,
+        IDENTITY_ENV, SERVER_KEY, SERVER_KEY_ENV, OpenWebUIInstance, OpenWebUIUnavailable, agui_harness,
+        unavailable,
     )
 except ImportError:
     from chat_support import AGENT_PIPE, ChatRig, install_observer, provision
     from owui_instance import (
-        SERVER_KEY, SERVER_KEY_ENV, OpenWebUIInstance, OpenWebUIUnavailable, agui_harness, unavailable,
+        IDENTITY_ENV, SERVER_KEY, SERVER_KEY_ENV, OpenWebUIInstance, OpenWebUIUnavailable, agui_harness,
+        unavailable,
     )
 
 from tests.builders import REPO, samples_on, write_function_dir
@@ -67,7 +69,7 @@ def start_instance(name: str, extra_env: dict[str, str] | None = None) -> OpenWe
 @pytest.fixture(scope="session")
 def openwebui(request: pytest.FixtureRequest) -> Iterator[OpenWebUIInstance]:
     """The session's Open WebUI: `.url`, `.token`, `.admin_jwt`, `.stop()`, `.start()`, `.reset()`."""
-    instance = start_instance(f"pytest-{os.getpid()}", extra_env={SERVER_KEY_ENV: SERVER_KEY})
+    instance = start_instance(f"pytest-{os.getpid()}", extra_env={SERVER_KEY_ENV: SERVER_KEY, **IDENTITY_ENV})
     yield instance
     if request.session.testsfailed:
         instance.stop(keep_data=False)  # keep server.log for the post-mortem

@@ -39,6 +39,30 @@ SERVER_KEY_ENV = "AIHUB_E2E_SERVER_KEY"
 SERVER_KEY = "e2e-server-key-" + hashlib.sha256(f"aihub-e2e-{os.getpid()}".encode()).hexdigest()[:32]
 
 
+def _identity_pem() -> str:
+    """The session's Ed25519 identity key, derived from the process id like SERVER_KEY."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    seed = hashlib.sha256(f"aihub-e2e-identity-{os.getpid()}".encode()).digest()
+    return Ed25519PrivateKey.from_private_bytes(seed).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+
+
+# Also in the session instance's environment (issue 19): Open WebUI's user-info forwarding with an
+# HS256 secret, and the pipe's identity key, so every chat test's agent can verify who asks.
+FORWARD_JWT_SECRET = "e2e-forward-" + hashlib.sha256(f"aihub-e2e-jwt-{os.getpid()}".encode()).hexdigest()[:32]
+IDENTITY_KID = "e2e-identity"
+IDENTITY_PEM = _identity_pem()
+IDENTITY_ENV = {
+    "ENABLE_FORWARD_USER_INFO_HEADERS": "true",
+    "FORWARD_USER_INFO_HEADER_JWT_SECRET": FORWARD_JWT_SECRET,
+    "AIHUB_IDENTITY_PRIVATE_KEY": IDENTITY_PEM,
+    "AIHUB_IDENTITY_KEY_ID": IDENTITY_KID,
+}
+
+
 def running_in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 

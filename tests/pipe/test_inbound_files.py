@@ -264,3 +264,19 @@ def test_old_agents_valves_parse_with_safe_defaults() -> None:
     spec = P.AgentSpec.model_validate({"id": "a.b", "name": "B", "url": "http://x", "reads": ["images"],
                                        "identity": "signed", "oauth_token_header": "X-Drive-Token"})
     assert (spec.reads, spec.identity, spec.oauth_token_header) == (("images",), "signed", "X-Drive-Token")
+
+
+def test_an_image_open_webui_inlined_is_not_read_again_one_it_did_not_is(sse_stub: SSEStub) -> None:
+    store = FakeStore()
+    inlined = store.add("f-in", "in.png", "image/png", PNG)
+    linked = store.add("f-out", "out.png", "image/png", PNG[::-1])
+    store.stored = [[{**inlined, "type": "image"}], [{**linked, "type": "image"}]]
+    png = base64.b64encode(PNG).decode()
+    history = [{"role": "user", "content": [{"type": "text", "text": "one"},
+                                            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}}]},
+               {"role": "assistant", "content": "ok"},
+               {"role": "user", "content": "two"}]
+    _run(sse_stub, _agui(sse_stub.url), store, history, files=[linked])  # a chat without files reads no store
+    first, _, second = sse_stub.requests[0]["json"]["messages"]
+    assert [p["type"] for p in first["content"]] == ["text", "image"] and store.reads == ["f-out"]
+    assert _data(second["content"][1]) == PNG[::-1] and second["content"][1]["metadata"]["file_id"] == "f-out"
