@@ -599,10 +599,12 @@ def test_a_backend_that_is_down_says_the_agent_cannot_be_reached_and_where(synce
         agents = json.loads(http.get("/api/v1/functions/id/aihub_agent_pipe/valves").raise_for_status().json()["AGENTS"])
     host = urlsplit(next(a["url"] for a in agents if a["id"] == "down.default")).netloc
     answer = api_chat(synced, "aihub_agent_pipe.down.default", [{"role": "user", "content": "hi"}])
-    assert answer == (
-        f"> [!CAUTION]\n> Agent error: The agent cannot be reached at {host} "
-        "(connection refused: nothing listens there).\n"
-    )
+    # the alert ends with the turn's trace id, so an operator can go from the chat to the trace
+    assert re.fullmatch(
+        re.escape(f"> [!CAUTION]\n> Agent error: The agent cannot be reached at {host} "
+                  "(connection refused: nothing listens there).") + r" \(trace [0-9a-f]{32}\)\n",
+        answer,
+    ), answer
 
 
 def test_a_key_the_server_reads_from_its_own_environment_reaches_the_agent_and_no_valve(synced, tap) -> None:
@@ -622,7 +624,7 @@ def test_a_key_the_server_reads_from_its_own_environment_reaches_the_agent_and_n
     tap.headers.clear()
     answer = api_chat(synced, "aihub_agent_pipe.srvkey-unset.default", [{"role": "user", "content": "hi"}])
     assert tap.headers == []  # nothing was sent without the key
-    assert answer == (
+    assert re.sub(r" \(trace [0-9a-f]{32}\)\n\Z", "\n", answer) == (
         "> [!CAUTION]\n> Agent error: The agent's API key is read from the environment variable AIHUB_E2E_NOT_SET "
         "of the Open WebUI server, and AIHUB_E2E_NOT_SET is not set there. An administrator has to set it and "
         "restart Open WebUI.\n"
