@@ -2521,14 +2521,8 @@ class Pipe:
             client = await shared_client()
             run = run_with_questions(
                 client, agent, headers, payload, recorder, batch, status, self.valves.TIMEOUT_SECONDS,
-                __event_call__, self.valves.QUESTION_TIMEOUT_SECONDS,
+                __event_call__, self.valves.QUESTION_TIMEOUT_SECONDS, inbound.attachments,
             )
-            sent: dict[str, Any] | bytes = payload
-            if inbound.attachments:  # megabytes of JSON: encoded in a thread, the base64 never copied
-                sent = await asyncio.to_thread(encode_body, payload, inbound.attachments)
-                for attachment in inbound.attachments:
-                    attachment.data = b""  # the body holds the bytes now
-            run = stream_run(client, agent, headers, sent, recorder, batch, status, self.valves.TIMEOUT_SECONDS)
             try:
                 async for chunk in run:
                     status.shown()

@@ -124,15 +124,17 @@ class Site:
 
 def _blueprints(root: Path, url: str) -> Path:
     root.mkdir(parents=True)
-    (root / "capabilities.yaml").write_text(yaml.safe_dump(CAPABILITIES), encoding="utf-8")
+    catalog = {"capabilities": {**CAPABILITIES["capabilities"], "read_attachments": {"reads": ["documents", "images"]}}}
+    (root / "capabilities.yaml").write_text(yaml.safe_dump(catalog), encoding="utf-8")
     (root / "features.yaml").write_text(yaml.safe_dump(FEATURES), encoding="utf-8")
     backends = {"inbound": {"transport": "agui", "url": f"{url}/agent"},
                 "inbound-oa": {"transport": "openai", "url": f"{url}/v1", "model": "recorder"},
                 "inbound-rag": {"transport": "agui", "url": f"{url}/agent"}}
     for bp_id, backend in backends.items():
-        capabilities = {"file_upload": True, "vision": True, "file_context": bp_id == "inbound-rag"}
+        # `reads` gives the rows file_upload and vision; the control keeps Open WebUI's retrieval on
+        capabilities = {"file_context": True} if bp_id == "inbound-rag" else {}
         blueprint = {"id": bp_id, "name": bp_id.title(), "description": "issue 19", "backend": backend,
-                     "openwebui_capabilities": capabilities, "steps": [{"id": "main", "calls": ["summarise"]}],
+                     "openwebui_capabilities": capabilities, "steps": [{"id": "main", "calls": ["read_attachments"]}],
                      "agents": [{"id": "default", "name": f"{bp_id} agent", "access": "public"}]}
         (root / f"{bp_id}.yaml").write_text(yaml.safe_dump(blueprint, sort_keys=False), encoding="utf-8")
     return root
