@@ -16,10 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .client import OpenWebUIClient
+from .conflicts import ANOTHER_WRITER, Conflict, Key, changed_since_read, changed_since_write
 from .desired import PIPE_IDENTITY_VALVE
 from .errors import ApplyError, ProvisionError
 from .identity_keys import private_key_lines
+from .observed import observe
 from .plan import Action, Change, Plan, remerge_model_form
+from .state import InstanceState
 
 Outcome = Literal["applied", "failed", "not attempted"]
 
@@ -47,6 +50,8 @@ class ApplyReport:
     registry_refreshed: bool = False
     refresh_error: str = ""
     stopped_by: str = ""  # the signal (SIGINT, SIGTERM) that stopped the sync before every change was tried
+    # Objects another writer changed since the plan read them or after this sync wrote them.
+    conflicts: list[Conflict] = field(default_factory=list)
 
     @property
     def failed(self) -> list[ChangeResult]:
@@ -80,6 +85,7 @@ class ApplyReport:
             ],
             "registry_refreshed": self.registry_refreshed,
             **({"stopped_by": self.stopped_by} if self.stopped_by else {}),
+            "conflicts": [c.to_json() for c in self.conflicts],
         }
 
     def failure_message(self) -> str:
@@ -90,7 +96,9 @@ class ApplyReport:
                 "its model list (opening the UI does; so does GET /api/models?refresh=true)."
             )
         by = f" by {self.stopped_by} (the write in flight finished)" if self.stopped_by else ""
-        lines = [f"Sync stopped part-way{by}; the instance is partly updated. Run `provision sync` again to finish."]
+        lines = _conflict_lines(self) or [
+            f"Sync stopped part-way{by}; the instance is partly updated. Run `provision sync` again to finish."
+        ]
         for r in self.results:
             if r.outcome == "applied":
                 lines.append(f"  applied        {r.change.action.value:6} {r.change.kind} {r.change.id}")
@@ -118,6 +126,9 @@ def apply_plan(
     writes already under way finish and are reported. The same holds once `stopping()` names
     a signal (stopping.stop_requests): the report then says which one.
     """
+    check = plan.read is not None and bool(plan.changes)
+    if check:
+        _refuse_a_stale_plan(plan, client)
     report = ApplyReport()
     failed = False
     for kind, action in PHASES:
@@ -137,6 +148,10 @@ def apply_plan(
         raise ApplyError(report)
     for group in plan.group_deletes:  # provision's own groups, empty and named by no blueprint
         client.delete_group(str(group["id"]))
+    if check:
+        report.conflicts = changed_since_write(plan.read or {}, _observe(client), _written(plan))
+        if report.conflicts:
+            raise ApplyError(report)
     if plan.changes:
         try:
             client.refresh_models()
@@ -145,6 +160,60 @@ def apply_plan(
             raise ApplyError(report) from None
         report.registry_refreshed = True
     return report
+
+
+def _observe(client: OpenWebUIClient) -> InstanceState:
+    return observe(client.list_models(), client.list_functions(), client.compat)
+
+
+def _refuse_a_stale_plan(plan: Plan, client: OpenWebUIClient) -> None:
+    """Before the first write: when anything changed since the plan read it, write nothing.
+
+    One listing per kind (not a read per row) keeps the cost flat; conflicts.py says why this
+    and the check after the writes are what works on every release."""
+    creates = {(c.kind, c.id) for c in plan.changes if c.action is Action.CREATE}
+    conflicts = changed_since_read(plan.read or {}, _observe(client), creates)
+    if not conflicts:
+        return
+    by_key = {(c.kind, c.id): c for c in conflicts}
+    report = ApplyReport(conflicts=conflicts)
+    for change in plan.changes:
+        conflict = by_key.get((change.kind, change.id))
+        report.results.append(
+            ChangeResult(change, "failed", conflict.message) if conflict else ChangeResult(change, "not attempted")
+        )
+    raise ApplyError(report)
+
+
+def _written(plan: Plan) -> dict[Key, Mapping[str, Any] | None]:
+    """Each object's owned fields as this plan leaves them (None: deleted)."""
+    read = plan.read or {}
+    written: dict[Key, Mapping[str, Any] | None] = {}
+    for change in plan.changes:
+        key = (change.kind, change.id)
+        if change.action is Action.DELETE:
+            written[key] = None
+            continue
+        base = read[key].fields if change.action is Action.UPDATE and key in read else {}
+        written[key] = {**base, **{f.path: f.after for f in change.fields}}
+    return written
+
+
+def _conflict_lines(report: ApplyReport) -> list[str]:
+    if not report.conflicts:
+        return []
+    after = any(c.after_write for c in report.conflicts)
+    head = (
+        "Sync finished its writes, but another writer changed the instance meanwhile: it does not match these blueprints."
+        if after
+        else "Sync stopped before its first write: the instance changed since the plan read it. Nothing was written."
+    )
+    failed = {(r.change.kind, r.change.id) for r in report.failed}  # listed below with their change
+    return [
+        f"{head} ({ANOTHER_WRITER}.) Let the other writer finish, then run `provision diff` to review "
+        "and `provision sync` again.",
+        *(f"  CONFLICT       {c.message}" for c in report.conflicts if (c.kind, c.id) not in failed),
+    ]
 
 
 def _attempt(change: Change, client: OpenWebUIClient) -> ChangeResult:

@@ -15,6 +15,7 @@ from typing import Any
 
 from . import __version__
 from .commit_message import CommitInfo
+from .conflicts import Key, Seen, read_by_plan
 from .errors import OwnershipError, PruneRefusedError
 from .function_files import content_hash
 from .state import BUNDLE_PREFIX, MARKER_KEY, VERSION_KEY, InstanceState, Kind, ObjectState, get_path, set_path
@@ -75,6 +76,9 @@ class Plan:
     # Groups the blueprints name that the instance lacked, and provision's own groups no longer
     # named: {"name", "id"?, "action": "create" | "created" | "skip" | "delete" | "keep"} (groups.py).
     groups: tuple[Mapping[str, str], ...] = ()
+    # What the plan read of each object it may touch (conflicts.py): apply checks the instance
+    # against it before and after writing. None: a plan built by hand, nothing to check against.
+    read: Mapping[Key, Seen] | None = field(default=None, repr=False, compare=False)
 
     @property
     def is_empty(self) -> bool:
@@ -195,7 +199,10 @@ def make_plan(
     changes.sort(key=lambda c: (_KIND_ORDER[c.kind], c.id))
     notes_in = notes
     notes = {i: n for i, n in (orphan_notes or {}).items() if ("model", i) in orphans}
-    return Plan(tuple(changes), tuple(sorted(orphans)), tuple(sorted(adopted)), notes, tuple(wrappers), tuple(notes_in))
+    return Plan(
+        tuple(changes), tuple(sorted(orphans)), tuple(sorted(adopted)), notes, tuple(wrappers), tuple(notes_in),
+        read=read_by_plan(observed, also=adopted),
+    )
 
 
 def _create(target: ObjectState, commit: CommitInfo) -> Change:

@@ -40,7 +40,8 @@ def test_sync_from_empty_creates_functions_before_models_then_refreshes(fake: Fa
     fake.calls.clear()
     apply_plan(sample_plan(client), client)
     paths = [p for _, p in fake.calls]
-    last_function = max(i for i, p in enumerate(paths) if "/functions/" in p)
+    # The listings before and after the writes (the conflict checks) are not part of a phase.
+    last_function = max(i for i, p in enumerate(paths) if "/functions/" in p and not p.endswith("/export"))
     first_model = min(i for i, p in enumerate(paths) if "/models/create" in p)
     assert last_function < first_model
     assert paths[-1] == "/api/models" and fake.registry_refreshes == 1
@@ -64,11 +65,12 @@ def test_flags_are_flipped_only_when_the_live_value_differs(fake: FakeOpenWebUI,
     apply_plan(sample_plan(client), client)
     assert fake.functions["aihub_feature_filter"]["is_active"] is True
     assert fake.functions["aihub_feature_filter"]["is_global"] is False
-    # someone else already fixed it between plan and apply: no flip back
+    # someone else already fixed it between plan and apply: a conflict, and no flip back
     fake.functions["aihub_feature_filter"]["is_active"] = False
     plan = sample_plan(client)
     fake.functions["aihub_feature_filter"]["is_active"] = True
-    apply_plan(plan, client)
+    with pytest.raises(ApplyError, match="aihub_feature_filter was changed .is_active."):
+        apply_plan(plan, client)
     assert fake.functions["aihub_feature_filter"]["is_active"] is True
 
 
@@ -137,7 +139,8 @@ def test_parallel_model_writes_reach_the_same_end_state(fake: FakeOpenWebUI, cli
     paths = [p for _, p in fake.calls]
     assert {r.outcome for r in report.results} == {"applied"}
     assert len(fake.models) == 6 and sample_plan(client).is_empty
-    last_function = max(i for i, p in enumerate(paths) if "/functions/" in p)
+    # The listings before and after the writes (the conflict checks) are not part of a phase.
+    last_function = max(i for i, p in enumerate(paths) if "/functions/" in p and not p.endswith("/export"))
     assert last_function < min(i for i, p in enumerate(paths) if "/models/create" in p)
 
 
