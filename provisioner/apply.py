@@ -199,6 +199,9 @@ def _written(plan: Plan) -> dict[Key, Mapping[str, Any] | None]:
     return written
 
 
+SHOWN_CONFLICTS = 10  # a sync racing a whole other version conflicts on every row: name the first few
+
+
 def _conflict_lines(report: ApplyReport) -> list[str]:
     if not report.conflicts:
         return []
@@ -209,10 +212,13 @@ def _conflict_lines(report: ApplyReport) -> list[str]:
         else "Sync stopped before its first write: the instance changed since the plan read it. Nothing was written."
     )
     failed = {(r.change.kind, r.change.id) for r in report.failed}  # listed below with their change
+    shown = [c for c in report.conflicts if (c.kind, c.id) not in failed]
+    more = len(shown) - SHOWN_CONFLICTS
     return [
         f"{head} ({ANOTHER_WRITER}.) Let the other writer finish, then run `provision diff` to review "
         "and `provision sync` again.",
-        *(f"  CONFLICT       {c.message}" for c in report.conflicts if (c.kind, c.id) not in failed),
+        *(f"  CONFLICT       {c.message}" for c in shown[:SHOWN_CONFLICTS]),
+        *([f"  CONFLICT       … and {more} more (`-o json` lists every one)"] if more > 0 else []),
     ]
 
 

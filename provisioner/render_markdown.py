@@ -117,6 +117,10 @@ def result_markdown(result: dict[str, Any]) -> str:
         lines += [f"Stopped part-way by {_code(result['stopped_by'])}: run `provision sync` again to finish.", ""]
     for failure in result.get("failed") or []:
         lines.append(f"- failed: {failure['kind']} {_code(failure['id'])} ({failure['action']}): {_code(failure['error'])}")
+    failed = {(f["kind"], f["id"]) for f in result.get("failed") or []}
+    for conflict in result.get("conflicts") or []:  # another writer's change (apply.py, conflicts.py)
+        if (conflict["kind"], conflict["id"]) not in failed:
+            lines.append(f"- conflict: {_code(conflict['message'])}")
     for skipped in result.get("not_attempted") or []:
         lines.append(f"- not attempted: {skipped['kind']} {_code(skipped['id'])} ({skipped['action']})")
     return "\n".join(lines) + "\n"

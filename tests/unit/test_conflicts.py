@@ -236,3 +236,58 @@ def test_unmanaged_rows_appearing_are_none_of_the_checks_business() -> None:
     assert changed_since_read({}, _state(plain), creates=()) == []
     [conflict] = changed_since_read({}, _state(plain), creates=[("model", "gpt-4o")])
     assert conflict.what == "created"
+
+
+def test_a_long_list_of_conflicts_names_the_first_ten_and_counts_the_rest() -> None:
+    from provisioner.apply import ApplyReport
+
+    report = ApplyReport(conflicts=[Conflict("model", f"m{i:02}", "changed", True, None, EDITED_AT, ("name",))
+                                    for i in range(12)])
+    lines = report.failure_message().splitlines()
+    assert [line.split()[2] for line in lines if "CONFLICT" in line][:10] == [f"m{i:02}" for i in range(10)]
+    assert lines[-1] == "  CONFLICT       … and 2 more (`-o json` lists every one)"
+    assert len(report.to_json()["conflicts"]) == 12
+
+
+def test_sync_json_reports_the_conflict_and_exits_1(capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.fake_owui import fake_instance_for_cli
+    from tests.run_cli import run_cli
+
+    samples = ["-p", str(REPO / "blueprints"), "--bundle", str(REPO / "owui_functions")]
+    with fake_instance_for_cli(monkeypatch, "sk-conflict-cli-token-0123456789") as fake:
+        assert run_cli(capsys, "sync", "--yes", *samples)[0] == 0
+        fake.models[POLICY]["name"] = "drifted"
+        listings = []
+
+        def admin_edits_after_the_plan(method: str, path: str, body: Any) -> None:
+            if path == "/api/v1/models/all":
+                listings.append(path)
+                if len(listings) == 2:  # the check before the first write
+                    fake.models[RESEARCH]["meta"]["description"] = "an admin's words"
+            return None
+
+        fake.faults.append(admin_edits_after_the_plan)
+        code, out, err = run_cli(capsys, "sync", "--yes", "-o", "json", *samples)
+    assert code == 1
+    result = json.loads(out)["result"]
+    assert [(c["id"], c["what"], c["fields"]) for c in result["conflicts"]] == [
+        (RESEARCH, "changed", ["meta.description"])
+    ]
+    assert result["failed"] == [] and [c["id"] for c in result["not_attempted"]] == [POLICY]
+    assert fake.models[POLICY]["name"] == "drifted"  # nothing written
+
+
+def test_the_markdown_result_lists_a_conflict_once() -> None:
+    from provisioner.render_markdown import result_markdown
+
+    after = Conflict("model", "m", "changed", True, None, EDITED_AT, ("name",))
+    before = Conflict("model", "f", "changed", False, READ_AT, EDITED_AT, ())
+    result = {
+        "applied": {"add": 0, "change": 1, "destroy": 0},
+        "failed": [{"kind": "model", "id": "f", "action": "update", "error": before.message}],
+        "not_attempted": [],
+        "conflicts": [after.to_json(), before.to_json()],
+    }
+    text = result_markdown(result)
+    assert f"- conflict: `{after.message}`" in text
+    assert text.count("model f was changed") == 1
