@@ -32,6 +32,13 @@ except ImportError:
 from tests.builders import REPO, samples_on
 
 MATRIX_ENV = "AIHUB_OWUI_MATRIX"
+# Older patch releases that get a short check (start, sign in, list models) beside the newest
+# patch of each minor: `scripts/openwebui-local start --version X` must start every release, and
+# 0.6.5 once missed a module its slim install left out (issue 23). An early 0.6, a mid 0.6, a 0.8
+# and a 0.10. `AIHUB_OWUI_OLDER` = a comma-separated list overrides it; unset, they run when the
+# matrix is `all`.
+OLDER_PATCHES = ("0.6.5", "0.6.26", "0.8.0", "0.10.0")
+OLDER_ENV = "AIHUB_OWUI_OLDER"
 RESULTS_DIR = Path(os.environ.get("AIHUB_COMPAT_RESULTS") or REPO / ".compat")
 STEPS = (
     "validate", "diff", "sync", "idempotent re-sync", "access", "change",
@@ -52,6 +59,13 @@ def selected_versions() -> list[str]:
     if wanted == "all":
         return list(compat.TESTED)
     return [v.strip() for v in wanted.split(",") if v.strip()]
+
+
+def selected_older_patches() -> list[str]:
+    wanted = os.environ.get(OLDER_ENV, "").strip()
+    if wanted:
+        return [v.strip() for v in wanted.split(",") if v.strip()]
+    return list(OLDER_PATCHES) if os.environ.get(MATRIX_ENV, "").strip() == "all" else []
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -223,3 +237,28 @@ def release_rows(instance: OpenWebUIInstance, table: compat.Compat) -> list[dict
             for row in http.get(path).raise_for_status().json():
                 rows.setdefault(row["id"], row)
     return list(rows.values())
+
+
+@pytest.mark.parametrize("version", selected_older_patches())
+def test_an_older_patch_release_starts_signs_in_and_lists_models(version: str) -> None:
+    instance = OpenWebUIInstance(f"older-{version}-{os.getpid()}", version=version)
+    try:
+        instance.start(reuse_data=False, timeout=300.0)
+    except OpenWebUIUnavailable as exc:
+        try:
+            instance.stop(keep_data=False)
+        except OpenWebUIUnavailable:
+            pass
+        unavailable(f"Open WebUI {version} could not be started: {exc}")
+    try:
+        admin = json.loads((instance.instance_dir / "admin.json").read_text(encoding="utf-8"))
+        with instance.client(token="") as http:
+            assert http.get("/api/version").raise_for_status().json()["version"] == version
+            signed_in = http.post("/api/v1/auths/signin",
+                                  json={"email": admin["email"], "password": admin["password"]})
+            assert signed_in.status_code == 200 and signed_in.json()["role"] == "admin", signed_in.text[:300]
+        with instance.client() as http:  # the API key the script minted
+            models = http.get("/api/models")
+            assert models.status_code == 200 and isinstance(models.json()["data"], list), models.text[:300]
+    finally:
+        instance.purge()
