@@ -176,6 +176,15 @@ class FakeOpenWebUI:
 
 
 @contextmanager
+def mounted_fake() -> Iterator[FakeOpenWebUI]:
+    """A fake instance that every request to its host reaches (respx), for the library's tests."""
+    with respx.mock(assert_all_called=False) as router:
+        server = FakeOpenWebUI()
+        server.mount(router)
+        yield server
+
+
+@contextmanager
 def fake_instance_for_cli(monkeypatch: pytest.MonkeyPatch, token: str) -> Iterator[FakeOpenWebUI]:
     """A fake instance the CLI reaches through OPENWEBUI_URL/OPENWEBUI_TOKEN (outside CI)."""
     server = FakeOpenWebUI(base_url="http://127.0.0.1:9")

@@ -220,6 +220,19 @@ class OpenWebUIInstance:
             raise RuntimeError(f"reset left objects behind on {self.url}: {leftovers}")
 
 
+def started(instance: OpenWebUIInstance, what: str, *, timeout: float = 300.0) -> OpenWebUIInstance:
+    """`instance` started on fresh data, or the test ended through `unavailable` (in CI: failed)."""
+    try:
+        instance.start(reuse_data=False, timeout=timeout)
+    except OpenWebUIUnavailable as exc:
+        try:
+            instance.stop(keep_data=False)  # the script already stopped it; this only drops the data
+        except OpenWebUIUnavailable:
+            pass
+        unavailable(f"{what} could not be started: {exc}")
+    return instance
+
+
 @contextlib.contextmanager
 def throwaway_instance(name: str, *, keep: bool = False, topology: str | None = None) -> Iterator[OpenWebUIInstance]:
     """A fresh instance for a script (the benchmarks): started, then purged unless `keep`."""

@@ -19,10 +19,10 @@ import yaml
 
 try:  # tests/e2e may become a package; work either way (as conftest.py does)
     from .chat_support import AGENT_ANSWER, provision
-    from .owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, unavailable
+    from .owui_instance import OpenWebUIInstance, started
 except ImportError:
     from chat_support import AGENT_ANSWER, provision
-    from owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, unavailable
+    from owui_instance import OpenWebUIInstance, started
 
 from tests.builders import REPO, samples_on, set_backend
 
@@ -34,15 +34,7 @@ UNREACHABLE = "http://127.0.0.1:9/agent"  # discard port: nothing listens
 
 
 def start_or_skip(instance: OpenWebUIInstance) -> OpenWebUIInstance:
-    try:
-        instance.start(reuse_data=False, timeout=300.0)
-    except OpenWebUIUnavailable as exc:
-        try:
-            instance.stop(keep_data=False)
-        except OpenWebUIUnavailable:
-            pass
-        unavailable(f"{instance.topology or 'workers'} topology could not be started: {exc}")
-    return instance
+    return started(instance, f"{instance.topology or 'workers'} topology")
 
 
 @pytest.fixture(scope="module")

@@ -24,10 +24,10 @@ from provisioner import compat
 
 try:  # tests/e2e may become a package; work either way (as conftest.py does)
     from .chat_support import AGENT_ANSWER, provision
-    from .owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, unavailable
+    from .owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, started, unavailable
 except ImportError:
     from chat_support import AGENT_ANSWER, provision
-    from owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, unavailable
+    from owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, started, unavailable
 
 from tests.builders import REPO, samples_on
 
@@ -241,15 +241,7 @@ def release_rows(instance: OpenWebUIInstance, table: compat.Compat) -> list[dict
 
 @pytest.mark.parametrize("version", selected_older_patches())
 def test_an_older_patch_release_starts_signs_in_and_lists_models(version: str) -> None:
-    instance = OpenWebUIInstance(f"older-{version}-{os.getpid()}", version=version)
-    try:
-        instance.start(reuse_data=False, timeout=300.0)
-    except OpenWebUIUnavailable as exc:
-        try:
-            instance.stop(keep_data=False)
-        except OpenWebUIUnavailable:
-            pass
-        unavailable(f"Open WebUI {version} could not be started: {exc}")
+    instance = started(OpenWebUIInstance(f"older-{version}-{os.getpid()}", version=version), f"Open WebUI {version}")
     try:
         admin = json.loads((instance.instance_dir / "admin.json").read_text(encoding="utf-8"))
         with instance.client(token="") as http:

@@ -7,10 +7,10 @@ edits a row (or bumps the stamp) where another sync or an admin would.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import respx
 
 from provisioner.apply import apply_plan
 from provisioner.client import OpenWebUIClient
@@ -23,7 +23,7 @@ from provisioner.observed import observe
 from provisioner.plan import Plan, make_plan
 from provisioner.state import InstanceState, ObjectState
 from tests.builders import REPO
-from tests.fake_owui import FakeOpenWebUI
+from tests.fake_owui import FakeOpenWebUI, mounted_fake
 
 POLICY = "aihub_agent_pipe.policy-faq.default"
 RESEARCH = "aihub_agent_pipe.research-assistant.default"
@@ -33,16 +33,14 @@ EDITED_AT = READ_AT + 75
 
 
 @pytest.fixture
-def fake() -> FakeOpenWebUI:
-    with respx.mock(assert_all_called=False) as router:
-        server = FakeOpenWebUI()
-        server.mount(router)
+def fake() -> Iterator[FakeOpenWebUI]:
+    with mounted_fake() as server:
         yield server
 
 
 @pytest.fixture
 def client(fake: FakeOpenWebUI) -> OpenWebUIClient:
-    return OpenWebUIClient(base_url=fake.base_url, token="sk-test", sleep=lambda s: None, retries=1)
+    return OpenWebUIClient(base_url=fake.base_url, token="sk-conflicts", sleep=lambda s: None, retries=1)
 
 
 def sample_plan(client: OpenWebUIClient) -> Plan:
