@@ -105,7 +105,7 @@ def test_research_assistant_message_stores_its_sources_usage_and_chart(synced: A
     assert "base64" not in stored["content"]
 
 
-def test_a_demo_agent_answers_in_the_browser(synced: Any) -> None:
+def test_demo_agents_answer_in_the_browser_and_the_refund_waits_for_confirm(synced: Any) -> None:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError as exc:
@@ -125,6 +125,12 @@ def test_a_demo_agent_answers_in_the_browser(synced: Any) -> None:
             page.wait_done()
             assert "cannot be reached" not in answer.inner_text()
             assert answer.get_by_role("button").filter(has_text="retrieve_policies").count() == 1
+            page.new_chat("aihub_agent_pipe.support-desk.billing")  # asks before it acts
+            page.send(PROMPTS["aihub_agent_pipe.support-desk.billing"][0])
+            page.page.get_by_text("Allow refund_payment?").wait_for()
+            page.page.get_by_role("button", name="Confirm", exact=True).click()
+            page.response("is refunded")
+            page.wait_done()
         finally:
             chromium.close()
 
