@@ -13,6 +13,8 @@ import json
 import os
 import shutil
 import subprocess
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -164,3 +166,30 @@ def test_quickstart_reuses_its_demo_agents_and_its_stop_leaves_none_listening(
     finally:
         subprocess.run([str(DEMO), "stop", "--dir", str(tmp_path / "demo")], capture_output=True)
         openwebui.reset()
+
+
+MANUAL = b"Our office opens at 8 am on weekdays.\nInvoices are due by 2026-03-31.\nVisitors sign in at the desk.\n"
+
+
+def test_document_analyst_quotes_a_file_uploaded_to_the_chat(synced: Any) -> None:
+    """As the browser does it: upload the file, save the user message holding it, then ask."""
+    model = "aihub_agent_pipe.document-analyst.default"
+    with synced.client(timeout=120) as http:
+        upload = http.post("/api/v1/files/", params={"process": "false"},
+                           files={"file": ("office.txt", MANUAL, "text/plain")}).raise_for_status().json()
+        ref = {"type": "file", "id": upload["id"], "name": "office.txt", "status": "uploaded",
+               "size": len(MANUAL), "content_type": "text/plain"}
+        text = "Summarise the document I shared in five key points."
+        user_id, answer_id = str(uuid.uuid4()), str(uuid.uuid4())
+        user = {"id": user_id, "parentId": None, "childrenIds": [], "role": "user", "content": text,
+                "files": [ref], "timestamp": int(time.time()), "models": [model]}
+        chat = {"title": "demo", "models": [model], "history": {"messages": {user_id: user}, "currentId": user_id},
+                "messages": [user]}
+        chat_id = http.post("/api/v1/chats/new", json={"chat": chat}).raise_for_status().json()["id"]
+        response = http.post("/api/chat/completions", json={
+            "model": model, "stream": False, "chat_id": chat_id, "id": answer_id, "user_message": user,
+            "messages": [{"role": "user", "content": text}], "files": [ref]})
+    assert response.status_code == 200, response.text
+    answer = response.json()["choices"][0]["message"]["content"]
+    assert "*office.txt*" in answer and '"Our office opens at 8 am on weekdays."' in answer, answer
+    assert '"Invoices are due by 2026-03-31."' in answer and "No file reached me" not in answer
