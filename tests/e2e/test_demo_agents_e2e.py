@@ -1,7 +1,8 @@
 """The quick start's demo agents with a real Open WebUI 0.12.4 (issue 20, point 6): every sample
-agent answers (never "cannot be reached"), the Research Assistant's sources and usage are stored on
-its message, one agent answers in a real Chromium, and `scripts/quickstart stop` leaves no demo
-agent listening.
+agent answers (never "cannot be reached"), the Document Analyst quotes a file uploaded to the chat,
+the Research Assistant's sources, usage and chart are stored on its message, in a real Chromium an
+agent answers and the Billing Desk's refund waits for Confirm, and `scripts/quickstart stop` leaves
+no demo agent listening.
 
 The agents run as the quick start runs them (`scripts/demo-agents start`), on free ports; the
 samples are synced into the session instance with their URLs moved to those ports.
