@@ -346,6 +346,9 @@ EXTRAS: list[dict[str, Any]] = [
     {"type": "STEP_FINISHED", "stepName": "research"},
     {"type": "CUSTOM", "name": "status", "value": {"state": "in_progress"}},
     {"type": "ACTIVITY_SNAPSHOT", "messageId": "a1", "activityType": "executor", "content": {}},
+    {"type": "CUSTOM", "name": "annotations", "value": {"messageId": "t1", "annotations": [
+        {"type": "citation", "title": "A", "url": "https://example.org/a"}]}},
+    {"type": "CUSTOM", "name": "aihub.image", "value": {"mimeType": "image/png", "data": "iVBORw0KGgo="}},
 ]
 
 
@@ -358,3 +361,4 @@ def test_usage_sources_and_steps_between_any_events_change_no_order(name: str) -
     assert recording.streamed == plain.streamed == recording.recorder.render()
     assert recording.recorder.outbound.take_usage()["total_tokens"] == 5  # the last report: the run so far
     assert [e["data"]["source"]["url"] for e in recording.recorder.outbound.take_events()] == ["https://example.org/a"]
+    assert len(recording.recorder.outbound.images) == len(stream)  # kept for the file store, out of the text

@@ -1,10 +1,12 @@
-"""An agent's question to the user in Open WebUI's own chat page, in a real Chromium (issue 20).
+"""What an agent shows beside its answer in Open WebUI's own chat page, in a real Chromium (issue 20):
+its question to the user, and its sources.
 
 The agent is the session's real Agent Framework 1.7.0 AG-UI server (tests/agui_server), scenario
 `approval`: its model calls `book_hotel`, a tool with `approval_mode="always_require"`, so the run
 pauses with an interrupt. The pipe opens Open WebUI's confirmation dialog in the browser; Confirm
 resumes the run and the tool runs (the server records it), Cancel resumes it declined and the tool
-never runs. Each answer goes on in the same message.
+never runs. Each answer goes on in the same message. Scenario `cited` cites a page: its chip is
+under the answer after a reload.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ def page(owui: Any, agui_server: Any, browser: Any, tmp_path: Any, capsys: pytes
          request: pytest.FixtureRequest) -> Iterator[ChatPage]:
     root = write_blueprint_dir(tmp_path / "blueprints", [
         blueprint("approve", calls=["summarise"], backend={"transport": "agui", "url": agui_server.agent_url}),
+        blueprint("cited", calls=["summarise"], backend={"transport": "agui", "url": agui_server.agent_url}),
     ])
     code, out, err = provision(capsys, "sync", "-p", str(root), "--bundle",
                                str(write_function_dir(tmp_path / "functions", root, AGENT_PIPE)))
@@ -95,3 +98,17 @@ def test_confirm_runs_the_tool_and_cancel_does_not(owui: Any, agui_server: Any, 
     assert agui_server.booked() == []
     content = _stored_answer(owui, page)
     assert 'result="Not run: the user declined."' in content and content.endswith("All done.")
+
+
+def test_a_cited_source_shows_as_a_chip_after_a_reload(page: ChatPage) -> None:
+    """The agent cites the same page twice (tests/agui_server/app.py SCRIPTS["cited"]): one chip."""
+    page.new_chat("aihub_agent_pipe.cited.default")
+    page.send("scenario:cited")
+    page.response("It is sunny in Paris.")
+    page.wait_done()
+    page.page.reload()
+    answer = page.response("It is sunny in Paris.")
+    message = answer.locator("xpath=ancestor::*[starts-with(@id,'message-')][1]")
+    message.get_by_text("1 Source", exact=True).click()
+    message.get_by_text("https://weather.example.org/paris?d=today", exact=True).click()
+    page.page.get_by_text("Sunny, 21 °C").wait_for()  # the snippet, in Open WebUI's source view
