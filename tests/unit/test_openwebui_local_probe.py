@@ -98,3 +98,9 @@ def test_an_import_failing_for_another_reason_is_reported_with_the_log(script, t
     (venv / "bin" / "python").write_text(f"#!{sys.executable}\nimport sys\nprint('SyntaxError: boom', file=sys.stderr)\nsys.exit(1)\n")
     with pytest.raises(script.LocalError, match="(?s)importing open_webui.main failed .exit 1.*SyntaxError: boom"):
         script.add_missing_modules(venv, tmp_path / "install.log")
+
+
+def test_releases_up_to_0_8_get_the_api_key_permission_their_admin_needs(script) -> None:
+    assert script.version_env("0.8.0") == {"USER_PERMISSIONS_FEATURES_API_KEYS": "true"}  # 403 without it
+    assert script.version_env("0.6.5") == {"USER_PERMISSIONS_FEATURES_API_KEYS": "true"}
+    assert script.version_env("0.9.0") == {} and script.version_env("0.12.4") == {}
