@@ -2674,7 +2674,7 @@ async def run_with_questions(
         if not recorder.paused:
             return
         interrupts, recorder.outbound.interrupts = recorder.outbound.interrupts, []
-        history = [m for m in payload["messages"]]
+        history = list(payload["messages"])
         resume, unanswered = [], {}
         for interrupt in interrupts:
             question = question_of(interrupt, recorder)
@@ -2682,8 +2682,9 @@ async def run_with_questions(
             answer, how = await ask_user(event_call, question, question_timeout)
             entry = resume_entry(interrupt, question, answer)
             resume.append(entry)
-            if question["type"] == "confirmation" and not (entry.get("payload") or {}).get("approved"):
-                unanswered[_str(interrupt.get("toolCallId"))] = unanswered_result(how, question_timeout)
+            call_id = _str(interrupt.get("toolCallId"))
+            if call_id in recorder._calls and not (entry.get("payload") or {}).get("approved"):
+                unanswered[call_id] = unanswered_result(how, question_timeout)
         turn = _segments_to_agui([s for s in recorder.segments if not isinstance(s, Error)], "aihub-resume")
         payload = {**payload, "runId": f"aihub-run-{random_hex()}", "messages": history + turn, "resume": resume}
         recorder.paused = recorder.finished = False

@@ -347,3 +347,13 @@ def test_without_the_pipe_a_paused_run_is_an_ordinary_end(sse_stub: SSEStub) -> 
     for event in events(T("Hi"), _paused(CITY)):
         recorder.feed(event)
     assert recorder.finished and not recorder.paused
+
+
+def test_a_declined_approval_for_a_call_that_never_streamed_adds_no_made_up_block(sse_stub: SSEStub) -> None:
+    approval = {"id": "a1", "reason": "tool_call", "toolCallId": "ghost", "message": "Approve?"}
+    sse_stub.behaviour.data = events(T("May I?"), _paused(approval))
+    dialog = _dialog(sse_stub, False, events(T(" Fine, I will not."), FINISHED))
+    run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
+    assert dialog.questions[0]["data"]["title"] == "Allow a tool?"
+    assert sse_stub.requests[1]["json"]["resume"][0]["payload"] == {"approved": False}
+    assert run.content == "May I? Fine, I will not."
