@@ -309,7 +309,7 @@ def _apply_one(change: Change, client: OpenWebUIClient) -> None:
                 body, rebuild=lambda: remerge_model_form(client.get_model(change.id), change, with_access=True)
             )
         elif change.action is Action.UPDATE:
-            if any(f.path != "access_grants" for f in change.fields):
+            if any(f.path != "access_grants" for f in change.fields) or change.rewrite_marker:
                 client.update_model(
                     {k: v for k, v in body.items() if k != "access_grants"},
                     rebuild=lambda: remerge_model_form(client.get_model(change.id), change),
@@ -329,7 +329,7 @@ def _apply_one(change: Change, client: OpenWebUIClient) -> None:
             state = client.get_function(change.id)
     else:
         state = {}
-        if change.changed("name", "content", "meta"):
+        if change.changed("name", "content", "meta") or change.rewrite_marker:
             state = client.update_function(form)
     if "valves" in body and (change.action is Action.CREATE or change.changed("valves")):
         client.update_function_valves(change.id, body["valves"], secrets=secret_values(change))

@@ -154,6 +154,19 @@ class OpenWebUIClient:
     def get_function(self, function_id: str) -> dict[str, Any]:
         return self._request("GET", f"/api/v1/functions/id/{function_id}")
 
+    def history(self, kind: str, object_id: str) -> list[dict[str, Any]]:
+        """Open WebUI's version history of a model row or function (0.12+), newest first: id,
+        user_id, user {name}, commit_message, created_at; the first page (20 entries)."""
+        if kind == "model":
+            return self._list("/api/v1/models/model/history", params={"id": object_id, "page": "1"})
+        return self._list(f"/api/v1/functions/id/{object_id}/history", params={"page": "1"})
+
+    def history_entry(self, kind: str, object_id: str, entry_id: str) -> dict[str, Any]:
+        """One version with its `snapshot` (name, meta, params or content)."""
+        if kind == "model":
+            return self._request("GET", f"/api/v1/models/model/history/{entry_id}", params={"id": object_id})
+        return self._request("GET", f"/api/v1/functions/id/{object_id}/history/{entry_id}")
+
     # -- model writes --------------------------------------------------------------------
 
     def create_model(self, body: Mapping[str, Any]) -> dict[str, Any]:

@@ -39,6 +39,8 @@ class Compat:
       the update ignores access and `/models/model/access/update` writes it.
     - `filter_priority_in_valves`: up to 0.8 a filter's priority is read from its stored valves
       only (the class default is ignored), so sync stores it.
+    - `history`: every write of a model row or function is kept as a version with its author
+      (0.12+), so drift can name who changed a field (drift.py).
     """
 
     version: str
@@ -46,6 +48,7 @@ class Compat:
     access_control: bool
     access_in_update: bool
     filter_priority_in_valves: bool
+    history: bool = False
 
     @property
     def tested(self) -> bool:
@@ -106,6 +109,7 @@ def _row(v: Version, text: str) -> Compat:
         access_control=v < (0, 8, 0),
         access_in_update=v < (0, 12, 0),
         filter_priority_in_valves=v < (0, 9, 0),
+        history=v >= (0, 12, 0),
     )
 
 

@@ -17,8 +17,9 @@ from . import __version__
 from .commit_message import CommitInfo
 from .conflicts import Key, Seen, read_by_plan
 from .errors import OwnershipError, PruneRefusedError
+from .fingerprint import fingerprint, origin, recorded
 from .function_files import content_hash
-from .state import BUNDLE_PREFIX, MARKER_KEY, VERSION_KEY, InstanceState, Kind, ObjectState, get_path, set_path
+from .state import BUNDLE_PREFIX, FINGERPRINT_KEY, MARKER_KEY, VERSION_KEY, InstanceState, Kind, ObjectState, get_path, set_path
 
 FORMAT_VERSION = "1"
 
@@ -39,6 +40,9 @@ class FieldChange:
     before: Any = field(repr=False)  # may be a secret: never in a repr or a log line
     after: Any = field(repr=False)
     sensitive: bool = False
+    # Which side moved since the last sync (fingerprint.py): "blueprint", "openwebui" or "both";
+    # None when that sync recorded nothing for the field (a create, or a row written before).
+    origin: str | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,9 @@ class Change:
     # A bundle function whose content the installed provision changes: (version on the
     # instance, None if it recorded none; version installed).
     upgrade: tuple[str | None, str] | None = None
+    # The fingerprint in the marker must be written again although only access changed (an
+    # update that otherwise goes to the access endpoint alone writes the row too).
+    rewrite_marker: bool = False
     # A function created or changed with `global: true`: it runs on every model of the instance.
     is_global: bool = False
 
@@ -79,6 +86,9 @@ class Plan:
     # What the plan read of each object it may touch (conflicts.py): apply checks the instance
     # against it before and after writing. None: a plan built by hand, nothing to check against.
     read: Mapping[Key, Seen] | None = field(default=None, repr=False, compare=False)
+    # Fields of the changes that were changed in Open WebUI since the last sync, with who and
+    # when where the history says (drift.plan_drift): {"kind", "id", "history", "fields"}.
+    drift: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def is_empty(self) -> bool:
@@ -110,7 +120,12 @@ class Plan:
                     "id": c.id,
                     "action": c.action.value,
                     "fields": [
-                        {"path": f.path, "before": _shown(f, f.before), "after": _shown(f, f.after)}
+                        {
+                            "path": f.path,
+                            "before": _shown(f, f.before),
+                            "after": _shown(f, f.after),
+                            **({"origin": f.origin} if f.origin else {}),
+                        }
                         for f in c.fields
                     ],
                     **({"upgrade": {"from": c.upgrade[0], "to": c.upgrade[1]}} if c.upgrade else {}),
@@ -125,6 +140,7 @@ class Plan:
             "wrappers": [dict(w) for w in self.wrappers],
             "notes": list(self.notes),
             "groups": [dict(g) for g in self.groups],
+            "drift": [dict(d) for d in self.drift],
         }
 
 
@@ -215,8 +231,12 @@ def _create(target: ObjectState, commit: CommitInfo) -> Change:
 
 
 def _update(target: ObjectState, live: ObjectState, commit: CommitInfo) -> Change | None:
+    written = recorded(live)
     fields = tuple(
-        FieldChange(path, live.fields.get(path), value, path in target.sensitive)
+        FieldChange(
+            path, live.fields.get(path), value, path in target.sensitive,
+            origin(path, live.fields.get(path), value, written),
+        )
         for path, value in target.fields.items()
         if live.fields.get(path) != value
     )
@@ -232,7 +252,11 @@ def _update(target: ObjectState, live: ObjectState, commit: CommitInfo) -> Chang
     ):
         upgrade = (live.written_by, target.written_by)
     body = _write_body(target, base=live.raw, message=commit.message(target.source))
-    return Change(target.kind, target.id, Action.UPDATE, fields, body, upgrade, is_global=_runs_everywhere(target))
+    rewrite = written is not None and written != fingerprint(target)
+    return Change(
+        target.kind, target.id, Action.UPDATE, fields, body, upgrade, is_global=_runs_everywhere(target),
+        rewrite_marker=rewrite,
+    )
 
 
 def _runs_everywhere(target: ObjectState) -> bool:
@@ -286,7 +310,8 @@ def _write_body(target: ObjectState, base: Mapping[str, Any] | None, message: st
             set_path(body, path, copy.deepcopy(value))
     marker = body.get("meta", {}).get(MARKER_KEY) if isinstance(body.get("meta"), dict) else None
     if isinstance(marker, dict) and target.written_by:
-        body["meta"][MARKER_KEY] = {**marker, VERSION_KEY: target.written_by}
+        # What this write holds, so a later diff can tell who changed a field (fingerprint.py).
+        body["meta"][MARKER_KEY] = {**marker, VERSION_KEY: target.written_by, FINGERPRINT_KEY: fingerprint(target)}
     if valves:
         live_valves = base.get("valves") if base else None
         # The valves endpoint replaces the stored dict: keep the ones an admin set.

@@ -28,6 +28,8 @@ GLOBAL_NOTE = "global: runs on every model of the instance"
 # Characters of unchanged text shown on each side of a change inside a long value.
 CONTEXT_CHARS = 24
 _ABSENT = object()
+# After a changed field: which side moved since the last sync (fingerprint.py); a blueprint change is the default.
+ORIGIN_NOTE = {"openwebui": "  (changed in Open WebUI)", "both": "  (changed in the blueprint and in Open WebUI)"}
 
 
 def summary_line(summary: dict[str, int]) -> str:
@@ -66,12 +68,14 @@ def render_plan(plan_json: dict[str, Any], out: Console) -> None:
         if action != "update":
             continue
         leaves = [leaf for f in change["fields"] for leaf in leaf_changes(f["path"], f["before"], f["after"])]
+        origins = {f["path"]: ORIGIN_NOTE.get(f.get("origin") or "", "") for f in change["fields"]}
         path_width = max((len(shown(path)) for path, _, _ in leaves), default=0)
         for path, before, after in leaves:
             shown_before, shown_after = short_pair(before, after)
+            note = next((n for p, n in origins.items() if path == p or path.startswith((p + ".", p + "["))), "")
             out.print(
                 f"      [yellow]~[/yellow] {shown(path):<{path_width}}  "
-                f"{shown(shown_before)} -> {shown(shown_after)}",
+                f"{shown(shown_before)} -> {shown(shown_after)}{note}",
                 soft_wrap=True,
             )
     out.print()

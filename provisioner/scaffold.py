@@ -27,6 +27,7 @@ FILES: dict[str, str] = {
     "blueprints/it_helpdesk.yaml": "it_helpdesk.yaml",
     "functions/pii_redaction.py": "pii_redaction.py",
     ".github/workflows/provision.yml": "github-workflow.yml",
+    ".github/workflows/provision-drift.yml": "github-drift.yml",
     ".gitlab-ci.yml": "gitlab-ci.yml",
 }
 

@@ -39,12 +39,17 @@ class ObjectState:
     source: str | None = None
 
 
+# The marker's key for the fingerprint of what sync wrote (fingerprint.py); never compared either.
+FINGERPRINT_KEY = "written"
+
+
 def split_marker(marker: Any) -> tuple[Any, str | None]:
-    """The ownership marker without its version (the part compared), and the version."""
-    if not isinstance(marker, dict) or VERSION_KEY not in marker:
+    """The ownership marker without its version and fingerprint (the part compared), and the version."""
+    if not isinstance(marker, dict) or not ({VERSION_KEY, FINGERPRINT_KEY} & set(marker)):
         return marker, None
     version = marker.get(VERSION_KEY)
-    return {k: v for k, v in marker.items() if k != VERSION_KEY}, str(version) if version else None
+    compared = {k: v for k, v in marker.items() if k not in (VERSION_KEY, FINGERPRINT_KEY)}
+    return compared, str(version) if version else None
 
 
 @dataclass(frozen=True)

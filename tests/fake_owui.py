@@ -100,6 +100,15 @@ class FakeOpenWebUI:
             if user is None:
                 raise Taken(400, "We could not find what you're looking for :/")
             return user
+        if path == "/api/v1/models/model/history" or (path.startswith("/api/v1/functions/id/") and path.endswith("/history")):
+            return []  # a fake keeps no versions: drift is reported without a name
+        if path == "/api/v1/groups/create":
+            group = {"id": f"g{len(self.groups) + 1}", "member_count": 0, **body}
+            self.groups.append(group)
+            return group
+        if path.startswith("/api/v1/groups/id/") and path.endswith("/delete"):
+            self.groups = [g for g in self.groups if g["id"] != path.split("/")[5]]
+            return True
         if path == "/api/v1/models/model" and method == "GET":
             return copy.deepcopy(self.models[request.url.params["id"]])
         release = _release(self.version)

@@ -134,3 +134,85 @@ def test_missing_group_create_makes_an_own_empty_group_and_prune_spares_one_with
     assert "group 'Compliance' was created by provision, is empty and no blueprint names it: --prune deletes it" in err
     assert "group 'Ops' was created by provision and no blueprint names it, but it has members: kept" in err
     assert [g["name"] for g in get(owui, "/api/v1/groups/")] == ["Ops"]
+
+
+def _second_admin(owui) -> tuple[str, str, str]:
+    """A second admin (name, email, JWT) who edits rows through the API as the UI would."""
+    email = f"alice-{uuid.uuid4().hex[:8]}@example.com"
+    with owui.client() as http:
+        added = http.post("/api/v1/auths/add", json={
+            "name": "Alice Admin", "email": email, "password": "Pw-al1ce-admin!", "role": "admin",
+        }).raise_for_status().json()
+    return "Alice Admin", email, added["token"]
+
+
+def test_an_edit_in_open_webui_is_traced_to_the_admin_who_made_it(owui, bundle, capsys) -> None:
+    code, out, err = provision(capsys, "sync", *bundle, "--yes")
+    assert code == 0, out + err
+    code, out, err = provision(capsys, "drift")
+    assert (code, out.strip()) == (0, "No drift. Open WebUI holds what the last sync wrote."), err
+
+    name, email, jwt = _second_admin(owui)
+    with owui.client(token=jwt) as http:
+        row = http.get("/api/v1/models/model", params={"id": POLICY}).raise_for_status().json()
+        form = {k: row[k] for k in ("id", "name", "meta", "params")}
+        form["meta"]["description"] = "Alice's own wording"
+        http.post("/api/v1/models/model/update", json=form).raise_for_status()
+
+    code, out, err = provision(capsys, "diff", *bundle)
+    assert code == 0, err
+    assert "meta.description" in out and "(changed in Open WebUI)" in out
+    assert f"changed in Open WebUI by {name} <{email}>, 20" in out
+
+    code, out, err = provision(capsys, "diff", *bundle, "-o", "json")
+    plan = json.loads(out)
+    [change] = plan["changes"]
+    assert change["fields"][0]["origin"] == "openwebui"
+    [entry] = plan["drift"]
+    assert entry["id"] == POLICY and entry["history"] is True
+    [field] = entry["fields"]
+    assert field["path"] == "meta.description"
+    assert field["changed_by"]["name"] == name and field["changed_by"]["email"] == email
+
+    code, out, err = provision(capsys, "diff", *bundle, "-o", "markdown")
+    assert "#### Changed in Open WebUI" in out and f"`{name} <{email}>`" in out
+
+    code, out, err = provision(capsys, "drift", "-o", "json")
+    assert code == 2, err
+    report = json.loads(out)
+    assert [(d["id"], [f["path"] for f in d["fields"]]) for d in report["drift"]] == [(POLICY, ["meta.description"])]
+    assert report["drift"][0]["fields"][0]["changed_by"]["email"] == email
+    code, out, err = provision(capsys, "drift")
+    assert code == 2 and f"meta.description  changed in Open WebUI by {name} <{email}>" in out
+
+    # An access change in Open WebUI is drift too, without a name (no history of access).
+    with owui.client(token=jwt) as http:
+        http.post("/api/v1/models/model/access/update", json={"id": POLICY, "access_grants": []}).raise_for_status()
+    code, out, err = provision(capsys, "drift", "-o", "json")
+    fields = {f["path"]: f["changed_by"] for f in json.loads(out)["drift"][0]["fields"]}
+    assert code == 2 and set(fields) == {"access_grants", "meta.description"} and fields["access_grants"] is None
+
+    # sync puts the blueprint back; then there is no drift.
+    assert provision(capsys, "sync", *bundle, "--yes")[0] == 0
+    code, out, err = provision(capsys, "drift", "-o", "markdown")
+    assert code == 0 and "**No drift.**" in out
+
+
+def test_a_blueprint_change_is_not_drift(owui, bundle, capsys, tmp_path) -> None:
+    from tests.builders import blueprint, write_blueprint_dir, write_function_dir
+
+    agents = [{"id": "counsel", "name": "Counsel", "access": "public"}]
+    root = write_blueprint_dir(tmp_path / "bp", [blueprint("legal", agents=agents)])
+    args = ["-p", str(root), "--bundle", str(write_function_dir(tmp_path / "fn", root))]
+    assert provision(capsys, "sync", *args, "--yes")[0] == 0
+    for edit, paths in (({"access": "private"}, ["access_grants"]), ({"name": "Counsel (EU)"}, ["name"])):
+        agents[0].update(edit)
+        write_blueprint_dir(tmp_path / "bp", [blueprint("legal", agents=agents)])
+        code, out, err = provision(capsys, "diff", *args, "-o", "json")
+        [change] = json.loads(out)["changes"]
+        assert {f["path"]: f.get("origin") for f in change["fields"]} == dict.fromkeys(paths, "blueprint")
+        assert json.loads(out)["drift"] == []
+        assert provision(capsys, "sync", *args, "--yes")[0] == 0
+        # an access-only change rewrites the fingerprint too: no false drift afterwards
+        code, out, err = provision(capsys, "drift")
+        assert code == 0, out + err

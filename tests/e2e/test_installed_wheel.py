@@ -168,8 +168,40 @@ def test_from_a_new_repo_to_a_synced_instance_and_the_ci_recipes_run(
     check_instance(owui)
     assert provision("diff", "--target", "staging", "--detailed-exitcode").returncode == 0
 
+    # 4. The scheduled drift check, against production (here the same instance): clean, then
+    # after an edit in Open WebUI the job fails with the report in its summary or artifact.
+    point_at(repo / "targets.yaml", "production", owui.url)
+    secrets = {**secrets, "OPENWEBUI_TOKEN_PRODUCTION": owui.token}
+    drift_flow = yaml.safe_load((repo / ".github" / "workflows" / "provision-drift.yml").read_text())
+    assert "schedule" in (drift_flow.get("on") or drift_flow.get(True))
+    summary.write_text("")
+    assert run_github(drift_flow, repo, installed, tmp_path, secrets, event="schedule", ref="refs/heads/main", summary=summary) == ["drift"]
+    assert "**No drift.**" in summary.read_text()
+    scheduled = {"CI_PIPELINE_SOURCE": "schedule", "CI_COMMIT_BRANCH": "main"}
+    assert run_gitlab(gitlab, repo, installed, tmp_path, secrets, scheduled) == ["drift"]  # no sync on a schedule
+    with owui.client() as http:
+        row = http.get("/api/v1/models/model", params={"id": MODEL}).raise_for_status().json()
+        form = {k: row[k] for k in ("id", "name", "meta", "params")}
+        form["name"] = "Helpdesk (renamed by hand)"
+        http.post("/api/v1/models/model/update", json=form).raise_for_status()
+    summary.write_text("")
+    assert run_github(drift_flow, repo, installed, tmp_path, secrets, event="schedule", ref="refs/heads/main",
+                      summary=summary, last_step_exit=2) == ["drift"]
+    for report in (summary.read_text(), ""):
+        if not report:
+            assert run_gitlab(gitlab, repo, installed, tmp_path, secrets, scheduled, expect=2) == ["drift"]
+            report = (repo / "drift.md").read_text()
+        assert "#### Changed in Open WebUI" in report and MODEL in report and "`name`" in report
+        assert owui.token not in report
+
 
 # ---------------------------------------------------------------- the repo and the instance
+
+
+def point_at(targets_file: Path, target: str, url: str) -> None:
+    data = yaml.safe_load(targets_file.read_text())
+    data["targets"][target]["url"] = url
+    targets_file.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
 def point_staging_at(targets_file: Path, url: str) -> None:
@@ -219,15 +251,16 @@ def with_wheel(command: str, installed: Installed) -> str:
     return command.replace(f"pip install {PIN}", f'pip install "{installed.wheel}"')
 
 
-def run_shell(script: str, repo: Path, env: Mapping[str, str], what: str) -> None:
+def run_shell(script: str, repo: Path, env: Mapping[str, str], what: str, expect: int = 0) -> None:
     assert "${{" not in script, f"{what}: an expression the test does not fill in: {script}"
     result = sh(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=repo, env=env)
-    assert result.returncode == 0, f"{what} failed ({result.returncode}):\n{script}\n{result.stdout}\n{result.stderr}"
+    assert result.returncode == expect, f"{what} exited {result.returncode}, not {expect}:\n{script}\n{result.stdout}\n{result.stderr}"
 
 
 # The job conditions the generated workflow uses, evaluated for the simulated event; a condition
 # the test does not know fails the test instead of being guessed.
 GITHUB_IFS: dict[str, Callable[[str, str], bool]] = {
+    "true": lambda event, ref: True,  # a job without `if:` (the drift workflow's)
     "github.event_name == 'pull_request'": lambda event, ref: event == "pull_request",
     "github.event_name == 'push' && github.ref == 'refs/heads/main'": lambda event, ref: event == "push" and ref == "refs/heads/main",
     "github.event_name == 'push' && startsWith(github.ref, 'refs/tags/v')": lambda event, ref: event == "push" and ref.startswith("refs/tags/v"),
@@ -242,8 +275,9 @@ def fill_secrets(value: Any, secrets: Mapping[str, str]) -> str:
 
 
 def run_github(workflow: dict[str, Any], repo: Path, installed: Installed, home: Path, secrets: Mapping[str, str],
-               *, event: str, ref: str, summary: Path) -> list[str]:
-    """Run the jobs the event triggers, in file order; return their names."""
+               *, event: str, ref: str, summary: Path, last_step_exit: int = 0) -> list[str]:
+    """Run the jobs the event triggers, in file order; return their names. Each job's last step
+    must exit `last_step_exit` (2: the drift job reports drift), every other step 0."""
     triggers = workflow.get("on") or workflow.get(True)  # PyYAML reads the key `on` as true
     assert event in triggers
     assert workflow["defaults"]["run"]["shell"] == "bash"  # GitHub runs it as bash -eo pipefail
@@ -257,18 +291,20 @@ def run_github(workflow: dict[str, Any], repo: Path, installed: Installed, home:
         env = clean_env(installed, home, CI="true", GITHUB_ACTIONS="true", GITHUB_EVENT_NAME=event, GITHUB_REF=ref,
                         GITHUB_STEP_SUMMARY=str(summary), **job_env)
         installs = 0
-        for step in job["steps"]:
+        for index, step in enumerate(job["steps"]):
             if "uses" in step:
                 assert step["uses"].split("@")[0] in ("actions/checkout", "actions/setup-python"), step
                 continue
             installs += f"pip install {PIN}" in step["run"]
-            run_shell(with_wheel(step["run"], installed), repo, env, f"job {name}, step {step.get('name', step['run'])!r}")
+            expect = last_step_exit if index == len(job["steps"]) - 1 else 0
+            run_shell(with_wheel(step["run"], installed), repo, env, f"job {name}, step {step.get('name', step['run'])!r}", expect)
         assert installs == 1, f"job {name} should install the pinned provision once"
         ran.append(name)
     return ran
 
 
 GITLAB_IFS: dict[str, Callable[[Mapping[str, str]], bool]] = {
+    '$CI_PIPELINE_SOURCE == "schedule"': lambda v: v["CI_PIPELINE_SOURCE"] == "schedule",
     '$CI_PIPELINE_SOURCE == "merge_request_event"': lambda v: v["CI_PIPELINE_SOURCE"] == "merge_request_event",
     "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH": lambda v: bool(v["CI_COMMIT_BRANCH"]) and v["CI_COMMIT_BRANCH"] == v["CI_DEFAULT_BRANCH"],
     "$CI_COMMIT_TAG =~ /^v/": lambda v: v.get("CI_COMMIT_TAG", "").startswith("v"),
@@ -277,8 +313,9 @@ GITLAB_KEYWORDS = {"stages", "default", "variables", "workflow", "include", "ima
 
 
 def run_gitlab(pipeline: dict[str, Any], repo: Path, installed: Installed, home: Path, secrets: Mapping[str, str],
-               predefined: Mapping[str, str]) -> list[str]:
-    """Run the jobs the pipeline source triggers, stage by stage; return their names."""
+               predefined: Mapping[str, str], expect: int = 0) -> list[str]:
+    """Run the jobs the pipeline source triggers, stage by stage; return their names. As in
+    GitLab, a job's first rule that matches decides (`when: never` keeps it out)."""
     ci = {"CI": "true", "GITLAB_CI": "true", "CI_DEFAULT_BRANCH": "main", **predefined}
     jobs = {name: job for name, job in pipeline.items() if name not in GITLAB_KEYWORDS and not name.startswith(".")}
     order = {stage: i for i, stage in enumerate(pipeline["stages"])}
@@ -286,12 +323,13 @@ def run_gitlab(pipeline: dict[str, Any], repo: Path, installed: Installed, home:
     for name, job in sorted(jobs.items(), key=lambda item: order[item[1]["stage"]]):  # stable: file order within a stage
         for rule in job["rules"]:
             assert rule["if"] in GITLAB_IFS, f"job {name}: the test cannot evaluate `if: {rule['if']}`"
-        if not any(GITLAB_IFS[rule["if"]](ci) for rule in job["rules"]):
+        first = next((rule for rule in job["rules"] if GITLAB_IFS[rule["if"]](ci)), None)
+        if first is None or first.get("when") == "never":
             continue
         variables = {**pipeline.get("variables", {}), **job.get("variables", {})}
         env = clean_env(installed, home, **ci, **secrets, **{k: str(v) for k, v in variables.items()})
         lines = [*job.get("before_script", pipeline["default"]["before_script"]), *job["script"]]
         assert sum(f"pip install {PIN}" in line for line in lines) == 1, f"job {name} should install the pinned provision once"
-        run_shell("\n".join(with_wheel(line, installed) for line in lines), repo, env, f"job {name}")
+        run_shell("\n".join(with_wheel(line, installed) for line in lines), repo, env, f"job {name}", expect)
         ran.append(name)
     return ran

@@ -91,7 +91,7 @@ def test_hand_edit_of_a_managed_field_is_one_field_in_diff_and_reverted(owui, bu
     assert code == 2
     assert json.loads(out)["changes"] == [
         {"kind": "model", "id": model_id, "action": "update",
-         "fields": [{"path": "meta.capabilities.web_search", "before": True, "after": False}]}
+         "fields": [{"path": "meta.capabilities.web_search", "before": True, "after": False, "origin": "openwebui"}]}
     ]
     assert provision(capsys, "sync", *bundle)[0] == 0
     after = get(owui, "/api/v1/models/model", id=model_id)

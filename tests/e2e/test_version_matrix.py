@@ -254,3 +254,47 @@ def test_an_older_patch_release_starts_signs_in_and_lists_models(version: str) -
             assert models.status_code == 200 and isinstance(models.json()["data"], list), models.text[:300]
     finally:
         instance.purge()
+
+
+def test_drift_is_reported_on_every_release_and_named_where_history_is_kept(
+    release: OpenWebUIInstance, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit made in Open WebUI after a sync is drift on every release; only from 0.12 (which
+    keeps a version history) does it carry who made it. Nothing errors where there is none."""
+    from tests.builders import blueprint, write_blueprint_dir
+
+    version = release.version or compat.PINNED
+    table = compat.select(version)
+    monkeypatch.setenv("OPENWEBUI_URL", release.url)
+    monkeypatch.setenv("OPENWEBUI_TOKEN", release.token)
+    monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
+    agents = [{"id": "watched", "name": "Watched", "access": "public"}]
+    root = write_blueprint_dir(tmp_path / "bp", [blueprint("drift", agents=agents)])
+    args = ["-p", str(root), "--bundle", str(REPO / "owui_functions")]
+    assert provision(capsys, "sync", "--yes", *args)[0] == 0
+    model_id = "aihub_agent_pipe.drift.watched"
+    [row] = [r for r in release_rows(release, table) if r["id"] == model_id]
+    form = {k: row[k] for k in ("id", "base_model_id", "name", "meta", "params") if k in row}
+    form["meta"]["description"] = "edited in Open WebUI"
+    if table.access_control:
+        form["access_control"] = row.get("access_control")
+    elif table.access_in_update:
+        form["access_grants"] = row.get("access_grants") or []
+    with release.client() as http:
+        http.post("/api/v1/models/model/update", params={"id": model_id}, json=form).raise_for_status()
+
+    code, out, err = provision(capsys, "drift", "-o", "json")
+    assert code == 2, out + err
+    [entry] = json.loads(out)["drift"]
+    fields = {f["path"]: f["changed_by"] for f in entry["fields"]}
+    assert entry["id"] == model_id and entry["history"] is table.history and "meta.description" in fields
+    if table.history:
+        assert fields["meta.description"] is not None and fields["meta.description"]["name"]
+    else:
+        assert set(fields.values()) == {None}
+    code, out, err = provision(capsys, "diff", *args)
+    assert code == 0 and "(changed in Open WebUI)" in out, out + err
+    if not table.history:
+        assert "no name: Open WebUI keeps no version history before 0.12" in out
+    assert provision(capsys, "sync", "--yes", *args)[0] == 0
+    assert provision(capsys, "drift")[0] == 0

@@ -97,7 +97,7 @@ def test_hand_edit_shows_as_exactly_that_field_and_sync_reverts_it(capsys, fake:
     assert code == 2
     assert plan["changes"] == [
         {"kind": "model", "id": "aihub_agent_pipe.policy-faq.default", "action": "update",
-         "fields": [{"path": "meta.capabilities.web_search", "before": True, "after": False}]}
+         "fields": [{"path": "meta.capabilities.web_search", "before": True, "after": False, "origin": "openwebui"}]}
     ]
     run(capsys, "sync", *SAMPLES)
     assert fake.models["aihub_agent_pipe.policy-faq.default"]["meta"]["capabilities"]["web_search"] is False

@@ -171,3 +171,20 @@ def test_a_write_that_fails_part_way_removes_what_init_wrote(tmp_path: Path, cap
     code, out, err = run(capsys, "init", str(tmp_path / "agents"))
     assert code == 1 and "No space left on device" in err and "wrote nothing" in err
     assert len(written) == 3 and list(tmp_path.iterdir()) == []
+
+
+def test_init_writes_a_scheduled_drift_check_for_github_and_gitlab(tmp_path: Path, capsys) -> None:
+    assert run(capsys, "init", str(tmp_path))[0] == 0
+    github = yaml.safe_load((tmp_path / ".github" / "workflows" / "provision-drift.yml").read_text())
+    triggers = github.get("on") or github.get(True)
+    assert triggers["schedule"][0]["cron"] and "workflow_dispatch" in triggers
+    [job] = github["jobs"].values()
+    assert job["env"]["TARGET"] == "production"
+    [report] = [s["run"] for s in job["steps"] if "provision drift" in s.get("run", "")]
+    assert "-o markdown" in report and '>> "$GITHUB_STEP_SUMMARY"' in report and 'exit "$status"' in report
+    gitlab = yaml.safe_load((tmp_path / ".gitlab-ci.yml").read_text())
+    assert gitlab["drift"]["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "schedule"'}]
+    assert any("provision drift --target" in line for line in gitlab["drift"]["script"])
+    # a scheduled pipeline runs on the default branch: it must not sync
+    for name in ("validate", "sync-staging"):
+        assert gitlab[name]["rules"][0] == {"if": '$CI_PIPELINE_SOURCE == "schedule"', "when": "never"}

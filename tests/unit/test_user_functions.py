@@ -113,4 +113,4 @@ def test_sync_writes_the_attachments_and_diff_shows_a_removed_action(fake: FakeO
     plan = json.loads(out)
     [change] = plan["changes"]
     assert change["id"] == "aihub_agent_pipe.demo.audited"
-    assert change["fields"] == [{"path": "meta.actionIds", "before": [], "after": ["copy_answer"]}]
+    assert change["fields"] == [{"path": "meta.actionIds", "before": [], "after": ["copy_answer"], "origin": "openwebui"}]
