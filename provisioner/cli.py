@@ -165,6 +165,7 @@ class Connection:
     insecure: bool
     timeout: float
     token_env: Optional[str] = "OPENWEBUI_TOKEN"  # a target's token_env; None: only the file
+    allow_http: tuple[str, ...] = ()  # a target's hosts reached over plain http without --insecure
 
 
 def make_http_client(timeout: float) -> httpx.Client:
@@ -206,7 +207,7 @@ def _credentials(conn: Connection) -> tuple[str, str]:
     """The checked base URL and the admin token."""
     if not conn.url:
         raise ConfigError("no Open WebUI URL: pass --url or set OPENWEBUI_URL")
-    url = check_url(conn.url, insecure=conn.insecure)
+    url = check_url(conn.url, insecure=conn.insecure, allow_http=conn.allow_http)
     return url, _read_token(conn.token_file, conn.token_env)
 
 
@@ -231,7 +232,10 @@ def _select_target(
             raise typer.BadParameter("--target says where to connect already; use one of the two", param_hint=f"'{flag}'")
     target = select_target(name, targets_file)
     return (
-        Connection(target.url, target.token_file, conn.insecure, conn.timeout, token_env=target.token_env),
+        Connection(
+            target.url, target.token_file, conn.insecure, conn.timeout, token_env=target.token_env,
+            allow_http=target.allow_http,
+        ),
         target,
     )
 
@@ -834,6 +838,46 @@ def drift_command(
     else:
         render_drift_report(report, out, err, markdown=output is PlanOutput.markdown, target=target)
     return EXIT_CHANGES if report["drift"] else EXIT_OK
+
+
+@app.command("token", short_help="Sign in as an admin and print (or write) an API key, for in-cluster jobs.")
+def token_command(
+    ctx: typer.Context,
+    out_file: Annotated[
+        Optional[Path], typer.Option("--out", metavar="FILE", help="Write the key to FILE (mode 0600) instead of stdout.")
+    ] = None,
+    target: TargetOpt = None,
+    targets_file: TargetsFileOpt = Path(TARGETS_FILE),
+    url: UrlOpt = None,
+    insecure: InsecureOpt = False,
+    timeout: TimeoutOpt = 30.0,
+) -> int:
+    """Sign in with OPENWEBUI_ADMIN_EMAIL and OPENWEBUI_ADMIN_PASSWORD (or OPENWEBUI_ADMIN_PASSWORD_FILE),
+    reuse that admin's API key or create one, and print it or write it to --out FILE (0600).
+    The password is never an argument."""
+    from .client import sign_in
+    from .token import admin_login, api_key_for, write_secret_file
+
+    conn, _target = _select_target(ctx, target, targets_file, Connection(url, None, insecure, timeout))
+    if not conn.url:
+        raise ConfigError("no Open WebUI URL: pass --url, set OPENWEBUI_URL or use --target")
+    base = check_url(conn.url, insecure=conn.insecure, allow_http=conn.allow_http)
+    login = admin_login(os.environ)
+    with make_http_client(timeout) as http:
+        session = sign_in(base, login.email, login.password, http=http)
+        if session.get("role") != "admin":
+            raise ConfigError(f"{login.email} is not an admin of {base} (role {session.get('role')!r})")
+        with OpenWebUIClient(base_url=base, token=str(session["token"]), http=http) as client:
+            key, created = api_key_for(client)
+    if out_file is not None:
+        write_secret_file(out_file, key)
+        _consoles(True)[1].print(
+            f"{'Created' if created else 'Reused'} the API key of {login.email}; written to {out_file} (mode 0600).",
+            soft_wrap=True, markup=False,
+        )
+    else:
+        sys.stdout.write(key + "\n")
+    return EXIT_OK
 
 
 @app.command(short_help="Write the rendered toggle filters to a folder.")

@@ -8,6 +8,7 @@ every secret) before it is shortened.
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import re
 import time
@@ -39,17 +40,20 @@ TAKEN_HINT = (
 _HEADER_VALUE = re.compile(r"[\x21-\x7e]+")
 
 
-def check_url(url: str, *, insecure: bool) -> str:
-    """Normalise the base URL; refuse plain HTTP to anything but loopback unless `insecure`."""
+def check_url(url: str, *, insecure: bool, allow_http: Collection[str] = ()) -> str:
+    """Normalise the base URL; refuse plain HTTP to anything but loopback unless `insecure` or
+    the host matches one of a target's `allow_http` patterns (`*.svc.cluster.local`)."""
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"Open WebUI URL must look like https://host[:port], got {url!r}")
     if parts.username or parts.password:
         raise ConfigError("put credentials in OPENWEBUI_TOKEN or --token-file, not in the URL")
-    if parts.scheme == "http" and not insecure and not is_loopback(parts.hostname):
+    if parts.scheme == "http" and not insecure and not is_loopback(parts.hostname) \
+            and not any(fnmatch.fnmatchcase(parts.hostname.lower(), p.lower()) for p in allow_http):
         raise ConfigError(
             f"refusing plain HTTP to {parts.hostname}: the token would travel in clear text. "
-            "Use https, or pass --insecure if you really mean it."
+            "Use https, name the host in the target's allow_http (a cluster-internal name), "
+            "or pass --insecure if you really mean it."
         )
     return url.strip().rstrip("/")
 
@@ -166,6 +170,26 @@ class OpenWebUIClient:
         if kind == "model":
             return self._request("GET", f"/api/v1/models/model/history/{entry_id}", params={"id": object_id})
         return self._request("GET", f"/api/v1/functions/id/{object_id}/history/{entry_id}")
+
+    # -- API keys (provision token) ------------------------------------------------------
+
+    def own_api_key(self) -> str | None:
+        """The signed-in user's API key, or None when it has none (Open WebUI answers 404)."""
+        try:
+            data = self._request("GET", "/api/v1/auths/api_key")
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        key = data.get("api_key") if isinstance(data, dict) else None
+        return key if isinstance(key, str) and key else None
+
+    def create_api_key(self) -> str:
+        data = self._request("POST", "/api/v1/auths/api_key")
+        key = data.get("api_key") if isinstance(data, dict) else None
+        if not isinstance(key, str) or not key:
+            raise ApiError("POST", "/api/v1/auths/api_key", 200, "answer has no api_key", "")
+        return key
 
     # -- model writes --------------------------------------------------------------------
 
@@ -379,3 +403,28 @@ def _hint(status: int, detail: str, attempt: int) -> str:
     if status >= 500:
         return f"server error {retried}".strip()
     return retried
+
+
+def sign_in(base_url: str, email: str, password: str, *, http: httpx.Client) -> dict[str, Any]:
+    """POST /api/v1/auths/signin: the session (`token`, `role`, ...) of that user. The password
+    is hidden from every error text, as a token is."""
+    path = "/api/v1/auths/signin"
+    hidden = (password,)
+    try:
+        response = http.post(base_url.rstrip("/") + path, json={"email": email, "password": password},
+                             headers={"Accept": "application/json"})
+    except httpx.TransportError as exc:
+        raise UnreachableError(
+            redact(f"cannot reach Open WebUI at {base_url} ({type(exc).__name__}: {exc})", hidden)
+        ) from None
+    _log_call("POST", path, str(response.status_code), time.monotonic(), 0)
+    if response.status_code >= 300:
+        detail = _detail(response, hidden)
+        hint = "check OPENWEBUI_ADMIN_EMAIL and the password" if response.status_code in (400, 401, 403) else ""
+        if response.status_code == 429:
+            hint = "too many sign-ins for this email: Open WebUI allows a few per minutes; wait and retry"
+        raise ApiError("POST", path, response.status_code, detail, hint)
+    data = _json(response, "POST", path, "is this an Open WebUI URL?")
+    if not isinstance(data, dict) or not isinstance(data.get("token"), str):
+        raise ApiError("POST", path, response.status_code, "answer has no token", "is this an Open WebUI URL?")
+    return data

@@ -43,6 +43,9 @@ class TargetDef(_Strict):
     # A group an agent's access names that the instance lacks: fail, skip the grant, or create it (groups.py).
     missing_groups: Literal["fail", "skip", "create"] = "fail"
     env_allow: list[EnvName] = Field(default_factory=list)
+    # Hosts this target may reach over plain http without --insecure: cluster-internal names
+    # such as `*.svc.cluster.local` (fnmatch patterns; the token then crosses only that network).
+    allow_http: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9*.-]+$", max_length=253)]] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _one_token_source(self) -> "TargetDef":
@@ -68,6 +71,7 @@ class Target:
     file: str = TARGETS_FILE
     missing_groups: str = "fail"  # fail | skip | create (groups.py)
     env_allow: frozenset[str] = frozenset()  # the file's and this target's own
+    allow_http: tuple[str, ...] = ()  # host patterns reached over plain http without --insecure
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,7 @@ def load_targets_config(path: Path) -> TargetsConfig:
             file=display,
             missing_groups=t.missing_groups,
             env_allow=shared | frozenset(t.env_allow),
+            allow_http=tuple(t.allow_http),
         )
         for name, t in parsed.targets.items()
     }

@@ -216,3 +216,28 @@ def test_a_blueprint_change_is_not_drift(owui, bundle, capsys, tmp_path) -> None
         # an access-only change rewrites the fingerprint too: no false drift afterwards
         code, out, err = provision(capsys, "drift")
         assert code == 0, out + err
+
+
+def test_token_signs_in_with_a_password_file_and_reuses_the_admins_key(owui, capsys, tmp_path, monkeypatch) -> None:
+    name, email, _jwt = _second_admin(owui)
+    password_file = tmp_path / "secret" / "password"
+    password_file.parent.mkdir()
+    password_file.write_text("Pw-al1ce-admin!\n")
+    monkeypatch.setenv("OPENWEBUI_ADMIN_EMAIL", email)
+    monkeypatch.setenv("OPENWEBUI_ADMIN_PASSWORD_FILE", str(password_file))
+    monkeypatch.delenv("OPENWEBUI_ADMIN_PASSWORD", raising=False)
+    out_file = tmp_path / "token"
+    code, out, err = provision(capsys, "token", "--out", str(out_file))
+    assert code == 0, err
+    assert out == "" and "Created the API key of" in err and "Pw-al1ce" not in err
+    key = out_file.read_text().strip()
+    assert key.startswith("sk-") and key not in err
+    assert (out_file.stat().st_mode & 0o777) == 0o600
+    with owui.client(token=key) as http:  # an admin's key works on admin endpoints
+        assert http.get("/api/v1/models/all").status_code == 200
+    code, out, err = provision(capsys, "token")  # stdout, and the same key: never rotated
+    assert code == 0 and out.strip() == key, err
+
+    password_file.write_text("wrong password")
+    code, out, err = provision(capsys, "token")
+    assert code == 1 and "POST /api/v1/auths/signin" in err and "wrong password" not in err + out
