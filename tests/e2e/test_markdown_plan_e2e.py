@@ -36,4 +36,5 @@ def test_a_description_edited_on_the_instance_renders_as_code_in_the_markdown_pl
     # the payload's dangerous parts are there, as code: the before column of the description
     assert any("<img src=https://e.example/p.png>" in c for c in shape.codes), shape.codes
     assert any("</details>" in c for c in shape.codes), shape.codes
-    assert [set(rows) for rows in shape.tables] == [{4}, {3}]  # no cell added to any row
+    # no cell added to any row: objects, field changes, and "Changed in Open WebUI" (who edited it)
+    assert [set(rows) for rows in shape.tables] == [{4}, {3}, {4}]
