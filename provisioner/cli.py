@@ -812,7 +812,7 @@ def jwks(
     return EXIT_OK
 
 
-@app.command("drift", short_help="Report what was changed in Open WebUI since the last sync (exit 2 if anything).")
+@app.command("drift", short_help="Report edits made in Open WebUI since the last sync.")
 def drift_command(
     ctx: typer.Context,
     output: PlanOutputOpt = PlanOutput.text,
@@ -840,7 +840,7 @@ def drift_command(
     return EXIT_CHANGES if report["drift"] else EXIT_OK
 
 
-@app.command("token", short_help="Sign in as an admin and print (or write) an API key, for in-cluster jobs.")
+@app.command("token", short_help="Get an admin API key by signing in (in-cluster jobs).")
 def token_command(
     ctx: typer.Context,
     out_file: Annotated[
