@@ -383,7 +383,7 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
         )
         from .drift import plan_drift
 
-        return dataclasses.replace(plan, groups=tuple(group_actions), drift=tuple(plan_drift(plan, client))), client
+        return dataclasses.replace(plan, groups=tuple(group_actions), drift=tuple(plan_drift(plan, client, observed))), client
     except BaseException:
         client.close()
         raise

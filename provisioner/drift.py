@@ -96,9 +96,26 @@ def _snapshot_value(snapshot: Mapping[str, Any], path: str) -> Any:
     return value
 
 
-def trace(client: Any, kind: Kind, ident: str, paths: Sequence[str], current: Mapping[str, Any]) -> dict[str, Author]:
-    """Who introduced each path's live value, from the instance's history; {} where the release
-    keeps none or the history cannot be read (drift is still reported, without a name)."""
+def in_order(entries: Sequence[Mapping[str, Any]], head: Any) -> list[Mapping[str, Any]]:
+    """The versions newest first by their parent links, from `head` (the object's version_id):
+    the listing orders by second, so two writes within one second may come out swapped."""
+    by_id = {str(e.get("id")): e for e in entries}
+    if str(head) not in by_id:
+        return list(entries)
+    ordered: list[Mapping[str, Any]] = []
+    current = by_id.get(str(head))
+    while current is not None and current not in ordered:
+        ordered.append(current)
+        current = by_id.get(str(current.get("parent_id")))
+    return ordered
+
+
+def trace(
+    client: Any, kind: Kind, ident: str, paths: Sequence[str], current: Mapping[str, Any], head: Any = None
+) -> dict[str, Author]:
+    """Who introduced each path's live value, from the instance's history (`head`: the object's
+    version_id); {} where the release keeps none or the history cannot be read (drift is still
+    reported, without a name)."""
     if not client.compat.history or not any(in_snapshot(kind, p) for p in paths):
         return {}
     snapshots: dict[str, Mapping[str, Any] | None] = {}
@@ -111,7 +128,7 @@ def trace(client: Any, kind: Kind, ident: str, paths: Sequence[str], current: Ma
         return snapshots[key]
 
     try:
-        entries = client.history(kind, ident)[:MAX_VERSIONS]
+        entries = in_order(client.history(kind, ident), head)[:MAX_VERSIONS]
         introduced = attribute(kind, paths, current, entries, snapshot)
         emails = _emails(client, {str(e.get("user_id")) for e in introduced.values()})
     except ProvisionError:
@@ -166,14 +183,16 @@ def drift_report(entries: Sequence[Mapping[str, Any]], untracked: Sequence[tuple
     }
 
 
-def plan_drift(plan: Any, client: Any) -> list[dict[str, Any]]:
+def plan_drift(plan: Any, client: Any, observed: InstanceState) -> list[dict[str, Any]]:
     """The plan's fields changed in Open WebUI (alone or as well as in the blueprint), traced."""
     entries = []
     for change in plan.changes:
         paths = [f.path for f in change.fields if f.origin in ("openwebui", "both")]
         if paths:
             current = {f.path: f.before for f in change.fields}
-            authors = trace(client, change.kind, change.id, paths, current)
+            live = observed.of_kind(change.kind).get(change.id)
+            head = (live.raw or {}).get("version_id") if live is not None else None
+            authors = trace(client, change.kind, change.id, paths, current, head)
             entries.append(drift_entry(change.kind, change.id, paths, authors, history=client.compat.history))
     return entries
 
@@ -184,6 +203,6 @@ def instance_drift(observed: InstanceState, client: Any) -> dict[str, Any]:
     entries = []
     for item in drifted:
         live = observed.of_kind(item.kind)[item.id]
-        authors = trace(client, item.kind, item.id, item.paths, live.fields)
+        authors = trace(client, item.kind, item.id, item.paths, live.fields, (live.raw or {}).get("version_id"))
         entries.append(drift_entry(item.kind, item.id, item.paths, authors, history=client.compat.history))
     return drift_report(entries, untracked)

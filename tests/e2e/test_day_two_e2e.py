@@ -50,7 +50,8 @@ def test_sync_writes_its_commit_message_into_open_webui_history(owui, bundle, ca
     code, out, err = provision(capsys, "sync", *bundle, "--yes", "--message", "restore the FAQ description")
     assert code == 0, out + err
     history = get(owui, "/api/v1/models/model/history", id=POLICY)
-    assert [h["commit_message"] for h in history][:1] == ["restore the FAQ description"]
+    head = get(owui, "/api/v1/models/model", id=POLICY)["version_id"]  # the listing orders by second only
+    assert {h["id"]: h["commit_message"] for h in history}[head] == "restore the FAQ description"
     assert len(history) == 3
 
 

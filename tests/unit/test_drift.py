@@ -99,3 +99,11 @@ def test_drift_renders_who_and_when_escaped(capsys) -> None:
     old = [{**entries[0], "history": False}]
     assert "no name: Open WebUI keeps no version history before 0.12" in (
         lambda c: (render_drift_text(old, c, heading=""), c.export_text())[1])(Console(width=200, record=True))
+
+
+def test_versions_are_ordered_by_their_parent_links_not_the_listing() -> None:
+    from provisioner.drift import in_order
+
+    listed = [{"id": "b", "parent_id": "c"}, {"id": "a", "parent_id": None}, {"id": "c", "parent_id": "a"}]
+    assert [e["id"] for e in in_order(listed, "b")] == ["b", "c", "a"]
+    assert [e["id"] for e in in_order(listed, "unknown")] == ["b", "a", "c"]  # no head: as listed
