@@ -123,15 +123,14 @@ def _compare(
     for key in sorted(set(expected) | set(live)):
         want, obj = expected.get(key), live.get(key)
         kind, ident = key
-        if want is None and obj is None:
-            continue
-        if want is None:
-            conflicts.append(Conflict(kind, ident, "created", after_write, changed_at=seen(obj).updated_at))  # type: ignore[arg-type]
-            continue
         if obj is None:
-            conflicts.append(Conflict(kind, ident, "deleted", after_write, read_at=want.updated_at))
+            if want is not None:
+                conflicts.append(Conflict(kind, ident, "deleted", after_write, read_at=want.updated_at))
             continue
         have = seen(obj)
+        if want is None:
+            conflicts.append(Conflict(kind, ident, "created", after_write, changed_at=have.updated_at))
+            continue
         # What this sync wrote is compared path by path; what it only read, in full.
         paths = _differing(want.fields, have.fields, only_wanted=key in written)
         # A written object's new updated_at is unknown (several writes may set it): its fields say enough.
