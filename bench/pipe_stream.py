@@ -18,9 +18,15 @@ Not a test. Run from the project root:
    yielded chunk (its shared client, building the request from Open WebUI's body, the recorder).
    Each reads its stream to the end, as a chat does, so a kept-alive connection can serve the
    next request. Interleaved in one run; medians compared.
+   (b') the same with what a chat of issue 19 adds on every request: Open WebUI's HS256 user JWT
+   (ENABLE_FORWARD_USER_INFO_HEADERS with a secret), the pipe's EdDSA identity token, the groups
+   claim, chat and message ids, a traceparent and the user's context.
    With ``--repeat N`` this part runs N times, each in a fresh process, one after another: with
    the same code the ratio moves by several hundredths from one run to the next (1.02-1.17x on
    the idle machine), more than a goal of 1.05x allows, so the median of the runs is the figure.
+4. ``--file-mb N``: one chat with an attached file of N MB (read from disk by the pipe's own
+   reader, base64-encoded, sent inside the user message), measuring the longest the event loop
+   went without running (a 1 ms ticker) and how much the process's memory (RSS) grew.
 """
 
 from __future__ import annotations
@@ -175,6 +181,53 @@ def make_pipe(pipe: ModuleType, url: str) -> Any:
 
 
 BODY = {"model": "aihub_agent_pipe.bench.agent", "messages": [{"role": "user", "content": "go"}], "stream": True}
+CHAT_METADATA = {"chat_id": "bench-chat", "message_id": "bench-msg", "user_message_id": "bench-user-msg",
+                 "variables": {"{{USER_LANGUAGE}}": "en-GB", "{{CURRENT_DATETIME}}": "2026-12-02 10:00:00",
+                               "{{CURRENT_TIMEZONE}}": "Europe/London"}}
+USER = {"id": "u", "email": "ada@example.org", "name": "Ada", "role": "user"}
+
+
+class BenchStore:
+    """Open WebUI's records for the pipe without a database: two groups, and one file on disk."""
+
+    def __init__(self, path: str = "", size: int = 0) -> None:
+        self.path, self.size = path, size
+
+    async def groups(self, user_id: str) -> list[dict[str, str]]:
+        return [{"id": "g-1", "name": "Finance"}, {"id": "g-2", "name": "Analysts"}]
+
+    async def stored_files(self, chat_id: str, user_id: str, message_id: str) -> Any:
+        return None
+
+    async def file(self, file_id: str) -> Any:
+        return _PIPE.StoredFile(id=file_id, owner="u", name="big.pdf", mime="application/pdf", size=self.size,
+                                path=self.path)
+
+    async def shared_with(self, file_id: str, user_id: str) -> bool:
+        return False
+
+    async def read(self, record: Any, limit: int) -> tuple[int, bytes]:
+        return await asyncio.to_thread(_PIPE._read_base64, lambda path: path, record.path, limit)
+
+
+_PIPE: Any = None
+
+
+def with_identity(pipe: ModuleType, instance: Any) -> Any:
+    """The pipe as a chat of issue 19 runs it: forwarding with a secret, an identity key, the store."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    pem = Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    os.environ["ENABLE_FORWARD_USER_INFO_HEADERS"] = "true"
+    os.environ["FORWARD_USER_INFO_HEADER_JWT_SECRET"] = "bench-forward-secret-0123456789abcdef"
+    pipe.server_environment.cache_clear()
+    pipe.server_forward_settings.cache_clear()
+    instance.valves.IDENTITY_KEYS = json.dumps({"signing": {"kid": "bench", "private_key_pem": pem}, "retired": []})
+    instance.store = BenchStore()
+    return instance
 
 
 REQUEST = {"threadId": "t", "runId": "r", "messages": [], "tools": [], "context": [], "state": {}, "forwardedProps": {}}
@@ -211,10 +264,11 @@ async def first_token_httpx(client: httpx.AsyncClient, url: str) -> float:
     return first
 
 
-async def first_token_pipe(instance: Any) -> float:
+async def first_token_pipe(instance: Any, metadata: dict[str, Any] | None = None) -> float:
     start = time.perf_counter()
     first = 0.0
-    async for chunk in instance.pipe(body=dict(BODY), __user__={"id": "u"}, __metadata__={"chat_id": "c"}):
+    user = USER if metadata else {"id": "u"}
+    async for chunk in instance.pipe(body=dict(BODY), __user__=user, __metadata__=dict(metadata or {"chat_id": "c"})):
         if chunk and not first:
             first = time.perf_counter() - start
     if not first:
@@ -239,17 +293,20 @@ async def bench_network(
     other = httpx.AsyncClient()
     try:
         instance = make_pipe(pipe, short.url)
+        identified = with_identity(pipe, make_pipe(pipe, short.url))
         for _ in range(3):  # warm up imports, connections, caches
             await first_token_direct(client, short.url)
             await first_token_httpx(other, short.url)
             await first_token_pipe(instance)
-        direct, fresh, with_httpx, piped = [], [], [], []
+            await first_token_pipe(identified, CHAT_METADATA)
+        direct, fresh, with_httpx, piped, identity = [], [], [], [], []
         for _ in range(rounds):
             direct.append(await first_token_direct(client, short.url))
             async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=pipe._ssl_context())) as one_off:
                 fresh.append(await first_token_direct(one_off, short.url))
             with_httpx.append(await first_token_httpx(other, short.url))
             piped.append(await first_token_pipe(instance))
+            identity.append(await first_token_pipe(identified, CHAT_METADATA))
         e2e = max([await end_to_end(make_pipe(pipe, long.url), count) for _ in range(3)]) if long else 0.0
     finally:
         await client.close()
@@ -262,12 +319,97 @@ async def bench_network(
     return {
         "direct_ms": statistics.median(direct) * 1000,
         "pipe_ms": statistics.median(piped) * 1000,
+        "identity_ms": statistics.median(identity) * 1000,
         "fresh_ms": statistics.median(fresh) * 1000,
         "httpx_ms": statistics.median(with_httpx) * 1000,
         "direct_p90_ms": statistics.quantiles(direct, n=10)[-1] * 1000,
         "pipe_p90_ms": statistics.quantiles(piped, n=10)[-1] * 1000,
         "e2e_events_per_s": e2e,
     }
+
+
+async def turn_cost(pipe: ModuleType, count: int = 2000) -> dict[str, float]:
+    """CPU per chat of what issue 19 adds before the request goes out (``Pipe.turn`` and the
+    file-less ``inbound_files``), in microseconds, with and without the identity tokens."""
+    plain = make_pipe(pipe, "http://127.0.0.1:9/agent")
+    agents = json.loads(plain.valves.AGENTS)
+    plain.valves.AGENTS = json.dumps([{**agent, "identity": "none"} for agent in agents])
+    plain.store = BenchStore()
+    identified = with_identity(pipe, make_pipe(pipe, "http://127.0.0.1:9/agent"))
+    out = {}
+    for name, instance in (("plain_us", plain), ("identity_us", identified)):
+        agent = instance.agents()[0]
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            for _ in range(count):
+                await instance.inbound_files(BODY["messages"], USER, CHAT_METADATA, agent, None)
+                await instance.turn(agent, BODY["model"], USER, CHAT_METADATA, None)
+            best = min(best, (time.perf_counter() - start) / count)
+        out[name] = best * 1e6
+    return out
+
+
+async def bench_file(pipe: ModuleType, size_mb: float) -> dict[str, float]:
+    """One chat with a file of ``size_mb`` MB: the longest event-loop stall and the RSS growth."""
+    size = int(size_mb * 1024 * 1024)
+    with tempfile.NamedTemporaryFile(suffix=".pdf") as handle:
+        handle.write(os.urandom(size))
+        handle.flush()
+        server = CannedServer(first_token_body())
+        instance = with_identity(pipe, make_pipe(pipe, server.url))
+        instance.store = BenchStore(handle.name, size)
+        instance.valves.MAX_FILE_MB = instance.valves.MAX_TURN_FILES_MB = size_mb * 2
+        loop = asyncio.get_running_loop()
+
+        async def measured(metadata: dict[str, Any]) -> tuple[float, int, float, str]:
+            """(longest stall, RSS growth, seconds, answer) of one chat, a 1 ms ticker beside it."""
+            stalls, base, peak, done = [0.0], rss(), [rss()], False
+
+            async def ticker() -> None:
+                last = loop.time()
+                while not done:
+                    await asyncio.sleep(0.001)
+                    now = loop.time()
+                    stalls.append(now - last - 0.001)
+                    peak.append(rss())
+                    last = now
+
+            watch = asyncio.ensure_future(ticker())
+            await asyncio.sleep(0.01)
+            start = time.perf_counter()
+            chunks = [c async for c in instance.pipe(body=dict(BODY), __user__=USER, __metadata__=metadata)]
+            elapsed = time.perf_counter() - start
+            done = True
+            await watch
+            return max(stalls), max(peak) - base, elapsed, "".join(c for c in chunks if isinstance(c, str))
+
+        await first_token_pipe(instance, CHAT_METADATA)  # warm up: connection, key, imports
+        files = {**CHAT_METADATA, "files": [{"type": "file", "id": "f-big", "name": "big.pdf"}]}
+        baseline = min([(await measured(dict(CHAT_METADATA)))[0] for _ in range(5)])
+        idle = await measured_idle(loop)
+        stall, growth, elapsed, content = await measured(files)
+        for _, shared in list(pipe._pool().clients.values()):
+            await shared.close()
+        server.close()
+    assert "Agent error" not in content and "left out" not in content, content[-300:]
+    return {"size_mb": size_mb, "stall_ms": stall * 1000, "baseline_stall_ms": baseline * 1000, "idle_stall_ms": idle * 1000,
+            "rss_growth_mb": growth / 2**20, "chat_s": elapsed}
+
+
+async def measured_idle(loop: asyncio.AbstractEventLoop, seconds: float = 0.3) -> float:
+    """The longest stall of the 1 ms ticker alone: what the machine's other work costs the loop."""
+    longest, last, end = 0.0, loop.time(), loop.time() + seconds
+    while loop.time() < end:
+        await asyncio.sleep(0.001)
+        now = loop.time()
+        longest, last = max(longest, now - last - 0.001), now
+    return longest
+
+
+def rss() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def first_token_body() -> bytes:
@@ -299,9 +441,21 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=40, help="first-token measurements of each kind")
     parser.add_argument("--repeat", type=int, default=1, help="first-token runs, each in a fresh process")
     parser.add_argument("--first-token-only", action="store_true", help=argparse.SUPPRESS)  # one of --repeat's runs
+    parser.add_argument("--file-mb", type=float, default=0, help="only: one chat with a file this large")
     args = parser.parse_args()
 
     pipe = load_pipe()
+    global _PIPE
+    _PIPE = pipe
+    if args.file_mb:
+        result = asyncio.run(bench_file(pipe, args.file_mb))
+        print(f"a {result['size_mb']:g} MB file in one chat:   {result['chat_s']:.2f} s to the answer")
+        print(f"  longest event-loop stall:        {result['stall_ms']:.1f} ms (a 1 ms ticker; "
+              f"{result['baseline_stall_ms']:.1f} ms in the best of 5 chats without a file, "
+              f"{result['idle_stall_ms']:.1f} ms with the loop idle)")
+        print(f"  process memory (RSS) growth:     {result['rss_growth_mb']:.1f} MB "
+              f"({result['rss_growth_mb'] / result['size_mb']:.2f}x the file)")
+        return
     if args.first_token_only:
         print(json.dumps(asyncio.run(bench_network(pipe, first_token_body(), None, 0, args.rounds))))
         return
@@ -330,14 +484,25 @@ def main() -> None:
         f"pipe / direct first-token ratio:       {net['pipe_ms'] / net['direct_ms']:.2f}x "
         f"(+{net['pipe_ms'] - net['direct_ms']:.2f} ms), {args.rounds} interleaved rounds"
     )
+    print(
+        f"  with identity, ids, trace, context:  {net['identity_ms']:.2f} ms median, "
+        f"{net['identity_ms'] / net['direct_ms']:.2f}x of direct (+{net['identity_ms'] - net['pipe_ms']:.2f} ms over pipe())"
+    )
     if args.repeat > 1:
         runs = first_token_in_fresh_processes(args.repeat, args.rounds)
         ratios = [run["pipe_ms"] / run["direct_ms"] for run in runs]
+        identity = [run["identity_ms"] / run["direct_ms"] for run in runs]
         print(f"first token in {args.repeat} fresh processes, {args.rounds} interleaved rounds each:")
-        for run, ratio in zip(runs, ratios):
-            print(f"  direct {run['direct_ms']:.2f} ms, pipe() {run['pipe_ms']:.2f} ms: {ratio:.3f}x")
+        for run, ratio, with_id in zip(runs, ratios, identity):
+            print(f"  direct {run['direct_ms']:.2f} ms, pipe() {run['pipe_ms']:.2f} ms: {ratio:.3f}x; "
+                  f"with identity {run['identity_ms']:.2f} ms: {with_id:.3f}x")
         print(f"pipe / direct, median of the {args.repeat} runs: {statistics.median(ratios):.3f}x "
               f"(range {min(ratios):.3f}-{max(ratios):.3f}x)")
+        print(f"  with identity, ids, trace, context: {statistics.median(identity):.3f}x "
+              f"(range {min(identity):.3f}-{max(identity):.3f}x)")
+    cost = asyncio.run(turn_cost(pipe))
+    print(f"per chat, ids + trace + context:       {cost['plain_us']:.0f} µs of CPU before the request")
+    print(f"  same with the HS256 JWT and the EdDSA token (groups from the store): {cost['identity_us']:.0f} µs")
     print(f"load average after the run:            {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 

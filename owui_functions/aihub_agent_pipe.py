@@ -1467,13 +1467,13 @@ class StoredFile:
 
 @dataclass
 class Attachment:
-    """A file read for the agent; ``data`` is its base64 text (ASCII bytes) until the body is encoded."""
+    """A file read for the agent; ``data`` is its base64 text (ASCII bytes, or pieces of it)."""
 
     id: str
     name: str
     mime: str
     size: int
-    data: bytes
+    data: bytes | tuple[bytes, ...]
     token: str = ""  # what the request body holds in the data's place until encode_body
 
     @property
@@ -1704,26 +1704,42 @@ def with_openai_files(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**m, "content": openai_content(m.get("content"))} if m.get("role") == "user" else m for m in messages]
 
 
-def encode_body(payload: Mapping[str, Any], attachments: Iterable[Attachment]) -> bytes:
+@dataclass(frozen=True)
+class RequestBody:
+    """A request body in pieces (a file's base64 stays in the pieces it was encoded in)."""
+
+    pieces: tuple[bytes, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(map(len, self.pieces))
+
+    async def stream(self) -> AsyncIterator[bytes]:
+        for piece in self.pieces:
+            yield piece
+
+
+def encode_body(payload: Mapping[str, Any], attachments: Iterable[Attachment]) -> RequestBody:
     """The request body as JSON with each file's base64 put where its token stands.
 
-    Called in a thread: a body with files is megabytes of JSON. The base64 is never copied into
-    a Python string: the JSON around it is encoded, then joined with it.
+    Called in a thread. The base64 is never copied (not into a string, not into one joined body):
+    joining megabytes, like encoding them in one call, holds the GIL, and Open WebUI's event loop
+    with it, for tens of milliseconds.
     """
     by_token = {json.dumps(a.token)[1:-1]: a for a in attachments}
     text = json.dumps(payload)
     if not by_token:
-        return text.encode()
+        return RequestBody((text.encode(),))
     pattern = re.compile("|".join(re.escape(token) for token in by_token))
     pieces: list[bytes] = []
     position = 0
     for match in pattern.finditer(text):
         pieces.append(text[position : match.start()].encode())
-        pieces.append(by_token[match.group(0)].data)
+        data = by_token[match.group(0)].data
+        pieces.extend(data if isinstance(data, tuple) else (data,))
         position = match.end()
     pieces.append(text[position:].encode())
-    del text
-    return b"".join(pieces)
+    return RequestBody(tuple(pieces))
 
 
 async def _call(function: Callable[..., Any], *args: Any) -> Any:
@@ -1798,22 +1814,30 @@ class OpenWebUIStore:
         found = await _call(Groups.get_groups_by_member_id, user_id)
         return [{"id": _str(g.id), "name": _str(g.name)} for g in found or ()]
 
-    async def read(self, record: StoredFile, limit: int) -> tuple[int, bytes]:
-        """(size, base64 of the bytes), in a thread; FileTooLarge past ``limit`` bytes."""
+    async def read(self, record: StoredFile, limit: int) -> tuple[int, tuple[bytes, ...]]:
+        """(size, base64 of the bytes in pieces), in a thread; FileTooLarge past ``limit`` bytes."""
         from open_webui.storage.provider import Storage
 
         return await asyncio.to_thread(_read_base64, Storage.get_file, record.path, limit)
 
 
-def _read_base64(locate: Callable[[str], str], path: str, limit: int) -> tuple[int, bytes]:
+BASE64_BLOCK = 3 * 128 * 1024  # bytes read and encoded at a time: a multiple of 3, so the pieces join
+
+
+def _read_base64(locate: Callable[[str], str], path: str, limit: int) -> tuple[int, tuple[bytes, ...]]:
+    """(size, base64 pieces) of a stored file. In blocks: one ``b64encode`` of 10 MB holds the GIL
+    for ~30 ms, which the event loop would wait out; a block takes well under a millisecond."""
     import base64
 
     local = locate(path)
+    pieces, size = [], 0
     with open(local, "rb") as handle:
-        raw = handle.read(limit + 1)
-    if len(raw) > limit:
-        raise FileTooLarge(os.path.getsize(local))
-    return len(raw), base64.b64encode(raw)
+        while block := handle.read(BASE64_BLOCK):
+            size += len(block)
+            if size > limit:
+                raise FileTooLarge(os.path.getsize(local))
+            pieces.append(base64.b64encode(block))
+    return size, tuple(pieces)
 
 
 def _mb(size: int) -> str:
@@ -1908,7 +1932,7 @@ async def _notify(emitter: Any, text: str) -> None:
 # Open WebUI's own connections say who the user is in headers (``open_webui/utils/headers.py``):
 # with ENABLE_FORWARD_USER_INFO_HEADERS one HS256 JWT when FORWARD_USER_INFO_HEADER_JWT_SECRET is
 # set, else plain X-OpenWebUI-User-* headers. The pipe sends the same, read from the server's
-# environment itself (so it works on every release), and adds claims of its own (groups, model,
+# environment itself (so it works on every release; read once, as Open WebUI reads it), and adds claims of its own (groups, model,
 # chat and message ids; not ``aud``, which would make PyJWT without an audience reject the token).
 # With a signing key (the IDENTITY_KEYS valve or AIHUB_IDENTITY_PRIVATE_KEY) it also sends an
 # EdDSA token for this agent alone (``aud``): with a shared HS256 secret any agent could mint one
@@ -1933,8 +1957,37 @@ class ForwardSettings:
     message_header: str
 
 
-def forward_settings(environ: Mapping[str, str] = os.environ) -> ForwardSettings:
-    """Read on every chat (an environment read is cheap), so the pipe follows the server's settings."""
+_IDENTITY_ENVIRONMENT = (
+    "ENABLE_FORWARD_USER_INFO_HEADERS",
+    "FORWARD_USER_INFO_HEADER_JWT_SECRET",
+    "FORWARD_USER_INFO_HEADER_JWT",
+    "FORWARD_USER_INFO_HEADER_JWT_EXPIRES_SECONDS",
+    "FORWARD_USER_INFO_HEADER_USER_NAME",
+    "FORWARD_USER_INFO_HEADER_USER_ID",
+    "FORWARD_USER_INFO_HEADER_USER_EMAIL",
+    "FORWARD_USER_INFO_HEADER_USER_ROLE",
+    "FORWARD_SESSION_INFO_HEADER_CHAT_ID",
+    "FORWARD_SESSION_INFO_HEADER_MESSAGE_ID",
+    "AIHUB_IDENTITY_PRIVATE_KEY",
+    "AIHUB_IDENTITY_KEY_ID",
+)
+
+
+@functools.lru_cache(maxsize=1)
+def server_environment() -> Mapping[str, str]:
+    """The server's identity settings, read once per process: Open WebUI reads its own (env.py)
+    once at start, so a change needs a restart there as well. Read per chat, a dozen unset
+    variables would cost the first token ~0.08 ms (an unset read raises inside ``os.environ``)."""
+    return types.MappingProxyType({name: os.environ[name] for name in _IDENTITY_ENVIRONMENT if name in os.environ})
+
+
+@functools.lru_cache(maxsize=1)
+def server_forward_settings() -> ForwardSettings:
+    return forward_settings(server_environment())
+
+
+def forward_settings(environ: Mapping[str, str]) -> ForwardSettings:
+    """Open WebUI's forwarding settings from an environment (its names, its defaults)."""
     get = environ.get
     try:
         lifetime = int(get("FORWARD_USER_INFO_HEADER_JWT_EXPIRES_SECONDS") or 300)
@@ -2019,15 +2072,17 @@ def _valve_signing_key(text: str) -> tuple[str, str]:
         return "", ""
 
 
-def identity_secrets(valve: str, environ: Mapping[str, str] = os.environ) -> tuple[str, ...]:
+def identity_secrets(valve: str, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """What signs identities (the HS256 secret, the private keys): masked like the agents' keys."""
+    environ = server_environment() if environ is None else environ
     pem = _valve_signing_key(valve)[0] if valve else ""
     values = (environ.get("FORWARD_USER_INFO_HEADER_JWT_SECRET") or "", environ.get(IDENTITY_KEY_ENV) or "", pem)
     return tuple(v.strip() for v in values if v.strip())
 
 
-def signing_key(valve: str, environ: Mapping[str, str] = os.environ) -> SigningKey | None:
+def signing_key(valve: str, environ: Mapping[str, str] | None = None) -> SigningKey | None:
     """The server's AIHUB_IDENTITY_PRIVATE_KEY (with AIHUB_IDENTITY_KEY_ID) wins over the valve."""
+    environ = server_environment() if environ is None else environ
     pem = environ.get(IDENTITY_KEY_ENV) or ""
     if pem.strip():
         return _load_signing_key(pem, environ.get(IDENTITY_KID_ENV) or "server")
@@ -2416,7 +2471,7 @@ class Pipe:
         )
         turn.headers["traceparent"] = parent
         if agent.transport == "openai":
-            turn.headers.update(session_headers(forward_settings(), turn.chat_id, turn.message_id))
+            turn.headers.update(session_headers(server_forward_settings(), turn.chat_id, turn.message_id))
         if agent.identity != "none":
             turn.user_id = _str(user.get("id"))
         turn.forwarded = {
@@ -2429,7 +2484,7 @@ class Pipe:
             if value
         }
         try:
-            settings = forward_settings()
+            settings = server_forward_settings()
             key = signing_key(self.valves.IDENTITY_KEYS) if agent.identity != "none" else None
             groups: list[dict[str, str]] = []
             if needs_groups(agent, settings, key):
@@ -2666,7 +2721,7 @@ async def run_with_questions(
     With ``attachments`` the body is encoded in a thread (megabytes of JSON; encode_body)."""
     recorder.outbound.asks = agent.transport == "agui"
     for _ in range(MAX_RESUMES + 1):
-        sent: dict[str, Any] | bytes = payload
+        sent: dict[str, Any] | RequestBody = payload
         if attachments:
             sent = await asyncio.to_thread(encode_body, payload, attachments)
         async for chunk in stream_run(client, agent, headers, sent, recorder, batch, status, timeout):
@@ -2790,7 +2845,7 @@ async def stream_run(
     client: aiohttp.ClientSession,
     agent: AgentSpec,
     headers: dict[str, str],
-    payload: dict[str, Any] | bytes,
+    payload: "dict[str, Any] | RequestBody",
     recorder: Recorder,
     batch: Batch,
     status: StatusLine,
@@ -2806,8 +2861,11 @@ async def stream_run(
     this raises is the caller's to send.
     """
     url = agent.url.rstrip("/") + "/chat/completions" if agent.transport == "openai" else agent.url
-    body = {"data": payload} if isinstance(payload, bytes) else {"json": payload}  # bytes: encode_body's, with files
-    request = client.post(url, **body, headers=headers, timeout=_deadline(timeout), proxy=_proxy_for(url))
+    if isinstance(payload, RequestBody):  # encode_body's, with files: sent piece by piece, its size known
+        body: dict[str, Any] = {"data": payload.stream(), "headers": {**headers, "Content-Length": str(payload.size)}}
+    else:
+        body = {"json": payload, "headers": headers}
+    request = client.post(url, **body, timeout=_deadline(timeout), proxy=_proxy_for(url))
     async with request as response:
         if response.status >= 400:
             # read enough to mask a key the body echoes before the text is cut short (failure_text)

@@ -243,7 +243,7 @@ def test_file_bytes_never_reach_logs_or_the_answer(sse_stub: SSEStub, caplog) ->
 def test_encode_body_puts_the_base64_where_its_token_stands() -> None:
     attachment = P.Attachment(id="f", name="n", mime="text/plain", size=3, data=b"YWJj", token="\x00aihub-file-x-0-0\x00")
     payload = {"messages": [{"content": [{"type": "document", "source": {"value": attachment.token}}]}], "n": "\u00e9"}
-    assert json.loads(P.encode_body(payload, [attachment])) == {
+    assert json.loads(b"".join(P.encode_body(payload, [attachment]).pieces)) == {
         "messages": [{"content": [{"type": "document", "source": {"value": "YWJj"}}]}], "n": "\u00e9"}
 
 
@@ -280,3 +280,15 @@ def test_an_image_open_webui_inlined_is_not_read_again_one_it_did_not_is(sse_stu
     first, _, second = sse_stub.requests[0]["json"]["messages"]
     assert [p["type"] for p in first["content"]] == ["text", "image"] and store.reads == ["f-out"]
     assert _data(second["content"][1]) == PNG[::-1] and second["content"][1]["metadata"]["file_id"] == "f-out"
+
+
+def test_a_stored_file_is_read_and_encoded_in_blocks_that_join_to_its_base64(tmp_path) -> None:
+    data = bytes(range(256)) * (P.BASE64_BLOCK // 128) + b"tail"  # two blocks and a bit
+    path = tmp_path / "f.bin"
+    path.write_bytes(data)
+    size, pieces = P._read_base64(str, str(path), len(data))
+    assert size == len(data) and len(pieces) == 3
+    assert b"".join(pieces) == base64.b64encode(data)
+    with pytest.raises(P.FileTooLarge) as raised:
+        P._read_base64(str, str(path), len(data) - 1)
+    assert raised.value.size == len(data)

@@ -45,9 +45,18 @@ KEYS_VALVE = json.dumps({"signing": {"kid": "k-2026", "private_key_pem": PEM}, "
 
 
 @pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> Any:
     for name in FORWARD_ENV:
         monkeypatch.delenv(name, raising=False)
+    yield
+    _reread_environment()
+
+
+def _reread_environment() -> None:
+    """The pipe reads the server's settings once per process, as Open WebUI does: a test that
+    changes them restarts the server, so to speak."""
+    P.server_environment.cache_clear()
+    P.server_forward_settings.cache_clear()
 
 
 class Groups:
@@ -78,6 +87,7 @@ def _answer(stub: SSEStub, transport: str, text: str = "ok") -> None:
 
 def _run(stub: SSEStub, *, transport: str = "agui", keys: str = "", store: Any = None, metadata: dict | None = None,
          user: dict | None = None, agent: dict | None = None, **kwargs: Any) -> Any:
+    _reread_environment()
     if not stub.behaviour.data:
         _answer(stub, transport)
     pipe = make_pipe([agent or _agent(stub.url, transport)])
@@ -323,6 +333,7 @@ def test_tokens_echoed_by_the_agent_are_masked_in_the_answer_even_split_across_d
     sse_stub: SSEStub, monkeypatch
 ) -> None:
     _forwarding(monkeypatch)
+    _reread_environment()
     pipe = make_pipe([_agent(sse_stub.url, oauth_token_header="X-Drive-Token")])
     pipe.store = Groups()
     # the agent echoes the OAuth token whole, and a refresh token split over two deltas
@@ -340,6 +351,7 @@ def test_a_server_that_echoes_the_identity_headers_in_an_error_shows_none_of_the
     _forwarding(monkeypatch)
     caplog.set_level(logging.DEBUG)
     sse_stub.behaviour.status = 401
+    _reread_environment()
     pipe = make_pipe([_agent(sse_stub.url, oauth_token_header="X-Drive-Token")])
     pipe.store = Groups()
     pipe.valves.IDENTITY_KEYS = KEYS_VALVE
@@ -366,3 +378,15 @@ def test_token_mask_holds_back_only_a_possible_start_of_a_token() -> None:
     assert mask.stream("ret-token-value!") == "[redacted]!"
     assert mask.stream("a key? e") == "a key? "
     assert mask.stream("xactly.") + mask.flush() == "exactly."
+
+
+def test_the_servers_settings_are_read_once_per_process_as_open_webui_reads_its_own(
+    sse_stub: SSEStub, monkeypatch
+) -> None:
+    _forwarding(monkeypatch)
+    _run(sse_stub)
+    monkeypatch.setenv("ENABLE_FORWARD_USER_INFO_HEADERS", "false")  # without a restart: not seen
+    pipe = make_pipe([_agent(sse_stub.url)])
+    pipe.store = Groups()
+    asyncio.run(drive(pipe, "docs.analyst", [{"role": "user", "content": "q"}], metadata=dict(META), user=USER))
+    assert all("x-openwebui-user-jwt" in {k.lower() for k in r["headers"]} for r in sse_stub.requests)
