@@ -13,6 +13,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -44,6 +45,22 @@ def launch(playwright: Any) -> Any:
     """One headless Chromium for the whole module. Playwright gives it a fresh temporary profile
     (`--user-data-dir` in a temp dir, removed on close); each user gets a context of its own."""
     return playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
+
+
+def chromium_session(unavailable: Callable[[str], Any]) -> Iterator[Any]:
+    """A module's Chromium, closed at the end; ``unavailable(reason)`` ends the test when Playwright
+    or Chromium is missing (fail under CI, skip elsewhere)."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:
+        unavailable(f"the playwright package is missing ({exc}); scripts/test installs the test extras")
+    with sync_playwright() as playwright:
+        try:
+            chromium = launch(playwright)
+        except (BrowserUnavailable, Exception) as exc:  # noqa: BLE001 - any launch failure means no browser
+            unavailable(f"Chromium could not be started: {exc}")
+        yield chromium
+        chromium.close()
 
 
 @dataclass(frozen=True)

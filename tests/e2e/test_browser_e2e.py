@@ -27,11 +27,11 @@ from provisioner.loader import Catalog, load_catalog
 from tests.builders import REPO, closed_port, samples_on, write_function_dir
 
 try:
-    from .browser_support import BrowserUnavailable, ChatPage, Toggle, launch
+    from .browser_support import ChatPage, Toggle, chromium_session
     from .chat_support import AGENT_ANSWER, AGENT_PIPE
     from .owui_instance import unavailable
 except ImportError:
-    from browser_support import BrowserUnavailable, ChatPage, Toggle, launch
+    from browser_support import ChatPage, Toggle, chromium_session
     from chat_support import AGENT_ANSWER, AGENT_PIPE
     from owui_instance import unavailable
 
@@ -212,17 +212,7 @@ def site(openwebui, agui_server, tmp_path_factory: pytest.TempPathFactory) -> It
 
 @pytest.fixture(scope="module")
 def browser(site: Site) -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError as exc:
-        unavailable(f"the playwright package is missing ({exc}); scripts/test installs the test extras")
-    with sync_playwright() as playwright:
-        try:
-            chromium = launch(playwright)
-        except (BrowserUnavailable, Exception) as exc:  # noqa: BLE001 - any launch failure means no browser
-            unavailable(f"Chromium could not be started: {exc}")
-        yield chromium
-        chromium.close()
+    yield from chromium_session(unavailable)
 
 
 def _logged_in(browser: Any, site: Site, email: str, password: str) -> Iterator[ChatPage]:

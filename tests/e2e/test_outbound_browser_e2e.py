@@ -20,11 +20,11 @@ import pytest
 from tests.builders import blueprint, write_blueprint_dir, write_function_dir
 
 try:  # tests/e2e may become a package; work either way
-    from .browser_support import BrowserUnavailable, ChatPage, launch
+    from .browser_support import ChatPage, chromium_session
     from .chat_support import AGENT_PIPE, provision
     from .owui_instance import unavailable
 except ImportError:
-    from browser_support import BrowserUnavailable, ChatPage, launch
+    from browser_support import ChatPage, chromium_session
     from chat_support import AGENT_PIPE, provision
     from owui_instance import unavailable
 
@@ -33,17 +33,7 @@ MODEL = "aihub_agent_pipe.approve.default"
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError as exc:
-        unavailable(f"the playwright package is missing ({exc}); scripts/test installs the test extras")
-    with sync_playwright() as playwright:
-        try:
-            chromium = launch(playwright)
-        except (BrowserUnavailable, Exception) as exc:  # noqa: BLE001 - any launch failure means no browser
-            unavailable(f"Chromium could not be started: {exc}")
-        yield chromium
-        chromium.close()
+    yield from chromium_session(unavailable)
 
 
 @pytest.fixture
