@@ -514,6 +514,7 @@ class Recorder:
         self._emitted_ids: set[int] = set()  # id() of the segments fully emitted
         self._emitted_chars = 0  # characters of segments[_emitted] emitted so far (text only)
         self._streamed_any = False
+        self.error_note = ""  # ends every error alert: the pipe puts the turn's trace id here
         self.outbound = Outbound(self.scrubber)  # usage, sources and steps: beside the answer
         self.paused = False  # the run paused for the user (an interrupt): see Questions
 
@@ -729,7 +730,7 @@ class Recorder:
                         if call.result is None and not call.unreported:
                             call.result = "Error: the run ended before this tool returned a result."
                             call.failed = True
-            self.segments.append(Error(error))
+            self.segments.append(Error(error + self.error_note))
         self.finished = True
         self.statuses.append(
             {"description": "The agent stopped with an error" if error else "Done", "done": True, "hidden": not error}
@@ -2565,6 +2566,7 @@ class Pipe:
             }
             input_ids = [m["id"] for m in payload["messages"]]
         recorder = Recorder(input_ids=input_ids, scrubber=scrubber, signer=signer)
+        recorder.error_note = f" (trace {turn.trace_id})"  # also on the agent's own RUN_ERROR
         recorder.outbound.max_image_bytes = int(self.valves.MAX_IMAGE_MB * 1024 * 1024)
         status = StatusLine(__event_emitter__)
         status.later({"description": f"Asking {agent.name}…", "done": False}, ASKING_DELAY_SECONDS)
@@ -2598,7 +2600,7 @@ class Pipe:
             else:
                 trace = turn.mask.redact(scrubber.redact("".join(traceback.format_exception(exc))))
                 log.error("aihub_agent_pipe: unexpected error for agent %s, trace %s\n%s", agent.id, turn.trace_id, trace)
-            recorder.finish(error=f"{message} (trace {turn.trace_id})")
+            recorder.finish(error=message)
         for chunk in _safe_chunks(turn.mask.stream(batch.take())):  # held text goes out before the error
             yield chunk
         for update in recorder.take_statuses():

@@ -275,6 +275,13 @@ def test_the_error_alert_and_the_log_line_carry_the_trace_id(sse_stub: SSEStub, 
     assert f"trace {trace}" in caplog.text
 
 
+def test_the_agents_own_run_error_alert_carries_the_trace_id_too(sse_stub: SSEStub) -> None:
+    sse_stub.behaviour.data = events(T("half"), [{"type": "RUN_ERROR", "message": "model overloaded"}])
+    run = _run(sse_stub)
+    trace = TRACEPARENT.fullmatch(sse_stub.requests[0]["headers"]["traceparent"]).group(1)
+    assert run.raw.endswith(f"> Agent error: model overloaded (trace {trace})\n")
+
+
 # --- the user's context -----------------------------------------------------------------------------
 
 
