@@ -684,7 +684,7 @@ class Recorder:
         step, call = self._calls[call_id]
         if call.result is not None or self._is_emitted(step):
             return
-        call.result = content
+        call.result = self.outbound.approvals.pop(call_id, "") + content
         call.result_id = self._unique(message_id, "result")
         self._open_step = None
 
@@ -993,6 +993,7 @@ class Outbound:
         self.image_links: list[str] = []  # http(s) images, attached as links (as Open WebUI does)
         self.asks = False  # set by the pipe when it can ask the user and resume the run (AG-UI)
         self.interrupts: list[dict[str, Any]] = []  # the questions of a paused run
+        self.approvals: dict[str, str] = {}  # call id -> the note its result starts with (approved)
 
     # -- usage ------------------------------------------------------------------------------------
 
@@ -2644,6 +2645,7 @@ async def outbound_end(
 
 MAX_RESUMES = 5  # questions in one answer; a run that keeps pausing ends after that many
 ASKED = "Waiting for your answer…"
+APPROVED = "[approved by the user] "  # an approved call's result starts with it: its block shows it
 
 
 def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, Any]:
@@ -2740,7 +2742,9 @@ async def run_with_questions(
             entry = resume_entry(interrupt, question, answer)
             resume.append(entry)
             call_id = _str(interrupt.get("toolCallId"))
-            if call_id in recorder._calls and not (entry.get("payload") or {}).get("approved"):
+            if call_id in recorder._calls and (entry.get("payload") or {}).get("approved"):
+                recorder.outbound.approvals[call_id] = APPROVED
+            elif call_id in recorder._calls:
                 unanswered[call_id] = unanswered_result(how, question_timeout)
         turn = _segments_to_agui([s for s in recorder.segments if not isinstance(s, Error)], "aihub-resume")
         payload = {**payload, "runId": f"aihub-run-{random_hex()}", "messages": history + turn, "resume": resume}

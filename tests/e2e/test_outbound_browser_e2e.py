@@ -80,7 +80,7 @@ def test_confirm_runs_the_tool_and_cancel_does_not(owui: Any, agui_server: Any, 
     _ask_and_answer(page, "Confirm")
     assert agui_server.booked() == ["Ritz"]
     content = _stored_answer(owui, page)
-    assert 'name="book_hotel"' in content and 'result="Booked Ritz."' in content
+    assert 'name="book_hotel"' in content and 'result="[approved by the user] Booked Ritz."' in content
     assert content.startswith("I will book the Ritz.") and content.endswith("All done.")
 
     agui_server.clear()

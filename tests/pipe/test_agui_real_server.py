@@ -358,7 +358,7 @@ def test_an_approved_tool_runs_and_the_same_answer_goes_on(server: Any) -> None:
     assert '{"hotel": "Ritz"}' in question["data"]["message"]
     assert server.booked() == ["Ritz"]
     call = _approval_block(run)
-    assert (call.name, call.result) == ("book_hotel", "Booked Ritz.")
+    assert (call.name, call.result) == ("book_hotel", "[approved by the user] Booked Ritz.")
     assert outline(P.parse_content(run.content)) == ['A"I will book the Ritz."', "TC[book_hotel]",
                                                       "tool(book_hotel)", 'A"All done."']
     first, resumed = server.recorded()

@@ -330,7 +330,7 @@ def test_the_approval_dialog_shows_the_tool_and_its_arguments_with_keys_masked(s
     assert question["data"]["message"] == (
         'Approve running deploy? [redacted]\n\nArguments: `{"token": "[redacted]", "env": "&lt;prod&gt;"}`')
     assert sse_stub.requests[1]["json"]["resume"][0]["payload"] == {"approved": True}
-    assert 'result="deployed"' in run.content and run.content.endswith("Done.")
+    assert 'result="[approved by the user] deployed"' in run.content and run.content.endswith("Done.")
 
 
 def test_an_agent_that_keeps_asking_ends_after_a_bounded_number_of_questions(sse_stub: SSEStub) -> None:
