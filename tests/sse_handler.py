@@ -4,7 +4,8 @@ with a chunked ``text/event-stream``, as AG-UI and OpenAI-compatible servers do.
 from __future__ import annotations
 
 import json
-from http.server import BaseHTTPRequestHandler
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
@@ -36,3 +37,16 @@ class SSEHandler(BaseHTTPRequestHandler):
     def end_stream(self) -> None:
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+
+def serve_loopback(handler: type[BaseHTTPRequestHandler]) -> tuple[ThreadingHTTPServer, str]:
+    """`handler` served on a free 127.0.0.1 port in a daemon thread: (the server, its base URL)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def stop_loopback(server: ThreadingHTTPServer) -> None:
+    server.shutdown()
+    server.server_close()
