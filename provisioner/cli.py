@@ -758,6 +758,52 @@ def list_managed(
     return EXIT_OK
 
 
+@app.command("dump", short_help="Write the instance's agent rows as blueprint YAML.")
+def dump_command(
+    ctx: typer.Context,
+    out_dir: Annotated[Path, typer.Option("--out", metavar="DIR", help="Folder for the blueprints (created if needed).")],
+    rows: Annotated[Optional[list[str]], typer.Argument(metavar="[ID_OR_PATTERN]...", help="Model ids or shell patterns; default: every agent row.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace files that already exist in DIR.")] = False,
+    output: OutputOpt = Output.text,
+    target: TargetOpt = None,
+    targets_file: TargetsFileOpt = Path(TARGETS_FILE),
+    url: UrlOpt = None,
+    token_file: TokenFileOpt = None,
+    insecure: InsecureOpt = False,
+    timeout: TimeoutOpt = 30.0,
+    no_color: NoColorOpt = False,
+) -> int:
+    """Write blueprint YAML (and the capabilities.yaml / features.yaml entries they need) for the
+    rows named, or for every row provision owns and every hand-made agent row. Says per row what
+    the format could not hold. Hand-made rows need `--adopt model/<id>` in diff and sync."""
+    from .dump import dump_rows, select_rows, write_dump
+
+    _, err = _consoles(no_color)
+    conn, _target = _select_target(ctx, target, targets_file, Connection(url, token_file, insecure, timeout))
+    with _connect(conn) as client:
+        models = client.list_models()
+        functions = client.list_functions()
+        groups = {str(g.get("id")): str(g.get("name")) for g in client.list_groups()}
+    dumped = dump_rows(select_rows(models, rows or []), functions, groups)
+    written = write_dump(out_dir, dumped, force=force)
+    for report in dumped.rows:
+        where = f"{out_dir / report.file}" if report.file else "not written"
+        err.print(f"{shown(report.id)}: {shown(where)}{'' if report.owned else ' (hand-made: --adopt model/' + shown(report.id) + ')'}", soft_wrap=True, markup=False)
+        for note in report.not_expressed:
+            err.print(f"  not expressed: {shown(note)}", soft_wrap=True, markup=False)
+    if output is Output.json:
+        body = {
+            "out": str(out_dir),
+            "files": [str(p) for p in written],
+            "rows": [dataclasses.asdict(r) for r in dumped.rows],
+            "adopt": [f"model/{ident}" for ident in dumped.adopting],
+        }
+        sys.stdout.write(json.dumps(body, indent=2) + "\n")
+    else:
+        err.print(f"Wrote {len(written)} file(s) for {len(dumped.rows)} row(s) into {shown(str(out_dir))}.", soft_wrap=True, markup=False)
+    return EXIT_OK
+
+
 @app.command(short_help="Print the public keys that verify the pipe's signed identity.")
 def jwks(
     ctx: typer.Context,
