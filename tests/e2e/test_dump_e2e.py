@@ -87,9 +87,14 @@ def test_dump_of_a_hand_made_row_changes_only_ownership(owui, bundle, tmp_path: 
     code, out, err = provision(capsys, "diff", "-p", str(out_dir), *_functions(bundle), "-o", "json",
                                "--adopt", f"model/{HAND_MADE}")
     assert code == 0, err
-    changes = json.loads(out)["changes"]
-    assert [(c["kind"], c["id"]) for c in changes] == [("model", HAND_MADE)], changes
-    paths = [f["path"] for f in changes[0]["fields"]]
+    changes = {(c["kind"], c["id"]): c for c in json.loads(out)["changes"]}
+    # The pipe lists agents in blueprint order, so the hand-wired entry (appended) only moves.
+    pipe = changes.pop(("function", "aihub_agent_pipe"))
+    assert [f["path"] for f in pipe["fields"]] == ["valves.AGENTS"], pipe
+    before, after = (json.loads(pipe["fields"][0][k]) for k in ("before", "after"))
+    assert sorted(before, key=lambda e: e["id"]) == sorted(after, key=lambda e: e["id"]) and before != after
+    assert list(changes) == [("model", HAND_MADE)], changes
+    paths = [f["path"] for f in changes[("model", HAND_MADE)]["fields"]]
     assert "meta.aihub" in paths
     assert all(p.startswith(OWNED_PATHS) for p in paths), paths  # no name, description, tags, access...
 
