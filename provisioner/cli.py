@@ -762,7 +762,7 @@ def list_managed(
 def dump_command(
     ctx: typer.Context,
     out_dir: Annotated[Path, typer.Option("--out", metavar="DIR", help="Folder for the blueprints (created if needed).")],
-    rows: Annotated[Optional[list[str]], typer.Argument(metavar="[ID_OR_PATTERN]...", help="Model ids or shell patterns; default: every agent row.")] = None,
+    rows: Annotated[Optional[list[str]], typer.Argument(metavar="ID_OR_PATTERN", show_default=False, hidden=True)] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace files that already exist in DIR.")] = False,
     output: OutputOpt = Output.text,
     target: TargetOpt = None,
@@ -774,7 +774,7 @@ def dump_command(
     no_color: NoColorOpt = False,
 ) -> int:
     """Write blueprint YAML (and the capabilities.yaml / features.yaml entries they need) for the
-    rows named, or for every row provision owns and every hand-made agent row. Says per row what
+    rows named (model ids or shell patterns), or for every row provision owns and every hand-made agent row. Says per row what
     the format could not hold. Hand-made rows need `--adopt model/<id>` in diff and sync."""
     from .dump import dump_rows, select_rows, write_dump
 
