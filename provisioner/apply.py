@@ -7,6 +7,7 @@ says what was applied and what was not, so the next `sync` can finish the job.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -17,12 +18,14 @@ from typing import Any, Literal
 
 from .client import OpenWebUIClient
 from .conflicts import ANOTHER_WRITER, Conflict, Key, changed_since_read, changed_since_write
-from .desired import PIPE_IDENTITY_VALVE
+from .desired import PIPE_IDENTITY_VALVE, normalize_grants
 from .errors import ApplyError, ProvisionError
+from .fingerprint import digest
+from .groups import group_form, placeholder_id, with_group_ids
 from .identity_keys import private_key_lines
 from .observed import observe
 from .plan import Action, Change, Plan, remerge_model_form
-from .state import InstanceState
+from .state import FINGERPRINT_KEY, MARKER_KEY, InstanceState
 
 Outcome = Literal["applied", "failed", "not attempted"]
 
@@ -52,6 +55,9 @@ class ApplyReport:
     stopped_by: str = ""  # the signal (SIGINT, SIGTERM) that stopped the sync before every change was tried
     # Objects another writer changed since the plan read them or after this sync wrote them.
     conflicts: list[Conflict] = field(default_factory=list)
+    groups_created: list[str] = field(default_factory=list)  # names of the groups apply created
+    groups_deleted: list[str] = field(default_factory=list)  # names of provision's own empty groups it deleted
+    group_error: str = ""  # creating a missing group failed: no row was written
 
     @property
     def failed(self) -> list[ChangeResult]:
@@ -86,6 +92,8 @@ class ApplyReport:
             "registry_refreshed": self.registry_refreshed,
             **({"stopped_by": self.stopped_by} if self.stopped_by else {}),
             "conflicts": [c.to_json() for c in self.conflicts],
+            "groups_created": list(self.groups_created),
+            "groups_deleted": list(self.groups_deleted),
         }
 
     def failure_message(self) -> str:
@@ -95,6 +103,9 @@ class ApplyReport:
                 f"{self.refresh_error}\nNew or changed agents serve once Open WebUI next reloads "
                 "its model list (opening the UI does; so does GET /api/models?refresh=true)."
             )
+        if self.group_error:
+            made = f" (created before it: {', '.join(self.groups_created)})" if self.groups_created else ""
+            return f"Sync stopped before its first row write: creating a missing group failed{made}: {self.group_error}"
         by = f" by {self.stopped_by} (the write in flight finished)" if self.stopped_by else ""
         lines = _conflict_lines(self) or [
             f"Sync stopped part-way{by}; the instance is partly updated. Run `provision sync` again to finish."
@@ -130,6 +141,7 @@ def apply_plan(
     if check:
         _refuse_a_stale_plan(plan, client)
     report = ApplyReport()
+    plan = _create_missing_groups(plan, client, report)
     failed = False
     for kind, action in PHASES:
         changes = [c for c in plan.changes if c.kind == kind and c.action is action]
@@ -148,6 +160,7 @@ def apply_plan(
         raise ApplyError(report)
     for group in plan.group_deletes:  # provision's own groups, empty and named by no blueprint
         client.delete_group(str(group["id"]))
+        report.groups_deleted.append(str(group["name"]))
     if check:
         report.conflicts = changed_since_write(plan.read or {}, _observe(client), _written(plan))
         if report.conflicts:
@@ -160,6 +173,57 @@ def apply_plan(
             raise ApplyError(report) from None
         report.registry_refreshed = True
     return report
+
+
+def _create_missing_groups(plan: Plan, client: OpenWebUIClient, report: ApplyReport) -> Plan:
+    """Create the groups the plan shows as to create (missing_groups: create), before any row is
+    written, and return the plan with their real ids in place of the placeholders it showed."""
+    if not plan.group_creates:
+        return plan
+    ids: dict[str, str] = {}
+    for group in plan.group_creates:
+        name = str(group["name"])
+        try:
+            created = client.create_group(group_form(name)) or {}
+        except ProvisionError as exc:
+            report.group_error = str(exc)
+            report.results.extend(ChangeResult(c, "not attempted") for c in plan.changes)
+            raise ApplyError(report) from None
+        report.groups_created.append(name)
+        ids[placeholder_id(name)] = str(created.get("id") or "")
+    if not all(ids.values()):  # an answer without the id: the listing has it
+        by_name = {str(g.get("name")): str(g.get("id")) for g in client.list_groups()}
+        ids = {placeholder_id(name): by_name.get(name, "") for name in report.groups_created}
+    changes = tuple(
+        dataclasses.replace(
+            c,
+            body=_body_with_group_ids(c.body, ids),
+            fields=tuple(dataclasses.replace(f, after=_value_with_group_ids(f.path, f.after, ids)) for f in c.fields),
+        )
+        for c in plan.changes
+    )
+    return dataclasses.replace(plan, changes=changes)
+
+
+def _value_with_group_ids(path: str, value: Any, ids: Mapping[str, str]) -> Any:
+    """A field's value with the real group ids; grants sorted again, as the plan sorts them (by
+    principal id), or the check after the last write would see them as changed by another writer."""
+    new = with_group_ids(value, ids)
+    return normalize_grants(new) if path == "access_grants" else new
+
+
+def _body_with_group_ids(body: Mapping[str, Any] | None, ids: Mapping[str, str]) -> Mapping[str, Any] | None:
+    """A row body with the real group ids; its marker's fingerprint of the grants follows them,
+    or the next plan would see the grants as changed since this sync."""
+    if body is None or "access_grants" not in body:
+        return body
+    new = with_group_ids(body, ids)
+    new["access_grants"] = normalize_grants(new["access_grants"])
+    marker = (new.get("meta") or {}).get(MARKER_KEY)
+    written = marker.get(FINGERPRINT_KEY) if isinstance(marker, dict) else None
+    if isinstance(written, dict) and "access_grants" in written:
+        written["access_grants"] = digest(new["access_grants"])
+    return new
 
 
 def _observe(client: OpenWebUIClient) -> InstanceState:

@@ -44,7 +44,7 @@ from .kept import keep_orphan_agents
 from .loader import Catalog, load_catalog
 from .observed import observe
 from .plan import Plan, make_plan
-from .render import render_notes, render_orphans, render_plan, shown
+from .render import applied_line, render_notes, render_orphans, render_plan, shown
 from .features import NATIVE_FEATURES
 from .state import BUNDLE_PREFIX, Kind
 from .stopping import exit_code as signal_exit_code
@@ -393,9 +393,10 @@ def _resolve_groups(
     catalog: Catalog, client: OpenWebUIClient, opts: "RunOptions"
 ) -> tuple[dict[str, str], list[dict[str, str]]]:
     """Group name -> id for the grants, and what happens to groups (groups.py): a missing group
-    fails the plan (later, naming file and line), is skipped, or is created; sync creates it
-    here, before any row is written, so the rows' grants name its real id."""
-    from .groups import group_form, missing_groups, named_groups, placeholder_id, stale_own_groups
+    fails the plan (later, naming file and line), is skipped, or is to be created. Planning writes
+    nothing: a group to create gets a placeholder id, and apply creates it (after the plan was
+    shown and confirmed) before any row is written, putting its real id into the grants."""
+    from .groups import missing_groups, named_groups, placeholder_id, stale_own_groups
 
     wanted = named_groups(catalog)
     if not wanted and not (opts.prune and opts.missing_groups == "create"):
@@ -408,15 +409,8 @@ def _resolve_groups(
         actions = [{"name": name, "action": "skip"} for name in missing]
     elif missing and opts.missing_groups == "create":
         for name in missing:
-            if opts.dry_run:
-                groups[name] = placeholder_id(name)
-                actions.append({"name": name, "action": "create"})
-            else:
-                created = client.create_group(group_form(name)) or {}
-                groups[name] = str(created.get("id") or "")
-                actions.append({"name": name, "id": groups[name], "action": "created"})
-        if not opts.dry_run and not all(groups[n] for n in missing):  # an answer without the id
-            groups = {str(g.get("name")): str(g.get("id")) for g in client.list_groups()}
+            groups[name] = placeholder_id(name)
+            actions.append({"name": name, "action": "create"})
     if opts.prune and opts.missing_groups == "create":
         empty, kept = stale_own_groups(live, wanted)
         actions += [{"name": str(g.get("name")), "id": str(g.get("id")), "action": "delete"} for g in empty]
@@ -430,8 +424,8 @@ def group_notes(actions: list[dict[str, str]]) -> list[str]:
 
     notes: list[str] = []
     for a in actions:
-        if a["action"] in ("skip", "create", "created"):
-            notes += missing_group_notes([a["name"]], "skip" if a["action"] == "skip" else "create", created=a["action"] == "created")
+        if a["action"] in ("skip", "create"):
+            notes += missing_group_notes([a["name"]], a["action"])
         elif a["action"] == "delete":
             notes.append(f"group {a['name']!r} was created by provision, is empty and no blueprint names it: --prune deletes it")
         else:
@@ -675,12 +669,7 @@ def _run(opts: RunOptions, conn: Connection) -> int:
                 return EXIT_ERROR
         report = _apply(plan, client, opts, err)
         if opts.output is PlanOutput.text:
-            applied = report.to_json()["applied"]
-            out.print(
-                f"Applied: {applied['add']} added, {applied['change']} changed, "
-                f"{applied['destroy']} destroyed.",
-                soft_wrap=True,
-            )
+            out.print(applied_line(report.to_json()), soft_wrap=True)
         else:
             _print_result(plan, report, opts)
         return EXIT_OK

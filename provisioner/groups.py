@@ -7,8 +7,9 @@ fresh instance often lacks the groups the blueprints name. Each target chooses
 - `fail` (default): validation error naming the file, line and group; nothing is written.
 - `skip`: the grant is left out (the agent stays private to admins until the group exists and
   sync runs again), and the plan says so.
-- `create`: sync creates the empty group, marked as provision's own (`data.aihub`), before it
-  writes the rows. `--prune` deletes such a group once no blueprint names it, and never one that
+- `create`: the plan shows the group as one to create, with a placeholder id in the grants
+  (`<new group NAME>`); sync creates the empty group, marked as provision's own (`data.aihub`),
+  only once the plan is confirmed, before it writes the rows, and writes its real id instead. `--prune` deletes such a group once no blueprint names it, and never one that
   has members.
 """
 
@@ -81,7 +82,7 @@ def stale_own_groups(
     return empty, kept
 
 
-def missing_group_notes(missing: Iterable[str], mode: str, *, created: bool = False) -> list[str]:
+def missing_group_notes(missing: Iterable[str], mode: str) -> list[str]:
     """What the plan says about each missing group."""
     notes = []
     for name in missing:
@@ -90,8 +91,18 @@ def missing_group_notes(missing: Iterable[str], mode: str, *, created: bool = Fa
                 f"group {name!r} does not exist in Open WebUI: its grant is left out (missing_groups: skip); "
                 "the agents it would open stay private until the group exists and sync runs again"
             )
-        elif created:
-            notes.append(f"group {name!r} did not exist: created empty, as provision's own (missing_groups: create)")
         else:
             notes.append(f"group {name!r} does not exist in Open WebUI: sync creates it, empty (missing_groups: create)")
     return notes
+
+
+def with_group_ids(value: Any, ids: Mapping[str, str]) -> Any:
+    """`value` with every placeholder id (placeholder_id) replaced by the real id of the group
+    apply created; the rest unchanged. Walks a row body or a field's value."""
+    if isinstance(value, str):
+        return ids.get(value, value)
+    if isinstance(value, Mapping):
+        return {k: with_group_ids(v, ids) for k, v in value.items()}
+    if isinstance(value, list):
+        return [with_group_ids(v, ids) for v in value]
+    return value

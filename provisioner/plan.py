@@ -81,7 +81,7 @@ class Plan:
     # Plain-text notes on choices the plan made (e.g. how native features reach agents).
     notes: tuple[str, ...] = ()
     # Groups the blueprints name that the instance lacked, and provision's own groups no longer
-    # named: {"name", "id"?, "action": "create" | "created" | "skip" | "delete" | "keep"} (groups.py).
+    # named: {"name", "id"?, "action": "create" | "skip" | "delete" | "keep"} (groups.py).
     groups: tuple[Mapping[str, str], ...] = ()
     # What the plan read of each object it may touch (conflicts.py): apply checks the instance
     # against it before and after writing. None: a plan built by hand, nothing to check against.
@@ -92,7 +92,11 @@ class Plan:
 
     @property
     def is_empty(self) -> bool:
-        return not self.changes and not self.group_deletes
+        return not self.changes and not self.group_deletes and not self.group_creates
+
+    @property
+    def group_creates(self) -> list[Mapping[str, str]]:
+        return [g for g in self.groups if g.get("action") == "create"]
 
     @property
     def group_deletes(self) -> list[Mapping[str, str]]:

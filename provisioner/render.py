@@ -32,26 +32,45 @@ _ABSENT = object()
 ORIGIN_NOTE = {"openwebui": "  (changed in Open WebUI)", "both": "  (changed in the blueprint and in Open WebUI)"}
 
 
-def summary_line(summary: dict[str, int]) -> str:
-    return (
-        f"Plan: {summary['add']} to add, {summary['change']} to change, "
-        f"{summary['destroy']} to destroy."
-    )
+def summary_line(summary: dict[str, int], groups: list[dict[str, Any]] | None = None) -> str:
+    """'Plan: 1 to add, 0 to change, 0 to destroy.', and the groups sync creates or deletes."""
+    line = f"Plan: {summary['add']} to add, {summary['change']} to change, {summary['destroy']} to destroy"
+    return line + group_suffix(groups or []) + "."
+
+
+def applied_line(result: dict[str, Any]) -> str:
+    """'Applied: 1 added, 0 changed, 0 destroyed.', and the groups sync created or deleted."""
+    applied = result["applied"]
+    line = f"Applied: {applied['add']} added, {applied['change']} changed, {applied['destroy']} destroyed"
+    groups = [(len(names), verb) for verb in ("created", "deleted") if (names := result.get(f"groups_{verb}"))]
+    return line + ("; groups: " + ", ".join(f"{n} {verb}" for n, verb in groups) if groups else "") + "."
+
+
+def group_writes(plan_json: dict[str, Any]) -> list[dict[str, Any]]:
+    """The groups sync creates (missing_groups: create) or deletes (--prune): writes, as rows are."""
+    return [g for g in plan_json.get("groups") or [] if g.get("action") in ("create", "delete")]
+
+
+def group_suffix(groups: list[dict[str, Any]]) -> str:
+    """'; groups: 1 to create, 1 to delete' (only the kinds there are), or '' with none."""
+    counts = [(n, verb) for verb in ("create", "delete") if (n := sum(1 for g in groups if g.get("action") == verb))]
+    return "; groups: " + ", ".join(f"{n} to {verb}" for n, verb in counts) if counts else ""
 
 
 def render_plan(plan_json: dict[str, Any], out: Console) -> None:
     """Summary first, then one line per object and, for updates, one line per changed value."""
     changes = plan_json["changes"]
-    if not changes:
+    groups = group_writes(plan_json)
+    if not changes and not groups:
         out.print("No changes. Open WebUI matches the blueprints.", soft_wrap=True)
         return
-    out.print(summary_line(plan_json["summary"]), soft_wrap=True)
+    out.print(summary_line(plan_json["summary"], groups), soft_wrap=True)
     for line in upgrade_lines(plan_json):
         out.print(escape(line), soft_wrap=True)
     for line in global_lines(plan_json):
         out.print(line, soft_wrap=True, markup=False)
     out.print()
-    width = max(len(shown(c["id"])) for c in changes)
+    width = max((len(shown(c["id"])) for c in changes), default=0)
     for change in changes:
         action = change["action"]
         style = _STYLE[action]
@@ -78,8 +97,14 @@ def render_plan(plan_json: dict[str, Any], out: Console) -> None:
                 f"{shown(shown_before)} -> {shown(shown_after)}{note}",
                 soft_wrap=True,
             )
+    for group in groups:  # the notes (on stderr) say why
+        style = _STYLE[group["action"]]
+        out.print(
+            f"  [{style}]{SYMBOL[group['action']]}[/{style}] {'group':<9} {escape(shown(str(group['name'])))}  {group['action']}",
+            soft_wrap=True,
+        )
     out.print()
-    out.print(summary_line(plan_json["summary"]), soft_wrap=True)
+    out.print(summary_line(plan_json["summary"], groups), soft_wrap=True)
 
 
 def render_notes(plan_json: dict[str, Any], err: Console) -> None:

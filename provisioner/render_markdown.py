@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .render import GLOBAL_NOTE, SYMBOL, leaf_changes, short_pair, summary_line
+from .render import GLOBAL_NOTE, SYMBOL, applied_line, group_writes, leaf_changes, short_pair, summary_line
 from .text import visible
 
 # More objects than this, or more changed fields than MAX_OPEN_FIELDS: details start collapsed.
@@ -27,11 +27,17 @@ def render_markdown(plan_json: dict[str, Any], title: str = "provision plan", ta
     changes = plan_json["changes"]
     heading = _html(title) + (f" for target {_code(target)}" if target else "")
     lines = [f"### {heading}", ""]
-    if not changes:
+    groups = group_writes(plan_json)
+    if not changes and not groups:
         lines += ["**No changes.** Open WebUI matches the blueprints.", ""]
         lines += _orphans(plan_json)
         return "\n".join(lines)
-    lines += [f"**{summary_line(plan_json['summary'])}**", ""]
+    lines += [f"**{summary_line(plan_json['summary'], groups)}**", ""]
+    if groups:
+        lines += [f"- {SYMBOL[g['action']]} group {_code(str(g['name']))}: {g['action']}" for g in groups] + [""]
+    if not changes:
+        lines += _orphans(plan_json)
+        return "\n".join(lines)
     upgraded = [c for c in changes if c.get("upgrade")]
     if upgraded:
         ids = ", ".join(_code(c["id"]) for c in upgraded)
@@ -108,11 +114,7 @@ def _orphans(plan_json: dict[str, Any]) -> list[str]:
 
 def result_markdown(result: dict[str, Any]) -> str:
     """What sync applied, after the plan."""
-    applied = result["applied"]
-    lines = [
-        f"**Applied: {applied['add']} added, {applied['change']} changed, {applied['destroy']} destroyed.**",
-        "",
-    ]
+    lines = [f"**{applied_line(result)}**", ""]
     if result.get("stopped_by"):
         lines += [f"Stopped part-way by {_code(result['stopped_by'])}: run `provision sync` again to finish.", ""]
     for failure in result.get("failed") or []:

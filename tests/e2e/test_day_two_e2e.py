@@ -64,11 +64,13 @@ def _targets(tmp_path, url: str, mode: str):
     return ["--target", "prod", "--targets-file", str(path)]
 
 
-def _group_blueprints(tmp_path, groups: list[str]) -> list[str]:
+def _group_blueprints(tmp_path, groups: list[str], **backend: str) -> list[str]:
     from tests.builders import blueprint, write_blueprint_dir, write_function_dir
 
     agents = [{"id": "counsel", "name": "Counsel", "access": {"groups": groups} if groups else "private"}]
-    root = write_blueprint_dir(tmp_path / "bp", [blueprint("legal", agents=agents)])
+    legal = blueprint("legal", agents=agents)
+    legal["backend"].update(backend)
+    root = write_blueprint_dir(tmp_path / "bp", [legal])
     functions = tmp_path / "fn"
     if not functions.exists():
         write_function_dir(functions, root)
@@ -113,8 +115,16 @@ def test_missing_group_create_makes_an_own_empty_group_and_prune_spares_one_with
     assert "sync creates it, empty (missing_groups: create)" in err
     assert get(owui, "/api/v1/groups/") == []  # diff writes nothing
 
+    # A sync whose plan fails after the groups were looked up (here: the backend key's variable
+    # is unset) creates no group either: groups are created only when the rows are written.
+    code, out, err = provision(capsys, "sync", *_group_blueprints(tmp_path / "unset-key", ["Compliance", "Ops"], api_key_env="LEGAL_KEY_UNSET"), *target, "--yes")
+    assert code != 0 and "LEGAL_KEY_UNSET" in out + err, out + err
+    assert get(owui, "/api/v1/groups/") == []
+
     code, out, err = provision(capsys, "sync", *args, *target, "--yes")
     assert code == 0, out + err
+    assert "0 to destroy; groups: 2 to create." in out  # the rows, then the groups
+    assert "; groups: 2 created." in out
     groups = {g["name"]: g for g in get(owui, "/api/v1/groups/")}
     assert set(groups) == {"Compliance", "Ops"}
     assert groups["Compliance"]["data"]["aihub"] == {"managed_by": "aihub-provision"}
