@@ -179,7 +179,7 @@ def listings(instance: OpenWebUIInstance) -> list[dict[str, str]]:
 
 
 def test_two_workers_without_redis_serve_every_sync_change_on_every_request(two_workers, agui_server, tmp_path, capsys, monkeypatch) -> None:
-    """What the README promises users of UVICORN_WORKERS>1 without Redis (Open WebUI 0.12.4):
+    """What docs/openwebui-versions.md promises users of UVICORN_WORKERS>1 without Redis (0.12.4):
     new rows, renames and prunes show on every request whichever worker answers, and chats work.
     """
     assert len(worker_pids(two_workers)) == 2, "UVICORN_WORKERS=2 did not start two workers"

@@ -6,7 +6,8 @@ Each release gets a fresh server from `scripts/openwebui-local start --version X
 per version under the cache dir) and runs: validate, diff, sync, idempotent re-sync, access
 (public, private, groups), a change, the feature filter and a toggle filter in the right order,
 the pipe answering, prune. Each step's result goes to `<AIHUB_COMPAT_RESULTS>/<version>.json`
-(default `.compat/`), which `scripts/compat-table` turns into the README's table.
+(default `.compat/`), which `scripts/compat-table` turns into the table in
+docs/openwebui-versions.md.
 """
 
 from __future__ import annotations
