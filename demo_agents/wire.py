@@ -1,6 +1,6 @@
 """A demo turn as either transport streams it (pure): AG-UI events or OpenAI chat-completion chunks.
 
-The shapes are the ones the agent pipe reads (README, "What the agent shows besides its answer"):
+The shapes are the ones the agent pipe reads (docs/agent-pipe.md, "What the agent shows besides its answer"):
 AG-UI sources as CUSTOM "aihub.source", the image as CUSTOM "aihub.image", the usage on
 RUN_FINISHED, an approval as RUN_FINISHED with an interrupt outcome (Agent Framework 1.7.0's tool
 approval); OpenAI sources as ``delta.annotations`` (url_citation), the image as ``delta.images``,
