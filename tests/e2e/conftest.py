@@ -131,8 +131,9 @@ def chat_bundle(tmp_path_factory: pytest.TempPathFactory, agui_server: Any) -> l
     """The sample blueprints with every backend on the scripted AG-UI server, and the real bundle:
     the feature filter, the toggle filters generated for these blueprints, the agent pipe.
 
-    The agents keep the samples' features: policy-faq none, research-assistant web_search and
-    code_interpreter, document-analyst user_files, support-desk web_search and deep_research.
+    The agents keep the samples' features: policy-faq none, research-assistant web_search,
+    code_interpreter and image_generation, document-analyst user_files, support-desk web_search
+    and deep_research.
     """
     tmp = tmp_path_factory.mktemp("chat-bundle")
     root = samples_on(tmp / "blueprints", agui_server.agent_url)

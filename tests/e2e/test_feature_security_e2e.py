@@ -5,8 +5,8 @@ real bundle (see test_sync.py). Each chat is seen from both ends: `forwarded`, t
 the RunAgentInput the agent received, and what the observer filter wrote after every filter of
 the bundle ran: `requested` (the metadata list the pipe reads) and Open WebUI's own `features`
 dict (which the agent never sees). The agents: policy-faq supports nothing, research-assistant
-web_search and code_interpreter, document-analyst user_files, support-desk web_search and
-deep_research.
+web_search, code_interpreter and image_generation, document-analyst user_files, support-desk
+web_search and deep_research.
 """
 
 from __future__ import annotations
@@ -53,8 +53,11 @@ def test_native_features_for_an_agent_without_them_never_count(synced, extra) ->
     seen = chat(synced, POLICY, features=dict(ALL_NATIVE), extra=extra)
     assert seen.forwarded == []
     stripped(seen)
+    seen = chat(synced, DESK, features=dict(ALL_NATIVE), extra=extra)
+    assert seen.forwarded == ["web_search"]  # image_generation and code_interpreter are not supported
+    stripped(seen)
     seen = chat(synced, RESEARCH, features=dict(ALL_NATIVE), extra=extra)
-    assert seen.forwarded == ["code_interpreter", "web_search"]  # image_generation is not supported
+    assert seen.forwarded == ["code_interpreter", "image_generation", "web_search"]  # all three supported
     stripped(seen)
 
 

@@ -35,10 +35,12 @@ def test_sync_from_empty_creates_every_row_and_function(owui, bundle, recorder, 
     assert row["base_model_id"] is None
     # Open WebUI's own toggles stay off; the agent's features are the bundle's toggle filters.
     assert row["meta"]["capabilities"]["web_search"] is False and row["meta"]["capabilities"]["memory"] is False
-    assert row["meta"]["filterIds"] == ["aihub_feature_filter", "aihub_toggle_code_interpreter", "aihub_toggle_web_search"]
+    assert row["meta"]["filterIds"] == ["aihub_feature_filter", "aihub_toggle_code_interpreter",
+                                        "aihub_toggle_image_generation", "aihub_toggle_web_search"]
     functions = {f["id"]: f for f in get(owui, "/api/v1/functions/export")}
     assert set(functions) == {"aihub_feature_filter", "aihub_toggle_deep_research", "aihub_toggle_user_files",
-                              "aihub_toggle_web_search", "aihub_toggle_code_interpreter", "aihub_agent_pipe"}
+                              "aihub_toggle_web_search", "aihub_toggle_code_interpreter",
+                              "aihub_toggle_image_generation", "aihub_agent_pipe"}
     assert all(f["is_active"] for f in functions.values())
     assert not any(f["is_global"] for f in functions.values())  # every file says global: false
     assert functions["aihub_toggle_user_files"]["meta"]["toggle"] is True
@@ -172,9 +174,9 @@ class TestChatThroughOpenWebUI:
         return chat_rig
 
     def test_native_toggles_are_stripped_and_only_supported_requests_count(self, synced) -> None:
-        seen = chat(synced, "aihub_agent_pipe.research-assistant.default",
+        seen = chat(synced, "aihub_agent_pipe.support-desk.tier2",
                     features={"web_search": True, "image_generation": True, "code_interpreter": True, "memory": True})
-        assert seen.forwarded == ["code_interpreter", "web_search"]  # image_generation is not supported
+        assert seen.forwarded == ["web_search"]  # image_generation and code_interpreter are not supported
         assert {k: v for k, v in seen.features.items() if k in ("web_search", "image_generation", "code_interpreter", "memory")} == {
             "web_search": False, "image_generation": False, "code_interpreter": False, "memory": False}
         # stripped in place: the dict Open WebUI reads from the metadata later is this one

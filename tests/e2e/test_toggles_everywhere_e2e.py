@@ -169,7 +169,7 @@ def test_each_agent_shows_exactly_its_supported_features_as_toggles(instance: Ch
 def test_sample_expectations_cover_native_custom_and_none(chat_rig: ChatRig) -> None:
     # Pins what the test above ranges over, so it cannot pass on agents that show nothing.
     entries = {m["id"]: m for m in get(chat_rig.owui, "/api/models")["data"]}
-    assert set(expected_toggles(entries[RESEARCH]["info"]["meta"]["aihub"]["features"])) == {"Web Search", "Code Interpreter"}
+    assert set(expected_toggles(entries[RESEARCH]["info"]["meta"]["aihub"]["features"])) == {"Web Search", "Code Interpreter", "Image"}
     assert set(expected_toggles(entries[DESK]["info"]["meta"]["aihub"]["features"])) == {"Web Search", "Deep research"}
     assert expected_toggles(entries[POLICY]["info"]["meta"]["aihub"]["features"]) == {}
 
@@ -191,9 +191,10 @@ def test_a_switched_on_toggle_reaches_the_agent_and_open_webui_runs_nothing_itse
     assert chat(instance, RESEARCH, features={}).forwarded == []
     assert chat(instance, RESEARCH, features={}, filter_ids=["aihub_toggle_web_search"]).forwarded == ["web_search"]
     assert chat(instance, RESEARCH, features={}, filter_ids=["aihub_toggle_code_interpreter"]).forwarded == ["code_interpreter"]
+    assert chat(instance, RESEARCH, features={}, filter_ids=["aihub_toggle_image_generation"]).forwarded == ["image_generation"]
     for extra in ({}, LEGACY):
         seen = chat(instance, RESEARCH, features=dict(EVERYTHING), filter_ids=toggles, extra=extra)
-        assert sorted(seen.forwarded) == ["code_interpreter", "web_search"]
+        assert sorted(seen.forwarded) == ["code_interpreter", "image_generation", "web_search"]
         assert {k: seen.features.get(k) for k in EVERYTHING} == dict.fromkeys(EVERYTHING, False)
         seen = chat(instance, DESK, features=dict(EVERYTHING), filter_ids=toggles, extra=extra)
         assert sorted(seen.forwarded) == ["deep_research", "web_search"]
@@ -208,7 +209,7 @@ def test_the_plan_does_not_depend_on_the_instance_switches(instance: ChatRig, ch
 
 def test_the_samples_toggle_filters_are_on_the_instance_looking_native(chat_rig: ChatRig) -> None:
     functions = {f["id"]: f for f in get(chat_rig.owui, "/api/v1/functions/")}
-    for feature in ("web_search", "code_interpreter"):
+    for feature in ("web_search", "code_interpreter", "image_generation"):
         fn = functions[f"aihub_toggle_{feature}"]
         assert fn["name"] == NATIVE_TOGGLES[feature].title and fn["is_active"] and not fn["is_global"]
         assert fn["meta"]["toggle"] is True

@@ -71,7 +71,7 @@ def test_diff_json_plan(capsys, fake: FakeOpenWebUI) -> None:
     code, out, _ = run(capsys, "diff", *SAMPLES, "-o", "json")
     plan = json.loads(out)
     features = yaml.safe_load((REPO / "blueprints" / "features.yaml").read_text())["features"]
-    native_in_samples = 2  # web_search, code_interpreter: served by toggle filters too
+    native_in_samples = 3  # web_search, code_interpreter, image_generation: served by toggle filters too
     functions = len(list((REPO / "owui_functions").glob("*.py"))) + len(features) + native_in_samples
     assert code == 0 and plan["summary"] == {"add": 6 + functions, "change": 0, "destroy": 0}
     assert {c["action"] for c in plan["changes"]} == {"create"}

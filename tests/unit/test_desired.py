@@ -80,6 +80,7 @@ def test_filter_ids_are_feature_filter_plus_one_toggle_per_supported_feature(sam
     assert samples.models["aihub_agent_pipe.research-assistant.default"].fields["meta.filterIds"] == [
         "aihub_feature_filter",
         "aihub_toggle_code_interpreter",
+        "aihub_toggle_image_generation",
         "aihub_toggle_web_search",
     ]
 

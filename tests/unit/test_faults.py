@@ -25,8 +25,8 @@ TOKEN = "sk-faults-test-token-0123456789"
 SAMPLES = ["-p", str(REPO / "blueprints"), "--bundle", str(REPO / "owui_functions")]
 SAMPLE_MODELS = list(SAMPLE_MODEL_IDS)
 # The bundle (feature filter, agent pipe) and one toggle filter per feature the samples' agents
-# show: user_files, deep_research (custom), web_search, code_interpreter (native).
-SAMPLE_FUNCTIONS = 6
+# show: user_files, deep_research (custom), web_search, code_interpreter, image_generation (native).
+SAMPLE_FUNCTIONS = 7
 SAMPLE_ADDS = len(SAMPLE_MODELS) + SAMPLE_FUNCTIONS
 ORPHAN = "aihub_agent_pipe.retired.agent"
 ANOTHER_SYNC = "another sync running at the same time"

@@ -22,7 +22,7 @@ def test_sample_blueprints_load_and_derive_features() -> None:
     supported = {lb.blueprint.id: set(lb.supported_features) for lb in catalog.blueprints}
     assert supported == {
         "policy-faq": set(),
-        "research-assistant": {"web_search", "code_interpreter"},
+        "research-assistant": {"web_search", "code_interpreter", "image_generation"},
         "document-analyst": {"user_files"},
         "support-desk": {"web_search", "deep_research"},
     }

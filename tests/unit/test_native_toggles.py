@@ -59,8 +59,8 @@ def test_the_native_toggle_adds_nothing_for_a_model_without_the_feature(tmp_path
 
 def test_the_samples_render_toggles_for_their_native_features() -> None:
     files = expected_toggle_files(load_catalog(REPO / "blueprints"))
-    assert {"aihub_toggle_web_search.py", "aihub_toggle_code_interpreter.py"} <= set(files)
-    assert "aihub_toggle_image_generation.py" not in files  # no sample step calls diagram_drawing
+    native = {"aihub_toggle_web_search.py", "aihub_toggle_code_interpreter.py", "aihub_toggle_image_generation.py"}
+    assert native <= set(files)  # the Research Assistant's steps call all three
 
 
 def test_the_plan_says_how_native_features_reach_agents_only_when_it_changes_something(capsys, monkeypatch) -> None:
@@ -71,8 +71,9 @@ def test_the_plan_says_how_native_features_reach_agents_only_when_it_changes_som
     with fake_instance_for_cli(monkeypatch, "sk-native-note-0123456789"):
         code, _, err = run(capsys, "diff", *samples)
         assert code == 0
-        assert "Note: code_interpreter, web_search reach agents as the bundle's own toggles " in err
-        assert "(aihub_toggle_code_interpreter, aihub_toggle_web_search), on any instance configuration" in err
+        assert "Note: code_interpreter, image_generation, web_search reach agents as the bundle's own toggles " in err
+        assert ("(aihub_toggle_code_interpreter, aihub_toggle_image_generation, aihub_toggle_web_search), "
+                "on any instance configuration") in err
         assert run(capsys, "sync", *samples)[0] == 0
         code, _, err = run(capsys, "diff", *samples)
         assert code == 0 and "Note:" not in err
