@@ -11,6 +11,8 @@ On failure the tab of each user is saved as a screenshot and HTML under test-art
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import secrets
@@ -438,3 +440,64 @@ def test_an_agent_that_reads_documents_shows_the_attach_button_and_no_other_does
     assert upload_item_works(member), "the Document Analyst offers no attach button"
     member.new_chat(other)
     assert not upload_item_works(member), f"{other} offers the attach button but reads no documents"
+
+
+def attach_through_the_plus_menu(page: ChatPage, name: str, mime: str, data: bytes) -> None:
+    """Attach a file as a user does: + menu, "Upload Files", the file chooser; then wait until its
+    chip in the input has finished uploading (no spinner left)."""
+    page.page.locator("#input-menu-button").click()
+    with page.page.expect_file_chooser() as chooser:
+        page.page.get_by_role("menuitem", name="Upload Files").click()
+    chooser.value.set_files({"name": name, "mimeType": mime, "buffer": data})
+    page.page.wait_for_function(
+        "name => { const form = document.querySelector('#chat-input').closest('form');"
+        " return form.innerText.includes(name) && !form.querySelector('.animate-spin'); }", arg=name)
+
+
+def document_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    return [p for p in content if p.get("type") == "document"] if isinstance(content, list) else []
+
+
+def message_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return " ".join(p.get("text", "") for p in content or [] if p.get("type") == "text")
+
+
+def test_a_file_attached_in_turn_one_still_reaches_the_agent_in_turn_two(site: Site, member: ChatPage) -> None:
+    """Issue 19: the Document Analyst's attach button, used as a user does; the next turn carries
+    the file again, with its bytes, inside the user message it was attached to."""
+    analyst = "aihub_agent_pipe.document-analyst.default"
+    data = f"Minutes of {secrets.token_hex(4)}: the office moves on 2026-04-01.\nBring your badge.\n".encode()
+    first, second = "Summarise the document I attached.", "And what should I bring?"
+    site.agui.clear()
+    member.new_chat(analyst)
+    attach_through_the_plus_menu(member, "minutes.txt", "text/plain", data)
+    member.send(first)
+    member.response(AGENT_ANSWER)
+    member.wait_done()
+    member.send(second)  # nothing attached this time
+    member.page.wait_for_function(
+        "() => document.querySelectorAll('#response-content-container').length >= 2")
+    member.response(AGENT_ANSWER)
+    member.wait_done()
+
+    file_ids = set()
+    for text, turns in ((first, 1), (second, 2)):
+        (run,) = runs_for(site, text)
+        users = [m for m in run["messages"] if m.get("role") == "user"]
+        assert [message_text(m) for m in users] == [first, second][:turns]
+        (part,) = document_parts(users[0])  # in the message it was attached to
+        assert base64.b64decode(part["source"]["value"]) == data
+        assert part["source"]["mimeType"].startswith("text/plain")
+        assert part["metadata"]["filename"] == "minutes.txt" and part["metadata"]["size"] == len(data)
+        assert all(not document_parts(m) for m in users[1:])  # and only there
+        file_ids.add(part["metadata"]["file_id"])
+    assert len(file_ids) == 1, file_ids  # the same stored file both times
+    # Agent Framework turned the part into content its model sees, in turn two as well
+    digest = hashlib.sha256(data).hexdigest()
+    last_call = site.agui.model_calls()[-1]
+    seen = [media["sha256"] for m in last_call if m["role"] == "user" for media in m["media"]]
+    assert digest in seen, last_call

@@ -1,8 +1,9 @@
 """The quick start's demo agents with a real Open WebUI 0.12.4 (issue 20, point 6): every sample
 agent answers (never "cannot be reached"), the Document Analyst quotes a file uploaded to the chat,
 the Research Assistant's sources, usage and chart are stored on its message, in a real Chromium an
-agent answers and the Billing Desk's refund waits for Confirm, and `scripts/quickstart stop` leaves
-no demo agent listening.
+agent answers, the Research Assistant's chart shows inline from Open WebUI's file store and the
+Billing Desk's refund waits for Confirm, and `scripts/quickstart stop` leaves no demo agent
+listening.
 
 The agents run as the quick start runs them (`scripts/demo-agents start`), on free ports; the
 samples are synced into the session instance with their URLs moved to those ports.
@@ -10,8 +11,11 @@ samples are synced into the session instance with their URLs moved to those port
 
 from __future__ import annotations
 
+import base64
 import json
+import math
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -22,16 +26,17 @@ from typing import Any
 
 import pytest
 
+from demo_agents.answers import growth_chart
 from demo_agents.control import is_demo_agents, listening, read_state
 from tests.builders import REPO, SAMPLE_MODEL_IDS, closed_port, write_function_dir
 
 try:  # tests/e2e may become a package; work either way
-    from .browser_support import ChatPage, launch
+    from .browser_support import ChatPage, chromium_session
     from .chat_support import AGENT_PIPE, provision
     from .owui_instance import unavailable
     from .test_agent_pipe_e2e import api_chat, stored_message, ui_turn
 except ImportError:
-    from browser_support import ChatPage, launch
+    from browser_support import ChatPage, chromium_session
     from chat_support import AGENT_PIPE, provision
     from owui_instance import unavailable
     from test_agent_pipe_e2e import api_chat, stored_message, ui_turn
@@ -108,34 +113,76 @@ def test_research_assistant_message_stores_its_sources_usage_and_chart(synced: A
     assert "base64" not in stored["content"]
 
 
-def test_demo_agents_answer_in_the_browser_and_the_refund_waits_for_confirm(synced: Any) -> None:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError as exc:
-        unavailable(f"the playwright package is missing ({exc}); scripts/test installs the test extras")
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    yield from chromium_session(unavailable)
+
+
+@pytest.fixture
+def page(synced: Any, browser: Any, request: pytest.FixtureRequest) -> Iterator[ChatPage]:
+    """The admin's tab on the synced instance; on failure saved under test-artifacts/."""
     login = json.loads((synced.instance_dir / "admin.json").read_text(encoding="utf-8"))
-    with sync_playwright() as playwright:
-        try:
-            chromium = launch(playwright)
-        except Exception as exc:  # noqa: BLE001 - any launch failure means no browser
-            unavailable(f"Chromium could not be started: {exc}")
-        try:
-            page = ChatPage(chromium.new_context(viewport={"width": 1280, "height": 900}).new_page(), synced.url)
-            page.login(login["email"], login["password"])
-            page.new_chat("aihub_agent_pipe.policy-faq.default")
-            page.send("How many days of paid leave do I get this year?")
-            answer = page.response("28 days of paid leave")
-            page.wait_done()
-            assert "cannot be reached" not in answer.inner_text()
-            assert answer.get_by_role("button").filter(has_text="retrieve_policies").count() == 1
-            page.new_chat("aihub_agent_pipe.support-desk.billing")  # asks before it acts
-            page.send(PROMPTS["aihub_agent_pipe.support-desk.billing"][0])
-            page.page.get_by_text("Allow refund_payment?").wait_for()
-            page.page.get_by_role("button", name="Confirm", exact=True).click()
-            page.response("is refunded")
-            page.wait_done()
-        finally:
-            chromium.close()
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    chat = ChatPage(context.new_page(), synced.url)
+    chat.login(login["email"], login["password"])
+    yield chat
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        chat.save_artifacts(request.node.name)
+    context.close()
+
+
+def test_demo_agents_answer_in_the_browser_and_the_refund_waits_for_confirm(page: ChatPage) -> None:
+    page.new_chat("aihub_agent_pipe.policy-faq.default")
+    page.send("How many days of paid leave do I get this year?")
+    answer = page.response("28 days of paid leave")
+    page.wait_done()
+    assert "cannot be reached" not in answer.inner_text()
+    assert answer.get_by_role("button").filter(has_text="retrieve_policies").count() == 1
+    page.new_chat("aihub_agent_pipe.support-desk.billing")  # asks before it acts
+    page.send(PROMPTS["aihub_agent_pipe.support-desk.billing"][0])
+    page.page.get_by_text("Allow refund_payment?").wait_for()
+    page.page.get_by_role("button", name="Confirm", exact=True).click()
+    page.response("is refunded")
+    page.wait_done()
+
+
+def _shown_images(message: Any) -> list[dict[str, Any]]:
+    """Every loaded <img> of a message: its src as written, its natural width, its bytes (base64)."""
+    return message.evaluate(
+        """async el => {
+            const out = [];
+            for (const img of el.querySelectorAll('img')) {
+                img.scrollIntoView();
+                try { await img.decode(); } catch (e) { /* a broken image: naturalWidth stays 0 */ }
+                const bytes = new Uint8Array(await (await fetch(img.currentSrc || img.src)).arrayBuffer());
+                let text = ''; for (const b of bytes) text += String.fromCharCode(b);
+                out.push({src: img.getAttribute('src'), width: img.naturalWidth, data: btoa(text)});
+            }
+            return out;
+        }""")
+
+
+def test_research_assistants_chart_shows_inline_from_the_file_store(page: ChatPage) -> None:
+    """The chart the demo agent drew is an <img> of the message, loaded from Open WebUI's file URL
+    (never base64 in the message), live and after a reload."""
+    rate = 3.5
+    chart = growth_chart(rate, math.ceil(math.log(2) / math.log1p(rate / 100)))
+    page.new_chat("aihub_agent_pipe.research-assistant.default")
+    page.send(DOUBLE)
+    for reloaded in (False, True):
+        answer = page.response("20.1 years")
+        page.wait_done()
+        message = answer.locator("xpath=ancestor::*[starts-with(@id,'message-')][1]")
+        message.locator("img[src*='/api/v1/files/']").first.wait_for()
+        images = [i for i in _shown_images(message) if "/api/v1/files/" in i["src"]]
+        assert len(images) == 1, (reloaded, images)
+        (image,) = images
+        assert re.search(r"/api/v1/files/[\w-]+/content$", image["src"]) and not image["src"].startswith("data:"), image
+        assert image["width"] == 360, (reloaded, image["width"])  # it loaded: the chart's own width
+        assert base64.b64decode(image["data"]) == chart, reloaded  # the bytes the agent sent
+        if not reloaded:
+            page.page.reload()
 
 
 def test_quickstart_reuses_its_demo_agents_and_its_stop_leaves_none_listening(

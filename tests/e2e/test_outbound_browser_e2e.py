@@ -1,17 +1,19 @@
 """What an agent shows beside its answer in Open WebUI's own chat page, in a real Chromium (issue 20):
-its question to the user, and its sources.
+its question to the user, its sources and its token usage.
 
 The agent is the session's real Agent Framework 1.7.0 AG-UI server (tests/agui_server), scenario
 `approval`: its model calls `book_hotel`, a tool with `approval_mode="always_require"`, so the run
 pauses with an interrupt. The pipe opens Open WebUI's confirmation dialog in the browser; Confirm
 resumes the run and the tool runs (the server records it), Cancel resumes it declined and the tool
 never runs. Each answer goes on in the same message. Scenario `cited` cites a page: its chip is
-under the answer after a reload.
+under the answer after a reload; its two model calls report their token usage, which the message's
+info button shows.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,6 +31,8 @@ except ImportError:
     from owui_instance import unavailable
 
 MODEL = "aihub_agent_pipe.approve.default"
+# What scenario `cited` reports (tests/agui_server/app.py SCRIPTS): (10 in, 3 out), then (20, 6)
+CITED_USAGE = {"input_tokens": 30, "output_tokens": 9, "total_tokens": 39}
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +106,30 @@ def test_a_cited_source_shows_as_a_chip_after_a_reload(page: ChatPage) -> None:
     message.get_by_text("1 Source", exact=True).click()
     message.get_by_text("https://weather.example.org/paris?d=today", exact=True).click()
     page.page.get_by_text("Sunny, 21 °C").wait_for()  # the snippet, in Open WebUI's source view
+
+
+def _usage_lines(text: str) -> dict[str, int]:
+    """The top-level counts of the usage tooltip (Open WebUI writes the usage as `key: value` lines)."""
+    return {key: int(value) for key, value in re.findall(r"^(\w+): (\d+)$", text, re.M)}
+
+
+def test_the_usage_the_agent_reported_shows_in_the_messages_info(owui: Any, page: ChatPage) -> None:
+    """Open WebUI 0.12.4 shows a message's usage as its Info button's tooltip (ResponseMessage.svelte)."""
+    page.new_chat("aihub_agent_pipe.cited.default")
+    page.send("scenario:cited")
+    answer = page.response("It is sunny in Paris.")
+    page.wait_done()
+    message = answer.locator("xpath=ancestor::*[starts-with(@id,'message-')][1]")
+    info = message.get_by_role("button", name="Info", exact=True)
+    info.hover()
+    tooltip = page.page.locator("pre").filter(has_text="total_tokens:")
+    tooltip.wait_for()
+    shown = _usage_lines(tooltip.inner_text())
+    assert {key: shown.get(key) for key in CITED_USAGE} == CITED_USAGE, shown
+    assert (shown.get("prompt_tokens"), shown.get("completion_tokens")) == (30, 9), shown  # OpenAI's names too
+    message_id = message.get_attribute("id").removeprefix("message-")
+    chat_id = page.page.url.rstrip("/").rsplit("/", 1)[-1]
+    with owui.client() as http:
+        stored = http.get(f"/api/v1/chats/{chat_id}").raise_for_status().json()["chat"]["history"]["messages"]
+    usage = stored[message_id]["usage"]
+    assert shown == {key: value for key, value in usage.items() if isinstance(value, int)}  # all of it, as stored
