@@ -198,7 +198,7 @@ def in_process(batch: int, repeat: int) -> dict[str, Any]:
 
 
 def end_to_end(requests_per_model: int, name: str) -> dict[str, Any]:
-    from tests.e2e.owui_instance import throwaway_instance  # only the --e2e mode needs a server
+    from tests.support.owui_instance import throwaway_instance  # only the --e2e mode needs a server
 
     rows = {"feature filter": ["aihub_feature_filter"], "empty filter": ["bench_empty_filter"], "no filter": []}
     functions = {

@@ -29,7 +29,7 @@ from provisioner.desired import PIPE_AGENTS_VALVE, build_desired  # noqa: E402
 from provisioner.kept import keep_orphan_agents  # noqa: E402
 from provisioner.plan import make_plan  # noqa: E402
 from provisioner.state import InstanceState, ObjectState  # noqa: E402
-from tests.builders import REPO, blueprint, write_blueprint_dir  # noqa: E402
+from tests.support.builders import REPO, blueprint, write_blueprint_dir  # noqa: E402
 
 
 def as_observed(state: InstanceState) -> InstanceState:

@@ -539,7 +539,7 @@ def main(argv: list[str] | None = None) -> int:
         args.in_a_row = 1000 if args.via == "api" else 0
     turn = Turn(args.tokens, tool_call=args.via == "api", think_ms=args.think_ms)
 
-    from tests.e2e.owui_instance import throwaway_instance
+    from tests.support.owui_instance import throwaway_instance
 
     figures: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "cpus": os.cpu_count()}
     backends: list[subprocess.Popen[str]] = []

@@ -56,7 +56,7 @@ from provisioner.desired import build_desired  # noqa: E402
 from provisioner.observed import observe, observed_function, observed_model  # noqa: E402
 from provisioner.plan import Action, _write_body, make_plan  # noqa: E402
 from provisioner.state import ObjectState  # noqa: E402
-from tests.e2e.owui_instance import OpenWebUIInstance, throwaway_instance  # noqa: E402
+from tests.support.owui_instance import OpenWebUIInstance, throwaway_instance  # noqa: E402
 
 LISTING_KINDS = frozenset(
     {

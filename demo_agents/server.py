@@ -14,7 +14,7 @@ from typing import Any
 
 from demo_agents.answers import AGENTS, answer, parse_request
 from demo_agents.wire import to_agui, to_openai
-from tests.sse_handler import SSEHandler
+from tests.support.sse_handler import SSEHandler
 
 
 class DemoHandler(SSEHandler):

@@ -3,7 +3,7 @@
 One private instance (`pytest-<pid>`) serves the whole session; `clean_openwebui` empties it
 before each test. When the instance cannot start, CI (`CI` set) fails loudly and a developer
 run skips with the reason, which `-ra` prints in the summary. `agui_server` is the scripted
-AG-UI server (Agent Framework 1.7.0, tests/agui_server) the chat tests' agents run on, one
+AG-UI server (Agent Framework 1.7.0, tests/support/agui_server) the chat tests' agents run on, one
 for the session, under the same rule.
 """
 
@@ -16,21 +16,14 @@ from typing import Any, Iterator
 
 import pytest
 
-try:  # tests/e2e may become a package; work either way
-    from .chat_support import AGENT_PIPE, ChatRig, install_observer, provision
-    from .owui_instance import (
-        IDENTITY_ENV, SERVER_KEY, SERVER_KEY_ENV, OpenWebUIInstance, OpenWebUIUnavailable, agui_harness,
-        unavailable,
-    )
-except ImportError:
-    from chat_support import AGENT_PIPE, ChatRig, install_observer, provision
-    from owui_instance import (
-        IDENTITY_ENV, SERVER_KEY, SERVER_KEY_ENV, OpenWebUIInstance, OpenWebUIUnavailable, agui_harness,
-        unavailable,
-    )
-
-from tests.builders import REPO, samples_on, write_function_dir
-from tests.recording import Recorder, record_cli_requests
+from tests.support.agui_server import harness
+from tests.support.builders import REPO, samples_on, write_function_dir
+from tests.support.chat_support import AGENT_PIPE, ChatRig, install_observer, provision
+from tests.support.owui_instance import (
+    IDENTITY_ENV, SERVER_KEY, SERVER_KEY_ENV, OpenWebUIInstance, OpenWebUIUnavailable,
+    unavailable,
+)
+from tests.support.recording import Recorder, record_cli_requests
 
 E2E_DIR = Path(__file__).resolve().parent
 AGUI_VERSION = "1.7.0"
@@ -90,7 +83,6 @@ def clean_openwebui(openwebui: OpenWebUIInstance) -> OpenWebUIInstance:
 @pytest.fixture(scope="session")
 def agui_server() -> Iterator[Any]:
     """The scripted AG-UI server every chat test's agents run on: `.agent_url`, `.recorded()`, `.clear()`."""
-    harness = agui_harness()
     try:
         server = harness.AguiServer(AGUI_VERSION).start()
     except Exception as exc:  # HarnessError, or pip/venv trouble surfacing as OSError

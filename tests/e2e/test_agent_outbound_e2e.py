@@ -2,7 +2,7 @@
 usage and the sources an agent sends are stored on the chat's message (`GET /api/v1/chats/{id}`,
 what a reload shows) and the usage reaches Open WebUI's analytics, for both transports.
 
-AG-UI: the session's scripted Agent Framework 1.7.0 server (tests/agui_server), scenario `cited`
+AG-UI: the session's scripted Agent Framework 1.7.0 server (tests/support/agui_server), scenario `cited`
 (a tool round and a cited answer, usage reported per model call). OpenAI: a loopback
 chat-completions server in this file that streams a `url_citation` annotation and a final usage
 chunk, and records the request, so the test sees the pipe asked for the usage. The same server
@@ -24,15 +24,9 @@ from typing import Any
 
 import pytest
 
-from tests.builders import blueprint, write_blueprint_dir, write_function_dir
-from tests.sse_handler import SSEHandler
-
-try:  # tests/e2e may become a package; work either way
-    from .chat_support import AGENT_PIPE, provision
-    from .test_agent_pipe_e2e import my_user_id, stored_message, ui_turn
-except ImportError:
-    from chat_support import AGENT_PIPE, provision
-    from test_agent_pipe_e2e import my_user_id, stored_message, ui_turn
+from tests.support.builders import blueprint, write_blueprint_dir, write_function_dir
+from tests.support.chat_support import AGENT_PIPE, my_user_id, provision, stored_message, ui_turn
+from tests.support.sse_handler import SSEHandler
 
 CALLS = ["web_research", "read_user_files", "summarise"]  # as test_agent_pipe_e2e (its toggle exists)
 AGUI_MODEL = "aihub_agent_pipe.cited-agui.default"
@@ -138,7 +132,7 @@ def test_agui_usage_and_citation_are_stored_on_the_message_and_counted(synced: A
     stored = stored_message(synced, chat_id, answer)  # what a reload of the chat shows
     assert "It is sunny in Paris." in stored["content"] and 'name="get_weather"' in stored["content"]
     usage = stored["usage"]
-    # two model calls, 10 + 20 in and 3 + 6 out (tests/agui_server/app.py SCRIPTS["cited"])
+    # two model calls, 10 + 20 in and 3 + 6 out (tests/support/agui_server/app.py SCRIPTS["cited"])
     assert (usage["input_tokens"], usage["output_tokens"], usage["total_tokens"]) == (30, 9, 39)
     assert (usage["prompt_tokens"], usage["completion_tokens"]) == (30, 9)
     (source,) = stored["sources"]  # the agent cited it twice: one chip

@@ -2,7 +2,7 @@
 
 `provision sync` uploads the real bundle (feature filter, generated toggle, agent pipe) and writes
 the pipe's AGENTS and API_KEYS valves from the blueprints' `backend`. Chats then go through Open
-WebUI exactly as the browser sends them, and the scripted AG-UI server (tests/agui_server) records
+WebUI exactly as the browser sends them, and the scripted AG-UI server (tests/support/agui_server) records
 every RunAgentInput, so a test sees what the pipe sent after Open WebUI and the filters ran.
 
 How the 0.12.4 browser talks (read from the shipped Chat.svelte source map): a first message
@@ -32,21 +32,16 @@ from urllib.parse import urlsplit
 import pytest
 
 import provisioner.cli as cli
-from tests.builders import REPO, blueprint, closed_port, write_blueprint_dir, write_function_dir
-
-try:  # tests/e2e may become a package; work either way
-    from .owui_instance import SERVER_KEY, SERVER_KEY_ENV, OpenWebUIInstance, agui_harness, unavailable
-except ImportError:
-    from owui_instance import SERVER_KEY, SERVER_KEY_ENV, OpenWebUIInstance, agui_harness, unavailable
+from tests.support.agui_server import harness
+from tests.support.builders import REPO, blueprint, closed_port, write_blueprint_dir, write_function_dir
+from tests.support.chat_support import TOGGLE, api_chat, my_user_id, stored_message, ui_turn
+from tests.support.owui_instance import SERVER_KEY, SERVER_KEY_ENV, OpenWebUIInstance, unavailable
 
 PIPE_FILE = REPO / "owui_functions" / "aihub_agent_pipe.py"
 KEY_ENV = "AIHUB_E2E_AGENT_KEY"
 # The scripted server answers "Bearer echo-401-..." with a 401 that repeats the header.
 LEAKY_ENV = "AIHUB_E2E_LEAKY_KEY"
 LEAKY_KEY = f"echo-401-{uuid.uuid4().hex}"
-TOGGLE = "aihub_toggle_user_files"
-# The browser's features dict (Chat.svelte getFeatures) with Web Search on.
-UI_FEATURES = {"voice": False, "image_generation": False, "code_interpreter": False, "web_search": True}
 LEAD_IN = "Let me look up the weather."
 SUMMARY = "It is sunny in Paris."
 VERSIONS = ("1.7.0", "1.0.0rc8")
@@ -108,7 +103,6 @@ class HeaderTap:
 @pytest.fixture(scope="module")
 def agui_servers() -> Iterator[dict[str, Any]]:
     """Both scripted AG-UI servers for this module; unavailable: fail under CI, skip elsewhere."""
-    harness = agui_harness()
     servers: dict[str, Any] = {}
     try:
         for version in VERSIONS:
@@ -208,74 +202,6 @@ def provision(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str,
 
 def model_id(version: str, agent: str = "default") -> str:
     return f"aihub_agent_pipe.{BLUEPRINT_IDS[version]}.{agent}"
-
-
-def my_user_id(owui: OpenWebUIInstance) -> str:
-    """The admin's id (`/api/v1/auths/` wants a login session: an API key gets 403 there)."""
-    assert owui.admin_jwt, "the instance state has no admin login"
-    with owui.client(token=owui.admin_jwt) as http:
-        return http.get("/api/v1/auths/").raise_for_status().json()["id"]
-
-
-def api_chat(owui: OpenWebUIInstance, model: str, messages: list[dict[str, Any]], **extra: Any) -> str:
-    """A plain API client's chat completion (no chat id): the answer's content."""
-    body = {"model": model, "messages": messages, "stream": False, **extra}
-    with owui.client(timeout=120) as http:
-        response = http.post("/api/chat/completions", json=body)
-    assert response.status_code == 200, response.text
-    return response.json()["choices"][0]["message"]["content"]
-
-
-def ui_turn(owui: OpenWebUIInstance, model: str, text: str, *, chat_id: str | None, parent_id: str | None,
-            first: bool) -> tuple[str, str, str]:
-    """Send one message as the 0.12.4 browser does and wait for the stored answer.
-
-    Returns (chat id, user message id, assistant message id).
-    """
-    user_id, assistant_id = str(uuid.uuid4()), str(uuid.uuid4())
-    user_message = {"id": user_id, "parentId": parent_id, "childrenIds": [], "role": "user", "content": text,
-                    "timestamp": int(time.time()), "models": [model]}
-    body: dict[str, Any] = {
-        "stream": True,
-        "model": model,
-        "params": {},
-        "filter_ids": [TOGGLE],
-        "tool_ids": [],
-        "features": dict(UI_FEATURES),
-        "variables": {},
-        "session_id": f"e2e-{uuid.uuid4().hex[:12]}",  # the browser's socket id
-        "id": assistant_id,
-        "message_ids": [{"model_id": model, "message_id": assistant_id, "modelIdx": 0}],
-        "parent_id": parent_id,
-        "user_message": user_message,
-        # housekeeping the browser asks for; the pipe answers these without calling the agent
-        "background_tasks": {"title_generation": True, "tags_generation": True, "follow_up_generation": True}
-        if first else {"follow_up_generation": True},
-    }
-    if chat_id:
-        body["chat_id"] = chat_id
-    with owui.client(timeout=60) as http:
-        response = http.post("/api/chat/completions", json=body)
-        assert response.status_code == 200, response.text
-        answer = response.json()
-        assert answer.get("status") is True and answer.get("task_ids"), answer  # runs in the background
-        chat_id = answer["chat_id"]
-        stored_message(owui, chat_id, assistant_id)  # waits until the answer is done
-    return chat_id, user_id, assistant_id
-
-
-def stored_message(owui: OpenWebUIInstance, chat_id: str, message_id: str, timeout: float = 60) -> dict[str, Any]:
-    """The stored message once Open WebUI marked it done (the background task finished)."""
-    deadline = time.monotonic() + timeout
-    message: dict[str, Any] = {}
-    with owui.client() as http:
-        while time.monotonic() < deadline:
-            chat = http.get(f"/api/v1/chats/{chat_id}").raise_for_status().json()
-            message = chat["chat"]["history"]["messages"].get(message_id) or {}
-            if message.get("done"):
-                return message
-            time.sleep(0.2)
-    pytest.fail(f"the answer was not stored as done within {timeout:g}s; last seen: {message}\n{owui.log_tail()}")
 
 
 _UI_DETAILS = re.compile(r"^<details(\s+[^>]*)?>\n", re.M)

@@ -18,9 +18,9 @@ from typing import Any, Iterator
 import pytest
 
 import provisioner.cli as cli
-from tests.bad_inputs import ARGS, Case, check_stderr, load_cases, make_workspace
-from tests.builders import REPO
-from tests.recording import record_cli_requests
+from tests.support.bad_inputs import ARGS, Case, check_stderr, load_cases, make_workspace
+from tests.support.builders import REPO
+from tests.support.recording import record_cli_requests
 
 CASES = load_cases()
 UNSET_KEY_VARIABLE = "AIHUB_BAD_INPUTS_UNSET_KEY"  # named by the api_key_env_unset case

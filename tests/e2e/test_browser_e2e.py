@@ -26,16 +26,10 @@ import yaml
 import provisioner.cli as cli
 from provisioner.features import is_native
 from provisioner.loader import Catalog, load_catalog
-from tests.builders import REPO, closed_port, samples_on, write_function_dir
-
-try:
-    from .browser_support import ChatPage, Toggle, chromium_session
-    from .chat_support import AGENT_ANSWER, AGENT_PIPE
-    from .owui_instance import unavailable
-except ImportError:
-    from browser_support import ChatPage, Toggle, chromium_session
-    from chat_support import AGENT_ANSWER, AGENT_PIPE
-    from owui_instance import unavailable
+from tests.support.browser_support import ChatPage, Toggle, chromium_session
+from tests.support.builders import REPO, closed_port, samples_on, write_function_dir
+from tests.support.chat_support import AGENT_ANSWER, AGENT_PIPE
+from tests.support.owui_instance import unavailable
 
 GROUP = "Support"
 MEMBER_EMAIL = "member@localhost"
@@ -48,7 +42,7 @@ NATIVE_LOOK = {
     "code_interpreter": ("Code Interpreter", "Execute code for analysis"),
 }
 
-# The scripted AG-UI server's `lead_tool_summary` turn (tests/agui_server/app.py SCRIPTS).
+# The scripted AG-UI server's `lead_tool_summary` turn (tests/support/agui_server/app.py SCRIPTS).
 LEAD_IN, TOOL, SUMMARY = "Let me look up the weather.", "get_weather", "It is sunny in Paris."
 
 

@@ -20,12 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.slow_agent import SlowAgent
-
-try:
-    from .chat_support import AGENT_PIPE
-except ImportError:
-    from chat_support import AGENT_PIPE
+from tests.support.chat_support import AGENT_PIPE
+from tests.support.slow_agent import SlowAgent
 
 PIPE_ID = "aihub_agent_pipe"
 MODEL = f"{PIPE_ID}.bp.slow"

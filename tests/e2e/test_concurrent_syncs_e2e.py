@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.builders import REPO, blueprint, write_blueprint_dir
+from tests.support.builders import REPO, blueprint, write_blueprint_dir
 
 BLUEPRINTS = 8
 AGENTS = 5  # 40 rows: enough for the two syncs' writes to overlap, quick to write

@@ -11,10 +11,7 @@ import pytest
 
 from provisioner import __version__
 
-try:  # tests/e2e may become a package; work either way (as conftest.py does)
-    from .chat_support import get, provision
-except ImportError:
-    from chat_support import get, provision
+from tests.support.chat_support import get, provision
 
 POLICY = "aihub_agent_pipe.policy-faq.default"
 GITHUB_ENV = {
@@ -65,7 +62,7 @@ def _targets(tmp_path, url: str, mode: str):
 
 
 def _group_blueprints(tmp_path, groups: list[str], **backend: str) -> list[str]:
-    from tests.builders import blueprint, write_blueprint_dir, write_function_dir
+    from tests.support.builders import blueprint, write_blueprint_dir, write_function_dir
 
     agents = [{"id": "counsel", "name": "Counsel", "access": {"groups": groups} if groups else "private"}]
     legal = blueprint("legal", agents=agents)
@@ -210,7 +207,7 @@ def test_an_edit_in_open_webui_is_traced_to_the_admin_who_made_it(owui, bundle, 
 
 
 def test_a_blueprint_change_is_not_drift(owui, bundle, capsys, tmp_path) -> None:
-    from tests.builders import blueprint, write_blueprint_dir, write_function_dir
+    from tests.support.builders import blueprint, write_blueprint_dir, write_function_dir
 
     agents = [{"id": "counsel", "name": "Counsel", "access": "public"}]
     root = write_blueprint_dir(tmp_path / "bp", [blueprint("legal", agents=agents)])

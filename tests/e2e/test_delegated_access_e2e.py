@@ -2,7 +2,7 @@
 through OpenID Connect, chats with an agent whose backend sets `oauth_token_header`, and the
 backend receives exactly the access token the provider issued, in that header, and nowhere else.
 
-The provider (tests/oidc_provider.py) and the agent run on loopback (plain http is allowed there);
+The provider (tests/support/oidc_provider.py) and the agent run on loopback (plain http is allowed there);
 the sign-in goes through Open WebUI's own /oauth/oidc/login and /oauth/oidc/callback, hop by hop
 with one cookie jar, as a browser follows them. The agent echoes the header it got in its answer,
 so the pipe's mask is what keeps the token out of the answer and the stored chat. One private
@@ -24,16 +24,11 @@ import httpx
 import pytest
 import yaml
 
-from tests.builders import CAPABILITIES, FEATURES, write_function_dir
-from tests.oidc_provider import OIDCProvider
-from tests.sse_handler import SSEHandler, serve_loopback, stop_loopback
-
-try:  # tests/e2e may become a package; work either way
-    from .chat_support import AGENT_PIPE
-    from .owui_instance import OpenWebUIInstance, started
-except ImportError:
-    from chat_support import AGENT_PIPE
-    from owui_instance import OpenWebUIInstance, started
+from tests.support.builders import CAPABILITIES, FEATURES, write_function_dir
+from tests.support.chat_support import AGENT_PIPE
+from tests.support.oidc_provider import OIDCProvider
+from tests.support.owui_instance import OpenWebUIInstance, started
+from tests.support.sse_handler import SSEHandler, serve_loopback, stop_loopback
 
 HEADER = "X-Drive-Token"
 EMAIL = "olga.oauth@example.org"

@@ -28,18 +28,10 @@ import pytest
 
 from demo_agents.answers import growth_chart
 from demo_agents.control import is_demo_agents, listening, read_state
-from tests.builders import REPO, SAMPLE_MODEL_IDS, closed_port, write_function_dir
-
-try:  # tests/e2e may become a package; work either way
-    from .browser_support import ChatPage, chromium_session
-    from .chat_support import AGENT_PIPE, provision
-    from .owui_instance import unavailable
-    from .test_agent_pipe_e2e import api_chat, stored_message, ui_turn
-except ImportError:
-    from browser_support import ChatPage, chromium_session
-    from chat_support import AGENT_PIPE, provision
-    from owui_instance import unavailable
-    from test_agent_pipe_e2e import api_chat, stored_message, ui_turn
+from tests.support.browser_support import ChatPage, chromium_session
+from tests.support.builders import REPO, SAMPLE_MODEL_IDS, closed_port, write_function_dir
+from tests.support.chat_support import AGENT_PIPE, api_chat, provision, stored_message, ui_turn
+from tests.support.owui_instance import unavailable
 
 DEMO = REPO / "scripts" / "demo-agents"
 QUICKSTART = REPO / "scripts" / "quickstart"

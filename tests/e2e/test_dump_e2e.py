@@ -13,10 +13,7 @@ import yaml
 
 from provisioner.dump import OWNED_PATHS
 
-try:  # tests/e2e may become a package; work either way (as conftest.py does)
-    from .chat_support import SAMPLE_MODELS, get, provision
-except ImportError:
-    from chat_support import SAMPLE_MODELS, get, provision
+from tests.support.chat_support import SAMPLE_MODELS, get, provision
 
 HAND_MADE = "aihub_agent_pipe.helpdesk.first"
 

@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 import provisioner.cli as cli
-from tests.builders import blueprint, write_blueprint_dir
+from tests.support.builders import blueprint, write_blueprint_dir
 
 # Keys with every character an encoding changes, and a plain one.
 KEYS = {"DESK_KEY": 'bk/desk+Q7x9=Zr&2"Lm\\W4<p>é-V8nB3', "OTHER_KEY": "bk-other-Hd5Jq8Ws2Xe6Rt9Yu1Io"}

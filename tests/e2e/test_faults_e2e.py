@@ -25,7 +25,7 @@ from provisioner.client import OpenWebUIClient
 from provisioner.desired import build_desired
 from provisioner.observed import observe
 from provisioner.plan import make_plan
-from tests.builders import REPO, SAMPLE_MODEL_IDS
+from tests.support.builders import REPO, SAMPLE_MODEL_IDS
 
 PROVISION = Path(sys.executable).with_name("provision")
 FUNCTIONS = ["aihub_agent_pipe", "aihub_feature_filter", "aihub_toggle_code_interpreter", "aihub_toggle_deep_research",

@@ -18,10 +18,7 @@ from typing import Any
 
 import pytest
 
-try:  # tests/e2e may become a package; work either way (as conftest.py does)
-    from .chat_support import AGENT_ANSWER, ChatRig, Seen, chat
-except ImportError:
-    from chat_support import AGENT_ANSWER, ChatRig, Seen, chat
+from tests.support.chat_support import AGENT_ANSWER, ChatRig, Seen, chat
 
 KEY = "aihub_requested_features"
 ALL_NATIVE = {"web_search": True, "image_generation": True, "code_interpreter": True, "memory": True}

@@ -17,14 +17,9 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
-try:  # tests/e2e may become a package; work either way (as conftest.py does)
-    from .chat_support import AGENT_ANSWER, provision
-    from .owui_instance import OpenWebUIInstance, started
-except ImportError:
-    from chat_support import AGENT_ANSWER, provision
-    from owui_instance import OpenWebUIInstance, started
-
-from tests.builders import REPO, samples_on, set_backend
+from tests.support.builders import REPO, samples_on, set_backend
+from tests.support.chat_support import AGENT_ANSWER, provision
+from tests.support.owui_instance import OpenWebUIInstance, started
 
 DOCUMENTS = "aihub_agent_pipe.document-analyst.default"
 POLICY = "aihub_agent_pipe.policy-faq.default"

@@ -7,7 +7,7 @@ the 0.12.4 browser does: the chat is stored with the files on its user message, 
 carries `chat_id`, `user_message` and the assistant message `id` (Open WebUI then loads the
 history from its database). A loopback agent records each request's headers and body. The
 session instance runs with ENABLE_FORWARD_USER_INFO_HEADERS, an HS256 secret and the pipe's
-Ed25519 key in its environment (tests/e2e/owui_instance.py IDENTITY_ENV). A tripwire function
+Ed25519 key in its environment (tests/support/owui_instance.py IDENTITY_ENV). A tripwire function
 inside the server records every file retrieval Open WebUI itself starts, and a control agent
 whose row keeps `file_context` on shows the tripwire works.
 """
@@ -31,15 +31,10 @@ import pytest
 import yaml
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-from tests.builders import CAPABILITIES, FEATURES, write_function_dir
-from tests.sse_handler import SSEHandler
-
-try:  # tests/e2e may become a package; work either way
-    from .chat_support import AGENT_PIPE
-    from .owui_instance import FORWARD_JWT_SECRET, IDENTITY_KID, IDENTITY_PEM
-except ImportError:
-    from chat_support import AGENT_PIPE
-    from owui_instance import FORWARD_JWT_SECRET, IDENTITY_KID, IDENTITY_PEM
+from tests.support.builders import CAPABILITIES, FEATURES, write_function_dir
+from tests.support.chat_support import AGENT_PIPE
+from tests.support.owui_instance import FORWARD_JWT_SECRET, IDENTITY_KID, IDENTITY_PEM
+from tests.support.sse_handler import SSEHandler
 
 TRIPWIRE = Path(__file__).parent / "fixtures" / "retrieval_tripwire.py"
 TRIPWIRE_ID = "zz_test_retrieval_tripwire"

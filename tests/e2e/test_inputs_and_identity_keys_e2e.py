@@ -13,10 +13,7 @@ from cryptography.hazmat.primitives import serialization
 
 from provisioner.identity_keys import private_key_lines
 
-try:  # tests/e2e may become a package; work either way (as conftest.py does)
-    from .chat_support import get, provision
-except ImportError:
-    from chat_support import get, provision
+from tests.support.chat_support import get, provision
 
 PIPE = "aihub_agent_pipe"
 

@@ -36,7 +36,7 @@ import pytest
 import yaml
 
 from provisioner import __version__
-from tests.builders import REPO
+from tests.support.builders import REPO
 
 MODEL = "aihub_agent_pipe.it-helpdesk.default"
 FUNCTIONS = {"aihub_feature_filter", "aihub_agent_pipe", "aihub_toggle_knowledge_base", "aihub_toggle_web_search", "pii_redaction"}

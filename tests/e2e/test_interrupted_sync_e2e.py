@@ -15,12 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from tests.builders import REPO, blueprint, write_blueprint_dir
-
-try:
-    from .chat_support import get, provision
-except ImportError:
-    from chat_support import get, provision
+from tests.support.builders import REPO, blueprint, write_blueprint_dir
+from tests.support.chat_support import get, provision
 
 PROVISION = Path(sys.executable).with_name("provision")
 AGENTS = 40  # enough writes that the signal lands long before the last one

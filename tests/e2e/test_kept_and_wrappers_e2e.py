@@ -6,10 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-try:  # tests/e2e may become a package; work either way (as conftest.py does)
-    from .chat_support import AGENT_ANSWER, ChatRig, chat, provision
-except ImportError:
-    from chat_support import AGENT_ANSWER, ChatRig, chat, provision
+from tests.support.chat_support import AGENT_ANSWER, ChatRig, chat, provision
 
 DESK = "aihub_agent_pipe.support-desk.tier2"
 RESEARCH = "aihub_agent_pipe.research-assistant.default"

@@ -20,12 +20,8 @@ import yaml
 
 from provisioner import __version__
 
-try:  # tests/e2e may become a package; work either way (as conftest.py does)
-    from .chat_support import get
-except ImportError:
-    from chat_support import get
-
-from tests.builders import REPO
+from tests.support.builders import REPO
+from tests.support.chat_support import get
 
 DOCS = REPO / "docs" / "kubernetes"
 MODEL = "aihub_agent_pipe.it-helpdesk.default"

@@ -9,12 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.markdown_support import PAYLOAD, Shape, github_html
-
-try:
-    from .chat_support import provision
-except ImportError:
-    from chat_support import provision
+from tests.support.chat_support import provision
+from tests.support.markdown_support import PAYLOAD, Shape, github_html
 
 ROW = "aihub_agent_pipe.policy-faq.default"
 

@@ -11,10 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-try:
-    from .owui_instance import SCRIPT, OpenWebUIInstance, OpenWebUIUnavailable, parse_env_lines
-except ImportError:
-    from owui_instance import SCRIPT, OpenWebUIInstance, OpenWebUIUnavailable, parse_env_lines
+from tests.support.owui_instance import SCRIPT, OpenWebUIInstance, OpenWebUIUnavailable, parse_env_lines
 
 pytestmark = pytest.mark.e2e
 

@@ -1,7 +1,7 @@
 """What an agent shows beside its answer in Open WebUI's own chat page, in a real Chromium (issue 20):
 its question to the user, its sources and its token usage.
 
-The agent is the session's real Agent Framework 1.7.0 AG-UI server (tests/agui_server), scenario
+The agent is the session's real Agent Framework 1.7.0 AG-UI server (tests/support/agui_server), scenario
 `approval`: its model calls `book_hotel`, a tool with `approval_mode="always_require"`, so the run
 pauses with an interrupt. The pipe opens Open WebUI's confirmation dialog in the browser; Confirm
 resumes the run and the tool runs (the server records it), Cancel resumes it declined and the tool
@@ -19,16 +19,10 @@ from typing import Any
 
 import pytest
 
-from tests.builders import blueprint, write_blueprint_dir, write_function_dir
-
-try:  # tests/e2e may become a package; work either way
-    from .browser_support import ChatPage, chromium_session
-    from .chat_support import AGENT_PIPE, provision
-    from .owui_instance import unavailable
-except ImportError:
-    from browser_support import ChatPage, chromium_session
-    from chat_support import AGENT_PIPE, provision
-    from owui_instance import unavailable
+from tests.support.browser_support import ChatPage, chromium_session
+from tests.support.builders import blueprint, write_blueprint_dir, write_function_dir
+from tests.support.chat_support import AGENT_PIPE, provision
+from tests.support.owui_instance import unavailable
 
 MODEL = "aihub_agent_pipe.approve.default"
 # What scenario `cited` reports (tests/agui_server/app.py SCRIPTS): (10 in, 3 out), then (20, 6)
@@ -95,7 +89,7 @@ def test_confirm_runs_the_tool_and_cancel_does_not(owui: Any, agui_server: Any, 
 
 
 def test_a_cited_source_shows_as_a_chip_after_a_reload(page: ChatPage) -> None:
-    """The agent cites the same page twice (tests/agui_server/app.py SCRIPTS["cited"]): one chip."""
+    """The agent cites the same page twice (tests/support/agui_server/app.py SCRIPTS["cited"]): one chip."""
     page.new_chat("aihub_agent_pipe.cited.default")
     page.send("scenario:cited")
     page.response("It is sunny in Paris.")

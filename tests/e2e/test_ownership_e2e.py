@@ -17,10 +17,7 @@ import pytest
 
 import provisioner.cli as cli
 
-try:  # tests/e2e may become a package; work either way (as conftest.py does)
-    from .chat_support import SAMPLE_MODELS, get, provision
-except ImportError:
-    from chat_support import SAMPLE_MODELS, get, provision
+from tests.support.chat_support import SAMPLE_MODELS, get, provision
 
 WANTED_MODEL = "aihub_agent_pipe.policy-faq.default"
 WANTED_FUNCTION = "aihub_feature_filter"

@@ -2,7 +2,7 @@
 
 The CLI runs in-process through `main()`, with its HTTP client wrapped so each test can count
 the requests it sends. The bundle is the real one (feature filter, toggle filters, agent pipe).
-For the chat tests the agents run on the scripted AG-UI server (tests/agui_server), which
+For the chat tests the agents run on the scripted AG-UI server (tests/support/agui_server), which
 records every RunAgentInput: what reaches an agent is its `forwardedProps.features`. What Open
 WebUI itself keeps after the filters (its `features` dict, which the agent never sees) is
 written down by a test-only observer filter (tests/e2e/fixtures/observer_filter.py) that runs
@@ -18,12 +18,8 @@ from pathlib import Path
 import pytest
 
 from provisioner.function_files import extract_frontmatter
-from tests.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
-
-try:  # tests/e2e may become a package; work either way (as conftest.py does)
-    from .chat_support import SAMPLE_MODELS, ChatRig, chat, get, provision
-except ImportError:
-    from chat_support import SAMPLE_MODELS, ChatRig, chat, get, provision
+from tests.support.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
+from tests.support.chat_support import SAMPLE_MODELS, ChatRig, chat, get, provision
 
 
 def test_sync_from_empty_creates_every_row_and_function(owui, bundle, recorder, capsys) -> None:

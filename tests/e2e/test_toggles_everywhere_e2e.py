@@ -24,12 +24,8 @@ import yaml
 
 from provisioner.features import NATIVE_FEATURES, NATIVE_TOGGLES
 
-try:  # tests/e2e may become a package; work either way (as conftest.py does)
-    from .chat_support import SAMPLE_MODELS, ChatRig, chat, get, provision
-except ImportError:
-    from chat_support import SAMPLE_MODELS, ChatRig, chat, get, provision
-
-from tests.builders import REPO
+from tests.support.builders import REPO
+from tests.support.chat_support import SAMPLE_MODELS, ChatRig, chat, get, provision
 
 SWITCHES = {"web_search": "enable_web_search", "image_generation": "enable_image_generation",
             "code_interpreter": "enable_code_interpreter"}

@@ -14,12 +14,8 @@ from typing import Any
 import yaml
 
 from provisioner.scaffold import render
-from tests.builders import REPO, blueprint, write_blueprint_dir
-
-try:  # tests/e2e may become a package; work either way (as conftest.py does)
-    from .chat_support import get, provision
-except ImportError:
-    from chat_support import get, provision
+from tests.support.builders import REPO, blueprint, write_blueprint_dir
+from tests.support.chat_support import get, provision
 
 ACTION = '"""\ntitle: Copy answer\ndescription: Copies the answer.\n"""\n\n\nclass Action:\n    async def action(self, body: dict) -> None:\n        return None\n'
 MODEL = "aihub_agent_pipe.desk.triage"

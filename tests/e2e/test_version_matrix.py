@@ -23,14 +23,9 @@ import yaml
 
 from provisioner import compat
 
-try:  # tests/e2e may become a package; work either way (as conftest.py does)
-    from .chat_support import AGENT_ANSWER, provision
-    from .owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, started, unavailable
-except ImportError:
-    from chat_support import AGENT_ANSWER, provision
-    from owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, started, unavailable
-
-from tests.builders import REPO, samples_on
+from tests.support.builders import REPO, samples_on
+from tests.support.chat_support import AGENT_ANSWER, provision
+from tests.support.owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, started, unavailable
 
 MATRIX_ENV = "AIHUB_OWUI_MATRIX"
 # Older patch releases that get a short check (start, sign in, list models) beside the newest
@@ -266,7 +261,7 @@ def test_drift_is_reported_on_every_release_and_named_where_history_is_kept(
 ) -> None:
     """An edit made in Open WebUI after a sync is drift on every release; only from 0.12 (which
     keeps a version history) does it carry who made it. Nothing errors where there is none."""
-    from tests.builders import blueprint, write_blueprint_dir
+    from tests.support.builders import blueprint, write_blueprint_dir
 
     version = release.version or compat.PINNED
     table = compat.select(version)

@@ -1,0 +1,59 @@
+"""Apply creates the groups a plan needs before the first row and writes their real ids (the
+pure parts of groups: tests/core/test_groups.py)."""
+
+from __future__ import annotations
+
+from provisioner.groups import is_own_group
+
+
+def _legal_plan(tmp_path, client, groups):
+    from provisioner.desired import build_desired
+    from provisioner.loader import load_catalog
+    from provisioner.function_files import load_function_files
+    from provisioner.observed import observe
+    from provisioner.plan import make_plan
+    from tests.support.builders import blueprint, write_blueprint_dir, write_function_dir
+
+    agents = [{"id": "counsel", "name": "Counsel", "access": {"groups": ["Legal", "Audit"]}}]
+    root = write_blueprint_dir(tmp_path / "bp", [blueprint("legal", agents=agents)])
+    functions = tmp_path / "fn"
+    if not functions.exists():
+        write_function_dir(functions, root)
+    desired = build_desired(load_catalog(root), load_function_files(functions), groups=groups)
+    return make_plan(desired, observe(client.list_models(), client.list_functions()))
+
+
+def test_apply_creates_a_missing_group_first_and_writes_its_real_id_and_fingerprint(tmp_path) -> None:
+    """The plan shows placeholders; only apply creates the groups, then writes the grants with the
+    ids Open WebUI gave them, sorted as a plan sorts them (the real ids sort unlike the
+    placeholders here), so the check after the last write sees no other writer and the next plan
+    is empty (the fingerprint follows the real ids)."""
+    import dataclasses
+
+    import respx
+
+    from provisioner.apply import apply_plan
+    from provisioner.client import OpenWebUIClient
+    from provisioner.fingerprint import digest
+    from provisioner.groups import placeholder_id
+    from tests.support.fake_owui import FakeOpenWebUI
+
+    with respx.mock(assert_all_called=False) as router:
+        fake = FakeOpenWebUI()
+        fake.mount(router)
+        client = OpenWebUIClient(base_url=fake.base_url, token="sk-test", sleep=lambda s: None, retries=1)
+        names = ("Legal", "Audit")  # created in this order: Legal gets g1, Audit g2
+        plan = _legal_plan(tmp_path, client, {n: placeholder_id(n) for n in names})
+        plan = dataclasses.replace(plan, groups=tuple({"name": n, "action": "create"} for n in names))
+        assert fake.groups == [] and not plan.is_empty and plan.read is not None  # planning wrote nothing
+
+        report = apply_plan(plan, client)
+
+        assert [(g["name"], g["id"]) for g in fake.groups] == [("Legal", "g1"), ("Audit", "g2")]
+        assert all(is_own_group(g) for g in fake.groups) and report.groups_created == ["Legal", "Audit"]
+        assert report.conflicts == []
+        row = fake.models["aihub_agent_pipe.legal.counsel"]
+        assert sorted(g["principal_id"] for g in row["access_grants"]) == ["g1", "g2"]
+        written = row["meta"]["aihub"]["written"]
+        assert written["access_grants"] == digest(sorted(row["access_grants"], key=lambda g: g["principal_id"]))
+        assert _legal_plan(tmp_path, client, {"Legal": "g1", "Audit": "g2"}).changes == ()

@@ -1,0 +1,62 @@
+"""Groups the blueprints name that the instance lacks (groups.py, targets' missing_groups)."""
+
+from __future__ import annotations
+
+import pytest
+
+from provisioner.errors import BlueprintError
+from provisioner.groups import group_form, is_own_group, member_count, stale_own_groups
+from provisioner.targets import load_targets
+
+OWN = {"aihub": {"managed_by": "aihub-provision"}}
+
+
+def test_created_groups_carry_the_marker_and_are_recognised() -> None:
+    form = group_form("Legal")
+    assert form["name"] == "Legal" and is_own_group(form)
+    assert not is_own_group({"name": "Legal", "data": {"aihub": {"managed_by": "someone-else"}}})
+    assert not is_own_group({"name": "Legal", "data": None})
+
+
+def test_prune_deletes_only_own_empty_unnamed_groups() -> None:
+    live = [
+        {"id": "1", "name": "Empty", "data": OWN, "member_count": 0},
+        {"id": "2", "name": "Busy", "data": OWN, "member_count": 3},
+        {"id": "3", "name": "Unknown", "data": OWN},  # a release that does not count: keep
+        {"id": "4", "name": "Old", "data": OWN, "user_ids": []},
+        {"id": "5", "name": "Theirs", "member_count": 0},
+        {"id": "6", "name": "Named", "data": OWN, "member_count": 0},
+    ]
+    empty, kept = stale_own_groups(live, ["Named"])
+    assert [g["id"] for g in empty] == ["1", "4"]
+    assert [g["id"] for g in kept] == ["2", "3"]
+    assert member_count({"user_ids": ["a", "b"]}) == 2 and member_count({}) is None
+
+
+def test_targets_file_takes_missing_groups_and_names_a_bad_value(tmp_path) -> None:
+    path = tmp_path / "targets.yaml"
+    path.write_text("targets:\n  prod:\n    url: https://x\n    token_env: T\n    missing_groups: create\n")
+    assert load_targets(path)["prod"].missing_groups == "create"
+    path.write_text("targets:\n  prod:\n    url: https://x\n    token_env: T\n")
+    assert load_targets(path)["prod"].missing_groups == "fail"
+    path.write_text("targets:\n  prod:\n    url: https://x\n    token_env: T\n    missing_groups: ignore\n")
+    with pytest.raises(BlueprintError) as exc:
+        load_targets(path)
+    [problem] = exc.value.problems
+    assert problem.line == 5 and "missing_groups" in problem.field
+
+
+def test_a_plan_that_only_deletes_a_group_is_not_shown_as_no_changes() -> None:
+    """--prune with only an own empty group to delete: the plan says so, and so does the result."""
+    from provisioner.render import applied_line, summary_line, group_writes
+    from provisioner.render_markdown import render_markdown
+
+    plan_json = {"summary": {"add": 0, "change": 0, "destroy": 0}, "changes": [], "orphans": [], "wrappers": [],
+                 "notes": [], "groups": [{"name": "Old", "id": "g9", "action": "delete"}, {"name": "Kept", "action": "keep"}]}
+    assert summary_line(plan_json["summary"], group_writes(plan_json)) == (
+        "Plan: 0 to add, 0 to change, 0 to destroy; groups: 1 to delete."
+    )
+    markdown = render_markdown(plan_json)
+    assert "No changes" not in markdown and "groups: 1 to delete" in markdown and "`Old`" in markdown
+    result = {"applied": {"add": 0, "change": 0, "destroy": 0}, "groups_created": ["New"], "groups_deleted": ["Old"]}
+    assert applied_line(result) == "Applied: 0 added, 0 changed, 0 destroyed; groups: 1 created, 1 deleted."

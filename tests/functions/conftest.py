@@ -1,0 +1,34 @@
+"""Fixtures for the agent pipe tests: a real AG-UI server per Agent Framework version, an SSE stub."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from tests.support.agui_server import harness
+from tests.support.owui_instance import unavailable
+from tests.support.pipe_support import SSEStub
+
+
+@pytest.fixture(scope="session", params=harness.VERSIONS)
+def agui_server(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The scripted Agent Framework AG-UI server, once per version, for the whole session.
+
+    When the venv cannot be built or the server does not start, the test fails under CI and is
+    skipped elsewhere, with the reason.
+    """
+    version = request.param
+    try:
+        server = harness.AguiServer(version).start()
+    except Exception as exc:  # HarnessError, or pip/venv trouble surfacing as OSError
+        unavailable(f"AG-UI server {version} unavailable: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def sse_stub() -> Iterator[SSEStub]:
+    stub = SSEStub()
+    yield stub
+    stub.close()
