@@ -59,8 +59,8 @@ def baseline(openwebui: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         code = cli.main(["sync", "-p", str(REPO / "blueprints"), "--bundle", str(functions), "--yes"])
     assert code == 0, "the baseline sync failed"
     state = snapshot(openwebui)
-    # bundle (2) + toggle filters (user_files, deep_research, web_search, code_interpreter)
-    assert len(state["/api/v1/models/all"]) == 6 and len(state["/api/v1/functions/export"]) == 6
+    # bundle (2) + toggle filters (user_files, deep_research, web_search, code_interpreter, image_generation)
+    assert len(state["/api/v1/models/all"]) == 6 and len(state["/api/v1/functions/export"]) == 7
     yield Baseline(openwebui, state)
     openwebui.reset()
 

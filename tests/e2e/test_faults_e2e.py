@@ -29,7 +29,7 @@ from tests.support.builders import REPO, SAMPLE_MODEL_IDS
 
 PROVISION = Path(sys.executable).with_name("provision")
 FUNCTIONS = ["aihub_agent_pipe", "aihub_feature_filter", "aihub_toggle_code_interpreter", "aihub_toggle_deep_research",
-             "aihub_toggle_user_files", "aihub_toggle_web_search"]
+             "aihub_toggle_image_generation", "aihub_toggle_user_files", "aihub_toggle_web_search"]
 MODELS = list(SAMPLE_MODEL_IDS)
 ANOTHER_SYNC = "another sync running at the same time"
 
