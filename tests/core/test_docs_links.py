@@ -99,3 +99,18 @@ def test_the_slug_follows_githubs_rules() -> None:
 def test_the_readme_stays_a_five_minute_read() -> None:
     lines = (REPO / "README.md").read_text(encoding="utf-8").count("\n")
     assert lines <= 200, f"README.md has {lines} lines; move detail into docs/ (see docs/README.md)"
+
+
+REPO_PATH = re.compile(r"`(?:[^`]*\s)?((?:tests|scripts|bench|provisioner|owui_functions|docs|demo_agents)/[^`\s]*)")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_every_path_of_this_repo_in_code_exists(page: Path) -> None:
+    """A file or folder named in code (`tests/cli/test_secrets.py`, `scripts/test tests/core -q`)
+    exists: tests and modules move, and a page must move with them."""
+    missing = []
+    for match in REPO_PATH.finditer(page.read_text(encoding="utf-8")):
+        path = match.group(1).split("::")[0].rstrip(".,:;)")
+        if not any(REPO.glob(path)):
+            missing.append(path)
+    assert not missing, f"{page.relative_to(REPO)} names paths that do not exist: {missing}"
