@@ -97,9 +97,16 @@ def test_a_cited_source_shows_as_a_chip_after_a_reload(page: ChatPage) -> None:
     page.page.reload()
     answer = page.response("It is sunny in Paris.")
     message = answer.locator("xpath=ancestor::*[starts-with(@id,'message-')][1]")
-    message.get_by_text("1 Source", exact=True).click()
-    message.get_by_text("https://weather.example.org/paris?d=today", exact=True).click()
-    page.page.get_by_text("Sunny, 21 °C").wait_for()  # the snippet, in Open WebUI's source view
+    chip = message.get_by_text(re.compile(r"^\d+ Sources?$"))
+    assert chip.inner_text().strip() == "1 Source"  # two citations of one page: one chip
+    chip.click()
+    cited = message.get_by_text("https://weather.example.org/paris?d=today", exact=True)
+    cited.wait_for()
+    assert cited.count() == 1
+    cited.click()
+    snippet = page.page.get_by_text("Sunny, 21 °C")  # the snippet, in Open WebUI's source view
+    snippet.wait_for()
+    assert snippet.first.is_visible()
 
 
 def _usage_lines(text: str) -> dict[str, int]:
