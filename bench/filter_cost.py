@@ -23,7 +23,6 @@ interleaved; median latency and ratios.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import inspect
 import json
 import os
@@ -38,6 +37,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from tests.support.loading import load_source  # noqa: E402
 
 FEATURE_FILTER = REPO / "owui_functions" / "aihub_feature_filter.py"
 STUB_PIPE = REPO / "bench" / "fixtures" / "stub_pipe.py"
@@ -69,11 +69,7 @@ class Filter:
 
 def load_module(name: str, source: str) -> ModuleType:
     """A function file as Open WebUI loads it: a fresh module executed from its source."""
-    spec = importlib.util.spec_from_loader(name, loader=None)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
-    return module
+    return load_source(source, name, keep=False)
 
 
 # ------------------------------------------------------------------------------- inputs

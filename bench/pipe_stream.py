@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import os
 import statistics
@@ -49,15 +48,12 @@ import aiohttp
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tests.support.loading import load_file  # noqa: E402  (a function file loaded as Open WebUI loads it)
 
 
 def load_pipe() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("aihub_agent_pipe", ROOT / "owui_functions" / "aihub_agent_pipe.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["aihub_agent_pipe"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_file(ROOT / "owui_functions" / "aihub_agent_pipe.py", "aihub_agent_pipe")
 
 
 def canned_events(count: int) -> list[dict[str, Any]]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import random
 import statistics
 import subprocess
@@ -29,20 +28,16 @@ from typing import Any, Awaitable, Callable
 
 import aiohttp
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import pipe_stream  # noqa: E402  (the canned server, the readers, the canned events)
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
+import pipe_stream  # noqa: E402  (the canned server, the readers, the canned events)
+from tests.support.loading import load_file  # noqa: E402  (registered in sys.modules: pydantic resolves the Valves through it)
+
 PIPE = "owui_functions/aihub_agent_pipe.py"
 
 
 def load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # pydantic resolves the Valves' annotations through it
-    spec.loader.exec_module(module)
-    return module
+    return load_file(path, name)
 
 
 def at_revision(revision: str, directory: Path) -> Path:
