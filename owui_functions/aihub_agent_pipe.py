@@ -25,6 +25,22 @@ global: false
 # Every key the pipe holds is masked in everything it shows or logs (the Scrubber).
 #
 # How it streams is the Recorder's docstring.
+#
+# Sections, top to bottom:
+#   constants      what provision and the agents agree on, limits, timings, the errors raised
+#   helpers        small conversions, among them the two rules for message content as text
+#   segments       what one turn is made of
+#   rendering      segments -> Open WebUI assistant content
+#   parsing        stored content -> segments (the inverse)
+#   secrets        the Scrubber and TokenMask (masking keys), the Signer (tool blocks)
+#   history        Open WebUI's messages -> the agent's messages, with the files attached
+#   the request    who asks, in which chat, under which trace: identity, ids, headers
+#   wire decoding  SSE, the OpenAI chunk adapter, AgentStream (bytes in, AG-UI events out)
+#   the recorder   events -> ordered segments and stable output; what shows beside the answer
+#   valves         the AGENTS and API_KEYS valves, parsed once per text
+#   transport      the pool, the proxy, the status line, batching, the run and its questions
+#   failures       what went wrong, as the text the user reads
+#   Pipe           the class Open WebUI calls, last
 
 import asyncio
 import base64
@@ -54,10 +70,85 @@ from urllib.parse import quote, quote_plus, urlsplit
 import aiohttp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+
+# === constants ====================================================================================
+
+
+# The contract: the metadata key the feature filters fill and this file's id (provision
+# knows both), and the event types only the pipe itself makes.
 METADATA_KEY = "aihub_requested_features"
 CALLS_RAN = "AIHUB_TOOL_CALLS_RAN"  # the pipe's own event: the calls waiting for a result ran (OpenAI)
 USAGE = "AIHUB_USAGE"  # the pipe's own event: an OpenAI stream's usage chunk (the run's total)
 FUNCTION_ID = "aihub_agent_pipe"  # Open WebUI's id for this file; its models are FUNCTION_ID.<blueprint>.<agent>
+
+# What the agent sends beside its answer (the recorder's Outbound).
+SOURCE_EVENT = "aihub.source"
+IMAGE_EVENT = "aihub.image"
+MAX_SOURCES = 50  # per turn: every source is a write of the chat's row
+
+# Who asks (the request).
+IDENTITY_HEADER = "X-AIHub-Identity"
+IDENTITY_ISSUER = "aihub-agent-pipe"
+IDENTITY_KEY_ENV = "AIHUB_IDENTITY_PRIVATE_KEY"
+IDENTITY_KID_ENV = "AIHUB_IDENTITY_KEY_ID"
+
+# Masking (secrets).
+REDACTED = "[redacted]"
+WITHHELD = "The agent's message was withheld because it repeats part of a secret."
+# A server may echo a key shortened (an excerpt, a truncated header): a piece this long of a key
+# in an error text withholds the whole text.
+SECRET_FRAGMENT = 8
+
+# Attached files (history).
+FILE_REFERENCE_TYPES = ("file", "image", "doc")  # references that name one stored file
+RASTER_IMAGES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+MB = 1024 * 1024
+BASE64_BLOCK = 3 * 128 * 1024  # bytes read and encoded at a time: a multiple of 3, so the pieces join
+
+# Questions to the user (transport: the run).
+MAX_RESUMES = 5  # questions in one answer; a run that keeps pausing ends after that many
+ASKED = "Waiting for your answer…"
+APPROVED = "[approved by the user] "  # an approved call's result starts with it: its block shows it
+
+# Timings and connections (transport).
+ASKING_DELAY_SECONDS = 0.5  # an agent that answers sooner never shows "Asking <agent>…"
+STEP_DELAY_SECONDS = 0.5  # a step that something else follows sooner is never shown
+MAX_CONNECTIONS = 1000  # a streaming chat holds one connection for its whole run
+KEEPALIVE_SECONDS = 4.0  # under the idle timeout of common servers (uvicorn's and Node's are 5 s)
+FINISH_GRACE_SECONDS = 0.1  # how long the body's end may lag the run's end and keep the connection
+
+# The errors the pipe raises; failure_text (failures) says each one to the user.
+class PipeConfigError(Exception):
+    """The valves do not allow the request (e.g. a key name missing from API_KEYS)."""
+
+
+class IdentityRequired(PipeConfigError):
+    """The agent's backend asks for ``identity: signed`` and no key can sign."""
+
+
+class AgentHTTPError(Exception):
+    """The agent answered with an HTTP error status; ``detail`` is raw (the pipe scrubs it)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.detail = detail
+
+
+class StreamEndedEarly(Exception):
+    """The agent's stream ended before RUN_FINISHED or RUN_ERROR."""
+
+
+class FileTooLarge(Exception):
+    """The file's bytes are more than the limit allows (the record may have said less)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"{size} bytes")
+        self.size = size
+
+
+# === helpers ======================================================================================
+
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +159,46 @@ def random_hex() -> str:
     return os.urandom(16).hex()
 
 
-# --- segments ---------------------------------------------------------------------------------
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ("" if value is None else str(value))
+
+
+def _content_text(content: Any) -> str:
+    """A message or result content as text (AG-UI 1.0 and OpenAI allow a list of parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(_str(part.get("text")) for part in content if isinstance(part, Mapping))
+    return "" if content is None else json.dumps(content)
+
+
+def _message_text(content: Any) -> str:
+    if isinstance(content, list):
+        return "\n".join(
+            _str(part.get("text")) for part in content if isinstance(part, Mapping) and part.get("type") == "text"
+        )
+    return _str(content)
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _json_or_none(data: str) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+EventEmitter = Callable[[dict[str, Any]], Awaitable[None]] | None
+
+
+# === segments =====================================================================================
 
 
 @dataclass
@@ -122,7 +252,7 @@ class Error:
 Segment = Text | ToolStep | Reasoning | Error
 
 
-# --- rendering ---------------------------------------------------------------------------------
+# === rendering ====================================================================================
 
 
 def _attr(value: str) -> str:
@@ -194,7 +324,8 @@ def render_segments(segments: Iterable[Segment]) -> str:
     return "".join(out)
 
 
-# --- parsing stored content back -------------------------------------------------------------
+# === parsing stored content back ==================================================================
+
 
 _BLOCK = re.compile(r'<details type="(tool_calls|reasoning)"([^>]*)>\n(.*?)</details>\n?', re.S)
 _ATTRS = re.compile(r'(\w+)="([^"]*)"')
@@ -282,13 +413,9 @@ def _append_gap(segments: list[Segment], gap: str) -> None:
     _append_text(segments, gap[:-1] if gap.endswith("\n") else gap)
 
 
-# --- secrets and signatures --------------------------------------------------------------------
+# === secrets: the scrubber, the token mask and the signer =========================================
 
-REDACTED = "[redacted]"
-WITHHELD = "The agent's message was withheld because it repeats part of a secret."
-# A server may echo a key shortened (an excerpt, a truncated header): a piece this long of a key
-# in an error text withholds the whole text.
-SECRET_FRAGMENT = 8
+
 _MARKUP = ("<details", "</details")  # what Open WebUI's Markdown turns into a (tool) block
 
 
@@ -391,6 +518,61 @@ def unescape_markup(text: str) -> str:
     return re.sub(r"&lt;(/?details)", r"<\1", text, flags=re.I)
 
 
+class TokenMask:
+    """Masks the secrets of one chat (its identity tokens, the user's OAuth token) in what the pipe
+    shows or logs. Plain replaces, cheap to build: the Scrubber's patterns take milliseconds to
+    compile, too much for every chat. ``stream`` holds back a tail that may be a token's start."""
+
+    def __init__(self, tokens: Iterable[str] = ()) -> None:
+        self.tokens = sorted({t for t in tokens if isinstance(t, str) and len(t) >= SECRET_FRAGMENT}, key=len, reverse=True)
+        self._held = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.tokens)
+
+    def redact(self, text: str) -> str:
+        for token in self.tokens:
+            if token in text:
+                text = text.replace(token, REDACTED)
+        return text
+
+    def error(self, text: str) -> str:
+        """Also withholds a text holding a piece of a token (a server may echo one shortened)."""
+        text = self.redact(text)
+        for token in self.tokens:
+            size = 2 * SECRET_FRAGMENT
+            if any(token[i : i + size] in text for i in range(0, max(1, len(token) - size + 1))):
+                return WITHHELD
+        return text
+
+    def stream(self, chunk: str) -> str:
+        if not self.tokens:
+            return chunk
+        text = self.redact(self._held + chunk)
+        cut = self._cut(text)
+        self._held = text[cut:]
+        return text[:cut]
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return self.redact(held)
+
+    def _cut(self, text: str) -> int:
+        n, cut = len(text), len(text)
+        for token in self.tokens:
+            head = token[:3]
+            position = text.find(head, max(0, n - len(token) + 1))
+            while position >= 0:
+                if token.startswith(text[position:]):
+                    cut = min(cut, position)
+                    break
+                position = text.find(head, position + 1)
+            for k in (1, 2):  # a tail shorter than the head
+                if n >= k and token.startswith(text[n - k :]):
+                    cut = min(cut, n - k)
+        return cut
+
+
 class Signer:
     """HMAC-SHA256 over a tool block's fields with the HISTORY_SIGNING_KEY valve, bound to where
     the block was made: the chat, the agent, the user and the turn (Open WebUI's id of the
@@ -450,7 +632,1109 @@ def history_signer(key: str, agent_id: str, user: Mapping[str, Any] | None, meta
     )
 
 
-# --- the recorder: events in, ordered segments and stable output out -------------------------
+# === history: Open WebUI messages -> the agent's messages =========================================
+
+
+class HistoryVerifier:
+    """Which tool blocks of one history become calls: those the pipe signed, unaltered, for this
+    chat, agent and user (the Signer's scope), each once and where it was made.
+
+    ``message()`` opens the next assistant message and returns its check for parse_content. A
+    turn's blocks count only in the first message that shows them, and a call id only the first
+    time: a block repeated at a later turn, or twice in one message, is text (an agent must not
+    get two calls with one id).
+    """
+
+    def __init__(self, signer: Signer | None) -> None:
+        self._signer = signer
+        self._messages = 0
+        self._turns: dict[str, int] = {}  # turn -> the message that showed it first
+        self._calls: set[str] = set()
+
+    def message(self) -> Callable[[ToolCall, str], bool]:
+        self._messages += 1
+        return functools.partial(self._verify, self._messages)
+
+    def _verify(self, message: int, call: ToolCall, message_id: str) -> bool:
+        if self._signer is None or not self._signer.verify(call, message_id):
+            return False
+        if self._turns.setdefault(call.turn, message) != message or call.id in self._calls:
+            return False
+        self._calls.add(call.id)
+        return True
+
+
+def unverified_tool_text(message: Mapping[str, Any]) -> str:
+    """A client-supplied tool call or tool result (OpenAI-shaped history) as plain text: the pipe
+    did not render it, so nothing vouches that it happened."""
+    if message.get("role") == "tool":
+        return f"[unverified tool result for {_str(message.get('tool_call_id'))}] {_message_text(message.get('content'))}"
+    lines = [_message_text(message.get("content"))] if _message_text(message.get("content")).strip() else []
+    for call in message.get("tool_calls") or []:
+        if isinstance(call, Mapping):
+            function = call.get("function") or {}
+            lines.append(
+                f"[unverified tool call {_str(call.get('id'))}] "
+                f"{_str(function.get('name'))}({_str(function.get('arguments'))})"
+            )
+    return "\n".join(lines)
+
+
+def to_agui_messages(messages: Iterable[Mapping[str, Any]], signer: Signer | None = None) -> list[dict[str, Any]]:
+    """Open WebUI's ``body["messages"]`` as AG-UI messages, assistant turns in streamed order.
+
+    Reasoning and error segments stay in the UI. A call without a result is kept (an AG-UI server
+    decides what to do with a pending call; Agent Framework answers it with a synthetic result).
+    Only tool blocks ``signer`` verifies become calls; anything else reaches the agent as text.
+    """
+    out: list[dict[str, Any]] = []
+    verify = HistoryVerifier(signer)
+    for i, message in enumerate(messages):
+        role = message.get("role")
+        prefix = f"aihub-{i}"
+        if role == "tool" or (role == "assistant" and message.get("tool_calls")):
+            out.append({"id": prefix, "role": "assistant", "content": unverified_tool_text(message)})
+        elif role == "assistant":
+            content = message.get("content")
+            if isinstance(content, str) and content:
+                out.extend(_segments_to_agui(parse_content(content, prefix, verify.message()), prefix))
+        elif role == "user":
+            out.append({"id": prefix, "role": role, "content": agui_content(message.get("content"))})
+        elif role in ("system", "developer"):
+            out.append({"id": prefix, "role": role, "content": _message_text(message.get("content"))})
+    return _unique_ids(out)
+
+
+def _unique_ids(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Servers deduplicate by message id (Agent Framework does); a server that reuses ids from
+    run to run must not make an earlier turn's message vanish."""
+    seen: set[str] = set()
+    for n, message in enumerate(messages):
+        while message["id"] in seen or not message["id"]:
+            message["id"] = f"{message['id'] or 'aihub'}-{n}"
+        seen.add(message["id"])
+    return messages
+
+
+def _segments_to_agui(segments: list[Segment], prefix: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for j, segment in enumerate(segments):
+        if isinstance(segment, Text):
+            out.append({"id": f"{prefix}-{j}", "role": "assistant", "content": unescape_markup(segment.text)})
+        elif isinstance(segment, ToolStep):
+            out.append(
+                {
+                    "id": segment.message_id,
+                    "role": "assistant",
+                    "toolCalls": [
+                        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                        for c in segment.calls
+                    ],
+                }
+            )
+            for k, call in enumerate(segment.calls):
+                if call.result is not None:
+                    out.append(
+                        {
+                            "id": call.result_id or f"{prefix}-{j}-{k}",
+                            "role": "tool",
+                            "toolCallId": call.id,
+                            "content": call.result,
+                        }
+                    )
+    return out
+
+
+def to_openai_messages(messages: Iterable[Mapping[str, Any]], signer: Signer | None = None) -> list[dict[str, Any]]:
+    """Open WebUI's ``body["messages"]`` as OpenAI chat messages, assistant turns in streamed order.
+
+    A call without a result is dropped: OpenAI-style servers reject a ``tool_calls`` message that
+    no ``tool`` message answers, and Open WebUI cannot supply the missing result. Only tool blocks
+    ``signer`` verifies become calls; anything else reaches the agent as text.
+    """
+    out: list[dict[str, Any]] = []
+    verify = HistoryVerifier(signer)
+    for message in messages:
+        role = message.get("role")
+        content = message.get("content")
+        if role == "tool" or (role == "assistant" and message.get("tool_calls")):
+            out.append({"role": "assistant", "content": unverified_tool_text(message)})
+        elif role == "assistant" and isinstance(content, str):
+            for segment in parse_content(content, verify=verify.message()):
+                if isinstance(segment, Text):
+                    out.append({"role": "assistant", "content": unescape_markup(segment.text)})
+                elif isinstance(segment, ToolStep):
+                    answered = [c for c in segment.calls if c.result is not None]
+                    if not answered:
+                        continue
+                    out.append(
+                        {
+                            "role": "assistant",
+                            "content": "",
+                            "tool_calls": [
+                                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                                for c in answered
+                            ],
+                        }
+                    )
+                    out.extend({"role": "tool", "tool_call_id": c.id, "content": c.result} for c in answered)
+        elif role in ("user", "system", "developer", "assistant"):
+            keep = ("role", "content", "name")
+            out.append({key: value for key, value in message.items() if key in keep})
+    return out
+
+
+# --- files: what the user attached, read from Open WebUI's own file store ---------------------
+# Open WebUI hands a pipe the chat's file references (``__metadata__["files"]``: the files of the
+# whole chat plus the new message's) and removes each message's own ``files`` before the pipe
+# sees ``body["messages"]``. So the pipe places each file itself: on the user message it was
+# attached to (read from the stored chat, so it goes with that message in every later turn),
+# else on the newest user message. The bytes come from Open WebUI's store, only for files the
+# chat's user may read, and are read and encoded in a thread. Images Open WebUI already put into
+# a message as ``image_url`` parts stay where they are.
+
+_IGNORED_REFERENCES = ("web_search", "filesystem")  # Open WebUI's own, never the user's attachments
+_ATTACHED_FILES = re.compile(r"\A<attached_files>\n(?:<file [^\n]*/>\n)*</attached_files>\n\n")
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """The fields of an Open WebUI file record the pipe uses."""
+
+    id: str
+    owner: str
+    name: str
+    mime: str
+    size: int  # bytes; -1 when the record does not say
+    path: str
+
+
+@dataclass
+class Attachment:
+    """A file read for the agent; ``data`` is its base64 text (ASCII bytes, or pieces of it)."""
+
+    id: str
+    name: str
+    mime: str
+    size: int
+    data: bytes | tuple[bytes, ...]
+    token: str = ""  # what the request body holds in the data's place until encode_body
+
+    @property
+    def kind(self) -> str:
+        return "image" if self.mime in RASTER_IMAGES else "document"
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return {"filename": self.name, "file_id": self.id, "size": self.size}
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A file the agent does not get, and why: the agent gets this line, and the user sees it."""
+
+    name: str
+    reason: str
+
+    @property
+    def text(self) -> str:
+        return f'[The attached file "{self.name}" was left out: {self.reason}.]'
+
+
+@dataclass(frozen=True)
+class FileLimits:
+    """The MAX_FILE_MB and MAX_TURN_FILES_MB valves in bytes."""
+
+    per_file: int
+    per_turn: int
+
+
+@dataclass
+class InboundFiles:
+    """A turn's history with its files placed, what was read, and what was left out."""
+
+    history: list[Mapping[str, Any]]
+    attachments: list[Attachment] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)
+
+
+def _reference_id(ref: Mapping[str, Any]) -> str:
+    nested = ref.get("file")
+    value = ref.get("id") or (nested.get("id") if isinstance(nested, Mapping) else None)
+    return value if isinstance(value, str) else ""
+
+
+def _reference_name(ref: Mapping[str, Any]) -> str:
+    nested = ref.get("file")
+    name = ref.get("name") or (nested.get("filename") if isinstance(nested, Mapping) else None)
+    name = name if isinstance(name, str) and name.strip() else _reference_id(ref) or "unnamed"
+    name = " ".join(name.split())
+    return name if len(name) <= 120 else name[:119] + "…"
+
+
+def _is_image_reference(ref: Mapping[str, Any]) -> bool:
+    """Open WebUI turns these into ``image_url`` parts of their message itself."""
+    meta = ref.get("meta")
+    mime = ref.get("content_type") or (meta.get("content_type") if isinstance(meta, Mapping) else "")
+    return ref.get("type") == "image" or (isinstance(mime, str) and mime in RASTER_IMAGES)
+
+
+def stored_user_files(messages: Mapping[str, Any], message_id: str) -> list[list[Mapping[str, Any]]] | None:
+    """The ``files`` of each user message on the branch that ends at ``message_id``, oldest first
+    (a stored chat's ``history.messages``: id -> message with ``parentId``)."""
+    chain: list[Mapping[str, Any]] = []
+    seen: set[str] = set()
+    current = messages.get(message_id) if message_id else None
+    while isinstance(current, Mapping) and len(chain) < 10_000:
+        chain.append(current)
+        parent = current.get("parentId")
+        if not isinstance(parent, str) or parent in seen:
+            break
+        seen.add(parent)
+        current = messages.get(parent)
+    if not chain:
+        return None
+    return [
+        [f for f in (m.get("files") or []) if isinstance(f, Mapping)] if isinstance(m.get("files"), list) else []
+        for m in reversed(chain)
+        if m.get("role") == "user"
+    ]
+
+
+def place_files(
+    history: list[Mapping[str, Any]],
+    chat_files: Iterable[Any],
+    stored: list[list[Mapping[str, Any]]] | None,
+) -> dict[int, list[Mapping[str, Any]]]:
+    """Which user message (index in ``history``) each file reference goes with.
+
+    A message's own ``files`` first (releases and clients that keep them), then the stored chat's
+    user messages matched from the newest, then the rest of ``chat_files`` on the newest user
+    message. The image references of a message that Open WebUI already gave ``image_url`` data
+    parts are left to those parts.
+    """
+    users = [i for i, m in enumerate(history) if isinstance(m, Mapping) and m.get("role") == "user"]
+    placed: dict[int, list[Mapping[str, Any]]] = {}
+    seen: set[str] = set()
+
+    def put(index: int, refs: Iterable[Any], *, images: bool) -> None:
+        for ref in refs:
+            if not isinstance(ref, Mapping) or ref.get("type") in _IGNORED_REFERENCES:
+                continue
+            key = _reference_id(ref) or _reference_name(ref)
+            if key in seen:
+                continue
+            seen.add(key)
+            if images or not _is_image_reference(ref):
+                placed.setdefault(index, []).append(ref)
+
+    for index in users:
+        own = history[index].get("files")
+        if isinstance(own, list):
+            put(index, own, images=not _has_inline_images(history[index]))
+    for index, refs in zip(reversed(users), reversed(stored or [])):
+        put(index, refs, images=not _has_inline_images(history[index]))
+    if users:
+        put(users[-1], chat_files if isinstance(chat_files, list) else [], images=True)
+    return placed
+
+
+def _has_inline_images(message: Mapping[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(part, Mapping) and part.get("type") == "image_url" and _image_url(part).startswith("data:")
+        for part in content
+    )
+
+
+def _image_url(part: Mapping[str, Any]) -> str:
+    image = part.get("image_url")
+    return _str(image.get("url") if isinstance(image, Mapping) else image)
+
+
+def with_files(
+    history: list[Mapping[str, Any]], parts: Mapping[int, list["Attachment | LeftOut"]]
+) -> list[Mapping[str, Any]]:
+    """The history with each message's files at the end of its content, and without the
+    ``<attached_files>`` list Open WebUI writes into the text for its own tools."""
+    out: list[Mapping[str, Any]] = []
+    for index, message in enumerate(history):
+        files = parts.get(index)
+        content = message.get("content") if isinstance(message, Mapping) else None
+        listed = isinstance(content, str) and content.startswith("<attached_files>")
+        if not files and not listed and not (isinstance(content, list) and _lists_attached_files(content)):
+            out.append(message)
+            continue
+        pieces: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        pieces = [_without_file_list(piece) for piece in pieces]
+        pieces.extend(p if isinstance(p, Attachment) else {"type": "text", "text": p.text} for p in files or ())
+        out.append({**message, "content": pieces})
+    return out
+
+
+def _lists_attached_files(content: list[Any]) -> bool:
+    first = content[0] if content else None
+    return isinstance(first, Mapping) and _str(first.get("text")).startswith("<attached_files>")
+
+
+def _without_file_list(piece: Any) -> Any:
+    if isinstance(piece, Mapping) and piece.get("type") == "text":
+        return {**piece, "text": _ATTACHED_FILES.sub("", _str(piece.get("text")), count=1)}
+    return piece
+
+
+def _data_uri(url: str) -> tuple[str, str] | None:
+    """``data:<mime>;base64,<data>`` -> (mime, data)."""
+    head, comma, data = url.partition(",")
+    if not comma or not head.startswith("data:") or not head.endswith(";base64"):
+        return None
+    return head[5:-7] or "application/octet-stream", data
+
+
+def agui_content(content: Any) -> Any:
+    """A user message's content for AG-UI: text stays a string; files and images become
+    ``document``/``image`` parts (ag-ui-protocol 0.1.22) next to the text parts."""
+    if not isinstance(content, list):
+        return _str(content)
+    parts: list[dict[str, Any]] = []
+    rich = False
+    for part in content:
+        if isinstance(part, Attachment):
+            rich = True
+            source = {"type": "data", "value": part.token, "mimeType": part.mime}
+            parts.append({"type": part.kind, "source": source, "metadata": part.metadata})
+        elif isinstance(part, Mapping) and part.get("type") == "text":
+            parts.append({"type": "text", "text": _str(part.get("text"))})
+        elif isinstance(part, Mapping) and part.get("type") == "image_url":
+            url = _image_url(part)
+            inline = _data_uri(url)
+            if inline is not None:
+                rich = True
+                parts.append({"type": "image", "source": {"type": "data", "value": inline[1], "mimeType": inline[0]}})
+            elif url.startswith(("https://", "http://")):
+                rich = True
+                parts.append({"type": "image", "source": {"type": "url", "value": url}})
+    if not rich:
+        return "\n".join(p["text"] for p in parts)
+    return [p for p in parts if p["type"] != "text" or p["text"]]
+
+
+def openai_content(content: Any) -> Any:
+    """A user message's content for an OpenAI backend: a document as a ``file`` part with a data
+    URI, an image as ``image_url``; everything else as it came."""
+    if not isinstance(content, list) or not any(isinstance(p, Attachment) for p in content):
+        return content
+    out: list[Any] = []
+    for part in content:
+        if not isinstance(part, Attachment):
+            out.append(part)
+        elif part.kind == "image":
+            out.append({"type": "image_url", "image_url": {"url": f"data:{part.mime};base64,{part.token}"}})
+        else:
+            out.append({"type": "file", "file": {"filename": part.name, "file_data": f"data:{part.mime};base64,{part.token}"}})
+    return out
+
+
+def with_openai_files(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI messages with each user message's files as ``file``/``image_url`` parts."""
+    return [{**m, "content": openai_content(m.get("content"))} if m.get("role") == "user" else m for m in messages]
+
+
+@dataclass(frozen=True)
+class RequestBody:
+    """A request body in pieces (a file's base64 stays in the pieces it was encoded in)."""
+
+    pieces: tuple[bytes, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(map(len, self.pieces))
+
+    async def stream(self) -> AsyncIterator[bytes]:
+        for piece in self.pieces:
+            yield piece
+
+
+def encode_body(payload: Mapping[str, Any], attachments: Iterable[Attachment]) -> RequestBody:
+    """The request body as JSON with each file's base64 put where its token stands.
+
+    Called in a thread. The base64 is never copied (not into a string, not into one joined body):
+    joining megabytes, like encoding them in one call, holds the GIL, and Open WebUI's event loop
+    with it, for tens of milliseconds.
+    """
+    by_token = {json.dumps(a.token)[1:-1]: a for a in attachments}
+    text = json.dumps(payload)
+    if not by_token:
+        return RequestBody((text.encode(),))
+    pattern = re.compile("|".join(re.escape(token) for token in by_token))
+    pieces: list[bytes] = []
+    position = 0
+    for match in pattern.finditer(text):
+        pieces.append(text[position : match.start()].encode())
+        data = by_token[match.group(0)].data
+        pieces.extend(data if isinstance(data, tuple) else (data,))
+        position = match.end()
+    pieces.append(text[position:].encode())
+    return RequestBody(tuple(pieces))
+
+
+async def _call(function: Callable[..., Any], *args: Any) -> Any:
+    """Call Open WebUI's model API: asynchronous in 0.12, synchronous (run in a thread) in 0.6."""
+    if asyncio.iscoroutinefunction(function):
+        return await function(*args)
+    result = await asyncio.to_thread(function, *args)
+    return await result if asyncio.iscoroutine(result) else result
+
+
+class OpenWebUIStore:
+    """Open WebUI's own records (chats, files, users, groups), read through its modules.
+
+    Imported inside the methods: this file is loaded by Open WebUI, and the tests load it alone.
+    The API differs between releases (0.6: synchronous models and ``routers.files``' access rule;
+    0.12: asynchronous models and ``utils.access_control.files``); ``_call`` takes both.
+    """
+
+    async def stored_files(self, chat_id: str, user_id: str, message_id: str) -> list[list[Mapping[str, Any]]] | None:
+        """Each user message's files on the chat's branch up to ``message_id``; None for a chat
+        that is not stored or not this user's."""
+        if not chat_id or chat_id.startswith("local:") or not message_id:
+            return None
+        from open_webui.models.chats import Chats
+
+        chat = await _call(Chats.get_chat_by_id, chat_id)
+        if chat is None or getattr(chat, "user_id", None) != user_id:
+            return None
+        messages = None
+        if hasattr(Chats, "get_messages_map_by_chat_id"):
+            messages = await _call(Chats.get_messages_map_by_chat_id, chat_id)
+        if not messages:
+            messages = ((getattr(chat, "chat", None) or {}).get("history") or {}).get("messages") or {}
+        return stored_user_files(messages, message_id)
+
+    async def file(self, file_id: str) -> StoredFile | None:
+        from open_webui.models.files import Files
+
+        record = await _call(Files.get_file_by_id, file_id)
+        if record is None:
+            return None
+        meta = getattr(record, "meta", None) or {}
+        size = meta.get("size")
+        return StoredFile(
+            id=record.id,
+            owner=record.user_id,
+            name=_str(meta.get("name") or getattr(record, "filename", "") or record.id),
+            mime=_str(meta.get("content_type") or "application/octet-stream").split(";")[0].strip().lower(),
+            size=size if isinstance(size, int) else -1,
+            path=_str(getattr(record, "path", "")),
+        )
+
+    async def shared_with(self, file_id: str, user_id: str) -> bool:
+        """Open WebUI's own rule for a file that is not the user's (a knowledge base, a shared
+        chat or model, a channel: ``routers/files.py``)."""
+        try:
+            from open_webui.utils.access_control.files import has_access_to_file
+        except ImportError:
+            try:
+                from open_webui.routers.files import has_access_to_file
+            except ImportError:
+                return False
+        from open_webui.models.users import Users
+
+        user = await _call(Users.get_user_by_id, user_id)
+        return user is not None and bool(await _call(has_access_to_file, file_id, "read", user))
+
+    async def groups(self, user_id: str) -> list[dict[str, str]]:
+        """The user's groups (ids and names), as Open WebUI's own headers read them."""
+        from open_webui.models.groups import Groups
+
+        found = await _call(Groups.get_groups_by_member_id, user_id)
+        return [{"id": _str(g.id), "name": _str(g.name)} for g in found or ()]
+
+    async def read(self, record: StoredFile, limit: int) -> tuple[int, tuple[bytes, ...]]:
+        """(size, base64 of the bytes in pieces), in a thread; FileTooLarge past ``limit`` bytes."""
+        from open_webui.storage.provider import Storage
+
+        return await asyncio.to_thread(_read_base64, Storage.get_file, record.path, limit)
+
+
+def _read_base64(locate: Callable[[str], str], path: str, limit: int) -> tuple[int, tuple[bytes, ...]]:
+    """(size, base64 pieces) of a stored file. In blocks: one ``b64encode`` of 10 MB holds the GIL
+    for ~30 ms, which the event loop would wait out; a block takes well under a millisecond."""
+    import base64
+
+    local = locate(path)
+    pieces, size = [], 0
+    with open(local, "rb") as handle:
+        while block := handle.read(BASE64_BLOCK):
+            size += len(block)
+            if size > limit:
+                raise FileTooLarge(os.path.getsize(local))
+            pieces.append(base64.b64encode(block))
+    return size, tuple(pieces)
+
+
+def _mb(size: int) -> str:
+    return f"{size / MB:.1f} MB" if size < 10 * MB else f"{size / MB:.0f} MB"
+
+
+def _limit_mb(limit: int) -> str:
+    return f"{limit / MB:g} MB"
+
+
+async def read_files(
+    placed: Mapping[int, list[Mapping[str, Any]]],
+    *,
+    store: Any,
+    user: Mapping[str, Any],
+    limits: FileLimits,
+    reads: Iterable[str] | None,
+) -> dict[int, list[Attachment | LeftOut]]:
+    """Each placed reference read for the agent, or the reason it is left out.
+
+    The newest message's files are read first, so they are the ones that fit the turn's limit.
+    """
+    taken = None if reads is None else {"documents": "document", "images": "image"}
+    kinds = None if reads is None or taken is None else {taken[r] for r in reads if r in taken}
+    budget = limits.per_turn
+    nonce = random_hex()[:12]
+    out: dict[int, list[Attachment | LeftOut]] = {}
+    for index in sorted(placed, reverse=True):
+        parts: list[Attachment | LeftOut] = []
+        for ref in placed[index]:
+            part = await _read_one(ref, store=store, user=user, limits=limits, budget=budget, kinds=kinds)
+            if isinstance(part, Attachment):
+                budget -= part.size
+                part.token = f"\x00aihub-file-{nonce}-{index}-{len(parts)}\x00"
+            parts.append(part)
+        out[index] = parts
+    return out
+
+
+async def _read_one(
+    ref: Mapping[str, Any],
+    *,
+    store: Any,
+    user: Mapping[str, Any],
+    limits: FileLimits,
+    budget: int,
+    kinds: set[str] | None,
+) -> Attachment | LeftOut:
+    name = _reference_name(ref)
+    kind = ref.get("type")
+    if kind not in FILE_REFERENCE_TYPES:
+        return LeftOut(name, f"an agent gets single files, not a {_str(kind) or 'reference'} (ask for its files)")
+    file_id = _reference_id(ref)
+    user_id = _str(user.get("id"))
+    try:
+        record = await store.file(file_id) if file_id else None
+        allowed = record is not None and (
+            record.owner == user_id or user.get("role") == "admin" or await store.shared_with(file_id, user_id)
+        )
+        if record is None or not allowed:
+            return LeftOut(name, "it is not a file you may read")  # the same words either way: no owner, no probe
+        name = " ".join(record.name.split())[:120] or name
+        kind_name = "image" if record.mime in RASTER_IMAGES else "document"
+        if kinds is not None and kind_name not in kinds:
+            return LeftOut(name, f"this agent does not read {kind_name}s")
+        if record.size > limits.per_file:
+            return LeftOut(name, f"{_mb(record.size)} is over the limit of {_limit_mb(limits.per_file)} per file")
+        if record.size > budget:
+            return LeftOut(name, f"the files of this message would be over the limit of {_limit_mb(limits.per_turn)}")
+        size, data = await store.read(record, min(limits.per_file, budget))
+    except FileTooLarge as exc:
+        over = exc.size > limits.per_file
+        limit = f"{_limit_mb(limits.per_file)} per file" if over else f"{_limit_mb(limits.per_turn)} per message"
+        return LeftOut(name, f"{_mb(exc.size)} is over the limit of {limit}")
+    except Exception as exc:  # a store that fails must not fail the chat; the agent is told
+        log.warning("aihub_agent_pipe: reading an attached file failed (%s)", type(exc).__name__)
+        return LeftOut(name, "Open WebUI could not read it")
+    return Attachment(id=record.id, name=name, mime=record.mime, size=size, data=data)
+
+
+async def _notify(emitter: Any, text: str) -> None:
+    """A warning the user sees (a toast), next to the status line."""
+    if emitter is None:
+        return
+    try:
+        await emitter({"type": "notification", "data": {"type": "warning", "content": text}})
+    except Exception:
+        log.debug("aihub_agent_pipe: event emitter failed", exc_info=True)
+
+
+# === the request ==================================================================================
+
+
+# --- who asks, in which chat, under which trace: identity, ids, trace context, user context ----
+# Open WebUI's own connections say who the user is in headers (``open_webui/utils/headers.py``):
+# with ENABLE_FORWARD_USER_INFO_HEADERS one HS256 JWT when FORWARD_USER_INFO_HEADER_JWT_SECRET is
+# set, else plain X-OpenWebUI-User-* headers. The pipe sends the same, read from the server's
+# environment itself (so it works on every release; read once, as Open WebUI reads it), and adds claims of its own (groups, model,
+# chat and message ids; not ``aud``, which would make PyJWT without an audience reject the token).
+# With a signing key (the IDENTITY_KEYS valve or AIHUB_IDENTITY_PRIVATE_KEY) it also sends an
+# EdDSA token for this agent alone (``aud``): with a shared HS256 secret any agent could mint one
+# for another. The tokens are made by hand (a JWT is three base64url parts): no import per chat.
+
+
+@dataclass(frozen=True)
+class ForwardSettings:
+    """Open WebUI's user-info forwarding settings (env.py names and defaults)."""
+
+    enabled: bool
+    secret: str
+    jwt_header: str
+    lifetime: int
+    user_headers: tuple[str, str, str, str]  # name, id, email, role
+    chat_header: str
+    message_header: str
+
+
+_IDENTITY_ENVIRONMENT = (
+    "ENABLE_FORWARD_USER_INFO_HEADERS",
+    "FORWARD_USER_INFO_HEADER_JWT_SECRET",
+    "FORWARD_USER_INFO_HEADER_JWT",
+    "FORWARD_USER_INFO_HEADER_JWT_EXPIRES_SECONDS",
+    "FORWARD_USER_INFO_HEADER_USER_NAME",
+    "FORWARD_USER_INFO_HEADER_USER_ID",
+    "FORWARD_USER_INFO_HEADER_USER_EMAIL",
+    "FORWARD_USER_INFO_HEADER_USER_ROLE",
+    "FORWARD_SESSION_INFO_HEADER_CHAT_ID",
+    "FORWARD_SESSION_INFO_HEADER_MESSAGE_ID",
+    "AIHUB_IDENTITY_PRIVATE_KEY",
+    "AIHUB_IDENTITY_KEY_ID",
+)
+
+
+@functools.lru_cache(maxsize=1)
+def server_environment() -> Mapping[str, str]:
+    """The server's identity settings, read once per process: Open WebUI reads its own (env.py)
+    once at start, so a change needs a restart there as well. Read per chat, a dozen unset
+    variables would cost the first token ~0.08 ms (an unset read raises inside ``os.environ``)."""
+    return types.MappingProxyType({name: os.environ[name] for name in _IDENTITY_ENVIRONMENT if name in os.environ})
+
+
+@functools.lru_cache(maxsize=1)
+def server_forward_settings() -> ForwardSettings:
+    return forward_settings(server_environment())
+
+
+def forward_settings(environ: Mapping[str, str]) -> ForwardSettings:
+    """Open WebUI's forwarding settings from an environment (its names, its defaults)."""
+    get = environ.get
+    try:
+        lifetime = int(get("FORWARD_USER_INFO_HEADER_JWT_EXPIRES_SECONDS") or 300)
+    except ValueError:
+        lifetime = 300
+    prefix = "FORWARD_USER_INFO_HEADER_USER_"
+    return ForwardSettings(
+        enabled=(get("ENABLE_FORWARD_USER_INFO_HEADERS") or "false").lower() == "true",
+        secret=(get("FORWARD_USER_INFO_HEADER_JWT_SECRET") or "").strip(),
+        jwt_header=get("FORWARD_USER_INFO_HEADER_JWT") or "X-OpenWebUI-User-Jwt",
+        lifetime=lifetime,
+        user_headers=(
+            get(prefix + "NAME") or "X-OpenWebUI-User-Name",
+            get(prefix + "ID") or "X-OpenWebUI-User-Id",
+            get(prefix + "EMAIL") or "X-OpenWebUI-User-Email",
+            get(prefix + "ROLE") or "X-OpenWebUI-User-Role",
+        ),
+        chat_header=get("FORWARD_SESSION_INFO_HEADER_CHAT_ID") or "X-OpenWebUI-Chat-Id",
+        message_header=get("FORWARD_SESSION_INFO_HEADER_MESSAGE_ID") or "X-OpenWebUI-Message-Id",
+    )
+
+
+@dataclass(frozen=True)
+class SigningKey:
+    kid: str
+    key: Any  # cryptography's Ed25519PrivateKey
+    pem: str  # masked by the scrubber
+
+
+def _b64url(data: bytes) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _jwt_input(header: Mapping[str, Any], claims: Mapping[str, Any]) -> bytes:
+    compact = functools.partial(json.dumps, separators=(",", ":"), ensure_ascii=False)
+    return f"{_b64url(compact(header).encode())}.{_b64url(compact(claims).encode())}".encode()
+
+
+def mint_hs256(claims: Mapping[str, Any], secret: str) -> str:
+    """Open WebUI's forwarded-user JWT (``_mint_forward_user_jwt``): HS256, ``typ: JWT``."""
+    signing_input = _jwt_input({"alg": "HS256", "typ": "JWT"}, claims)
+    signature = hmac.new(secret.encode(), signing_input, hashlib.sha256).digest()
+    return f"{signing_input.decode()}.{_b64url(signature)}"
+
+
+def mint_eddsa(claims: Mapping[str, Any], key: SigningKey) -> str:
+    signing_input = _jwt_input({"alg": "EdDSA", "typ": "JWT", "kid": key.kid}, claims)
+    return f"{signing_input.decode()}.{_b64url(key.key.sign(signing_input))}"
+
+
+@functools.lru_cache(maxsize=8)
+def _load_signing_key(pem: str, kid: str) -> SigningKey | None:
+    """An Ed25519 private key (PKCS8 PEM), loaded once; None when it does not load."""
+    try:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+        key = load_pem_private_key(pem.encode(), password=None)
+    except Exception:
+        log.warning("aihub_agent_pipe: the identity signing key does not load (an Ed25519 PKCS8 PEM is expected)")
+        return None
+    if not isinstance(key, Ed25519PrivateKey) or not kid:
+        log.warning("aihub_agent_pipe: the identity signing key is not Ed25519 or has no key id")
+        return None
+    return SigningKey(kid=kid, key=key, pem=pem)
+
+
+@functools.lru_cache(maxsize=8)
+def _valve_signing_key(text: str) -> tuple[str, str]:
+    """(PEM, kid) of the IDENTITY_KEYS valve's ``signing`` entry; empty when there is none."""
+    try:
+        signing = (json.loads(text) if text else {}).get("signing") or {}
+        return _str(signing.get("private_key_pem")), _str(signing.get("kid"))
+    except (ValueError, AttributeError):
+        log.warning("aihub_agent_pipe: the IDENTITY_KEYS valve is not valid JSON")
+        return "", ""
+
+
+def identity_secrets(valve: str, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """What signs identities (the HS256 secret, the private keys): masked like the agents' keys."""
+    environ = server_environment() if environ is None else environ
+    pem = _valve_signing_key(valve)[0] if valve else ""
+    values = (environ.get("FORWARD_USER_INFO_HEADER_JWT_SECRET") or "", environ.get(IDENTITY_KEY_ENV) or "", pem)
+    return tuple(v.strip() for v in values if v.strip())
+
+
+def signing_key(valve: str, environ: Mapping[str, str] | None = None) -> SigningKey | None:
+    """The server's AIHUB_IDENTITY_PRIVATE_KEY (with AIHUB_IDENTITY_KEY_ID) wins over the valve."""
+    environ = server_environment() if environ is None else environ
+    pem = environ.get(IDENTITY_KEY_ENV) or ""
+    if pem.strip():
+        return _load_signing_key(pem, environ.get(IDENTITY_KID_ENV) or "server")
+    pem, kid = _valve_signing_key(valve)
+    return _load_signing_key(pem, kid) if pem else None
+
+
+def identity_claims(
+    user: Mapping[str, Any], groups: Iterable[Mapping[str, str]], *, model: str, chat_id: str, message_id: str,
+    now: int, lifetime: int,
+) -> dict[str, Any]:
+    """Open WebUI's claims (``sub, email, name, role, iss, iat, exp``) plus the pipe's own."""
+    return {
+        "sub": _str(user.get("id")),
+        "email": _str(user.get("email")),
+        "name": _str(user.get("name")),
+        "role": _str(user.get("role")),
+        "iss": "open-webui",
+        "iat": now,
+        "exp": now + lifetime,
+        "groups": [{"id": _str(g.get("id")), "name": _str(g.get("name"))} for g in groups],
+        "model": model,
+        "chat_id": chat_id,
+        "message_id": message_id,
+    }
+
+
+def needs_groups(agent: "AgentSpec", settings: ForwardSettings, key: SigningKey | None) -> bool:
+    """Whether a token will be minted (only tokens carry the groups: a store read is skipped otherwise)."""
+    return agent.identity != "none" and (key is not None or (settings.enabled and bool(settings.secret)))
+
+
+def identity_headers(
+    agent: "AgentSpec", claims: Mapping[str, Any], settings: ForwardSettings, key: SigningKey | None
+) -> dict[str, str]:
+    """The identity headers for one request; IdentityRequired when ``signed`` cannot be kept."""
+    if agent.identity == "none":
+        return {}
+    headers: dict[str, str] = {}
+    if settings.enabled and settings.secret:
+        headers[settings.jwt_header] = mint_hs256(claims, settings.secret)
+    elif settings.enabled and agent.identity != "signed":  # Open WebUI's plain headers: never under "signed"
+        name, user_id, email, role = settings.user_headers
+        headers[name] = quote(_str(claims["name"]).strip(), safe=" ")
+        headers[user_id] = _str(claims["sub"])
+        headers[email] = quote(_str(claims["email"]).strip(), safe="@+ ")
+        headers[role] = _str(claims["role"])
+    if key is not None:
+        own = {**claims, "iss": IDENTITY_ISSUER, "aud": claims["model"]}
+        headers[IDENTITY_HEADER] = mint_eddsa(own, key)
+    if agent.identity == "signed" and not any(h in headers for h in (settings.jwt_header, IDENTITY_HEADER)):
+        raise IdentityRequired(
+            "This agent accepts only a signed identity, and no key is set: an administrator has to set "
+            "FORWARD_USER_INFO_HEADER_JWT_SECRET (with ENABLE_FORWARD_USER_INFO_HEADERS=true) or the pipe's "
+            "identity key (provision sync writes it). Nothing was sent to the agent."
+        )
+    return headers
+
+
+def session_headers(settings: ForwardSettings, chat_id: str, message_id: str) -> dict[str, str]:
+    """Open WebUI's chat and message id headers (its names), for the OpenAI transport."""
+    headers = {}
+    if chat_id:
+        headers[settings.chat_header] = chat_id
+    if message_id:
+        headers[settings.message_header] = message_id
+    return headers
+
+
+def traceparent() -> str:
+    """A W3C traceparent: the child of Open WebUI's current OpenTelemetry span when its tracing is
+    on (ENABLE_OTEL_TRACES imports opentelemetry; the pipe never imports it), else a new trace."""
+    otel = sys.modules.get("opentelemetry.trace")
+    if otel is not None:
+        try:
+            context = otel.get_current_span().get_span_context()
+            if context.is_valid:
+                return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+        except Exception:
+            log.debug("aihub_agent_pipe: reading the current span failed", exc_info=True)
+    return f"00-{random_hex()}-{random_hex()[:16]}-01"
+
+
+def trace_id(parent: str) -> str:
+    return parent.split("-")[1] if parent.count("-") == 3 else ""
+
+
+_CONTEXT_VARIABLES = (
+    ("{{USER_LANGUAGE}}", "user_language", "The user's language"),
+    ("{{CURRENT_DATETIME}}", "current_datetime", "The current date and time"),
+    ("{{CURRENT_TIMEZONE}}", "current_timezone", "The user's timezone"),
+)
+
+
+def user_context(metadata: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(key, description, value) of the prompt variables the browser set (``metadata["variables"]``);
+    an API client sets none, so the current time is then the server's, in UTC."""
+    variables = metadata.get("variables")
+    variables = variables if isinstance(variables, Mapping) else {}
+    out = []
+    for name, key, description in _CONTEXT_VARIABLES:
+        value = variables.get(name)
+        if not (isinstance(value, str) and value.strip()) and key == "current_datetime":
+            value = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+        if isinstance(value, str) and value.strip():
+            out.append((key, description, value.strip()[:200]))
+    return out
+
+
+def oauth_header(agent: "AgentSpec", token: Any) -> dict[str, str]:
+    """The user's OAuth access token in the backend's own header, only over https or loopback."""
+    if not agent.oauth_token_header:
+        return {}
+    access = token.get("access_token") if isinstance(token, Mapping) else None
+    if not isinstance(access, str) or not access:
+        return {}
+    parts = urlsplit(agent.url)
+    host = parts.hostname or ""
+    if parts.scheme != "https" and not (host == "localhost" or host.startswith("127.") or host == "::1"):
+        raise PipeConfigError(
+            f"The agent asks for the user's OAuth token, and its address {_host(agent.url)} is not https: "
+            "the pipe sends the token only over https (or to loopback). Nothing was sent to the agent."
+        )
+    return {agent.oauth_token_header: access}
+
+
+@dataclass
+class Turn:
+    """What one request to the agent carries besides the chat: ids, trace, context, identity."""
+
+    chat_id: str
+    message_id: str
+    user_message_id: str
+    traceparent: str
+    trace_id: str
+    context: list[tuple[str, str, str]]
+    user_id: str = ""  # the user's id, unless the backend asked for no identity
+    headers: dict[str, str] = field(default_factory=dict)
+    forwarded: dict[str, str] = field(default_factory=dict)  # AG-UI forwardedProps keys
+    mask: TokenMask = field(default_factory=TokenMask)
+    failure: Exception | None = None
+
+
+def _oauth_secrets(token: Any) -> list[str]:
+    """Every token in Open WebUI's OAuth token dict (access, refresh, id), masked even when unsent."""
+    if not isinstance(token, Mapping):
+        return []
+    return [v for k, v in token.items() if isinstance(v, str) and k.endswith("token")]
+
+
+def requested_features(metadata: Mapping[str, Any], supported: Iterable[str]) -> list[str]:
+    """Features the filters put into the metadata key, kept only when the agent supports them."""
+    requested = metadata.get(METADATA_KEY)
+    if not isinstance(requested, list):
+        return []
+    allowed = set(supported)
+    return list(dict.fromkeys(f for f in requested if isinstance(f, str) and f in allowed))
+
+
+# === wire decoding: SSE, the OpenAI adapter, the event decoder ====================================
+
+
+class SSEParser:
+    """Server-sent events, line by line: returns an event's data when a blank line ends it."""
+
+    def __init__(self) -> None:
+        self._data: list[str] = []
+
+    def feed(self, line: str) -> str | None:
+        if not line:
+            return self.flush()
+        if line.startswith(":"):
+            return None
+        name, _, value = line.partition(":")
+        if name == "data":
+            self._data.append(value[1:] if value.startswith(" ") else value)
+        return None
+
+    @property
+    def pending(self) -> bool:
+        """Data lines of an event that is not complete yet."""
+        return bool(self._data)
+
+    def flush(self) -> str | None:
+        if not self._data:
+            return None
+        data = "\n".join(self._data)
+        self._data = []
+        return data
+
+
+class OpenAIChunkAdapter:
+    """OpenAI chat-completion chunks as AG-UI-shaped events, so one recorder serves both transports.
+
+    An OpenAI stream carries a call's result, if at all, as a ``tool`` delta right after the call.
+    When text or reasoning follows calls whose results did not come, the agent ran them on its side
+    and will not send them: the adapter says so (CALLS_RAN), so the text is not held below calls
+    that would otherwise wait for a result until the run ends. (A result that still comes after
+    that is not shown: the call's block has gone out.)
+    """
+
+    def __init__(self) -> None:
+        self._calls_by_index: dict[int, str] = {}
+        self._waiting: set[str] = set()  # calls started, no result seen
+        self.finish_reason: str | None = None
+
+    def events(self, chunk: Mapping[str, Any]) -> list[dict[str, Any]]:
+        error = chunk.get("error")
+        if error:
+            message = error.get("message") if isinstance(error, Mapping) else error
+            return [{"type": "RUN_ERROR", "message": _str(message) or "The agent reported an error."}]
+        out: list[dict[str, Any]] = []
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            text = delta.get("content")
+            is_result = delta.get("role") == "tool" and delta.get("tool_call_id")
+            said = any(isinstance(part, str) and part.strip() for part in (text, reasoning))
+            if self._waiting and not is_result and said:
+                self._waiting.clear()
+                out.append({"type": CALLS_RAN})
+            if isinstance(reasoning, str) and reasoning:
+                out.append({"type": "REASONING_MESSAGE_CONTENT", "messageId": "reasoning", "delta": reasoning})
+            if is_result:
+                self._waiting.discard(_str(delta["tool_call_id"]))
+                out.append(
+                    {"type": "TOOL_CALL_RESULT", "toolCallId": delta["tool_call_id"], "content": _content_text(text)}
+                )
+            elif isinstance(text, str) and text:
+                out.append({"type": "TEXT_MESSAGE_CONTENT", "delta": text})
+            for call in delta.get("tool_calls") or []:
+                index = call.get("index", len(self._calls_by_index))
+                function = call.get("function") or {}
+                call_id = _str(call.get("id")) or self._calls_by_index.get(index, "")
+                if not call_id:
+                    call_id = f"call-{random_hex()}"
+                if index not in self._calls_by_index or function.get("name"):
+                    self._calls_by_index[index] = call_id
+                    self._waiting.add(call_id)
+                    out.append(
+                        {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": _str(function.get("name"))}
+                    )
+                if function.get("arguments"):
+                    out.append({"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": _str(function["arguments"])})
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+            out.extend(openai_extras(delta))
+        if isinstance(chunk.get("usage"), Mapping):  # the final chunk (stream_options.include_usage)
+            out.append({"type": USAGE, "usage": chunk["usage"]})
+        return out
+
+
+def openai_extras(delta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """What an OpenAI delta carries beside the answer, as the events the Outbound reads."""
+    annotations = delta.get("annotations")
+    citations = [
+        a for a in annotations if isinstance(a, Mapping) and a.get("type") == "url_citation"
+    ] if isinstance(annotations, list) else []
+    out = [{"type": "CUSTOM", "name": SOURCE_EVENT, "value": citations}] if citations else []
+    images = delta.get("images")
+    if isinstance(images, list) and images:
+        out.append({"type": "CUSTOM", "name": IMAGE_EVENT, "value": images})
+    return out
+
+
+class AgentStream:
+    """The events in an agent's response body, fed as it is read (pure: bytes in, AG-UI events out).
+
+    AG-UI bodies are SSE whose data is an event; OpenAI bodies are SSE whose data is a chunk, made
+    AG-UI-shaped by the OpenAIChunkAdapter, and ``[DONE]`` ends the run. ``feed`` is lazy: the
+    first event of a large read is handled before the rest of the read is parsed.
+    """
+
+    def __init__(self, transport: str) -> None:
+        self._parser = SSEParser()
+        self._pending = b""  # the start of a line the next read completes
+        self._adapter = OpenAIChunkAdapter() if transport == "openai" else None
+        self._done = False
+
+    def feed(self, raw: bytes) -> Iterator[dict[str, Any]]:
+        body, self._pending, start, parser = self._pending + raw, b"", 0, self._parser
+        # Line by line as consumed, each line decoded on its own (SSE is UTF-8, and "\n" never
+        # occurs inside a UTF-8 sequence): a read can hold thousands of lines, and the first
+        # event must not wait for all of them to be split or decoded.
+        while (end := body.find(b"\n", start)) >= 0:
+            line, start = body[start:end].decode("utf-8", "replace"), end + 1
+            if line.endswith("\r"):
+                line = line[:-1]
+            if line[:5] == "data:" and body.startswith(b"\n", start) and not parser.pending:
+                start += 1  # "data: ...\n\n", what nearly every event is: no parser needed
+                yield from self._events(line[6:] if line[5:6] == " " else line[5:])
+                continue
+            data = parser.feed(line)
+            if data is not None:
+                yield from self._events(data)
+        self._pending = body[start:]
+
+    def end(self) -> Iterator[dict[str, Any]]:
+        """The events the body's end completes (a last event without its blank line)."""
+        tail, self._pending = self._pending.decode("utf-8", "replace").removesuffix("\r"), b""
+        for data in (self._parser.feed(tail) if tail else None, self._parser.flush()):
+            if data is not None:
+                yield from self._events(data)
+        if self._adapter is not None and self._adapter.finish_reason and not self._done:
+            self._done = True
+            yield {"type": "RUN_FINISHED"}  # some servers end without [DONE]
+
+    def _events(self, data: str) -> Iterator[dict[str, Any]]:
+        if self._adapter is None:
+            event = _json_or_none(data)
+            if isinstance(event, dict) and event.get("type") not in (CALLS_RAN, USAGE):  # only the adapter says that
+                yield event
+            return
+        if self._done:
+            return
+        if data.strip() == "[DONE]":
+            self._done = True
+            yield {"type": "RUN_FINISHED"}
+            return
+        chunk = _json_or_none(data)
+        if isinstance(chunk, dict):
+            yield from self._adapter.events(chunk)
+
+
+# === the recorder: events in, ordered segments and stable output out ==============================
 
 
 class Recorder:
@@ -847,27 +2131,6 @@ _HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
 }
 
 
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ("" if value is None else str(value))
-
-
-def _content_text(content: Any) -> str:
-    """A message or result content as text (AG-UI 1.0 and OpenAI allow a list of parts)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(_str(part.get("text")) for part in content if isinstance(part, Mapping))
-    return "" if content is None else json.dumps(content)
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
-
-
 # --- beside the answer: token usage, sources, steps --------------------------------------------
 # Open WebUI shows more of a turn than its content (utils/middleware.py, socket/main.py):
 #   - usage: the ``usage`` of a chunk a pipe yields is shown on the message and stored in its
@@ -889,10 +2152,9 @@ def _is_json(text: str) -> bool:
 #   OpenAI: the final usage chunk (asked for with stream_options.include_usage) and
 #   ``delta.annotations`` of type ``url_citation``; ``delta.images`` (``image_url`` parts).
 
-SOURCE_EVENT = "aihub.source"
-IMAGE_EVENT = "aihub.image"
 _DATA_URI = re.compile(r"data:(image/[\w.+-]+);base64,(.*)", re.S)
-MAX_SOURCES = 50  # per turn: every source is a write of the chat's row
+
+
 _USAGE_NAMES = {
     "input": ("input_tokens", "prompt_tokens", "input_token_count"),
     "output": ("output_tokens", "completion_tokens", "output_token_count"),
@@ -1156,1141 +2418,29 @@ async def store_images(
     return urls
 
 
-# --- history: Open WebUI messages -> the agent's messages ------------------------------------
-
-
-def _message_text(content: Any) -> str:
-    if isinstance(content, list):
-        return "\n".join(
-            _str(part.get("text")) for part in content if isinstance(part, Mapping) and part.get("type") == "text"
-        )
-    return _str(content)
-
-
-class HistoryVerifier:
-    """Which tool blocks of one history become calls: those the pipe signed, unaltered, for this
-    chat, agent and user (the Signer's scope), each once and where it was made.
-
-    ``message()`` opens the next assistant message and returns its check for parse_content. A
-    turn's blocks count only in the first message that shows them, and a call id only the first
-    time: a block repeated at a later turn, or twice in one message, is text (an agent must not
-    get two calls with one id).
-    """
-
-    def __init__(self, signer: Signer | None) -> None:
-        self._signer = signer
-        self._messages = 0
-        self._turns: dict[str, int] = {}  # turn -> the message that showed it first
-        self._calls: set[str] = set()
-
-    def message(self) -> Callable[[ToolCall, str], bool]:
-        self._messages += 1
-        return functools.partial(self._verify, self._messages)
-
-    def _verify(self, message: int, call: ToolCall, message_id: str) -> bool:
-        if self._signer is None or not self._signer.verify(call, message_id):
-            return False
-        if self._turns.setdefault(call.turn, message) != message or call.id in self._calls:
-            return False
-        self._calls.add(call.id)
-        return True
-
-
-def unverified_tool_text(message: Mapping[str, Any]) -> str:
-    """A client-supplied tool call or tool result (OpenAI-shaped history) as plain text: the pipe
-    did not render it, so nothing vouches that it happened."""
-    if message.get("role") == "tool":
-        return f"[unverified tool result for {_str(message.get('tool_call_id'))}] {_message_text(message.get('content'))}"
-    lines = [_message_text(message.get("content"))] if _message_text(message.get("content")).strip() else []
-    for call in message.get("tool_calls") or []:
-        if isinstance(call, Mapping):
-            function = call.get("function") or {}
-            lines.append(
-                f"[unverified tool call {_str(call.get('id'))}] "
-                f"{_str(function.get('name'))}({_str(function.get('arguments'))})"
-            )
-    return "\n".join(lines)
-
-
-def to_agui_messages(messages: Iterable[Mapping[str, Any]], signer: Signer | None = None) -> list[dict[str, Any]]:
-    """Open WebUI's ``body["messages"]`` as AG-UI messages, assistant turns in streamed order.
-
-    Reasoning and error segments stay in the UI. A call without a result is kept (an AG-UI server
-    decides what to do with a pending call; Agent Framework answers it with a synthetic result).
-    Only tool blocks ``signer`` verifies become calls; anything else reaches the agent as text.
-    """
-    out: list[dict[str, Any]] = []
-    verify = HistoryVerifier(signer)
-    for i, message in enumerate(messages):
-        role = message.get("role")
-        prefix = f"aihub-{i}"
-        if role == "tool" or (role == "assistant" and message.get("tool_calls")):
-            out.append({"id": prefix, "role": "assistant", "content": unverified_tool_text(message)})
-        elif role == "assistant":
-            content = message.get("content")
-            if isinstance(content, str) and content:
-                out.extend(_segments_to_agui(parse_content(content, prefix, verify.message()), prefix))
-        elif role == "user":
-            out.append({"id": prefix, "role": role, "content": agui_content(message.get("content"))})
-        elif role in ("system", "developer"):
-            out.append({"id": prefix, "role": role, "content": _message_text(message.get("content"))})
-    return _unique_ids(out)
-
-
-def _unique_ids(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Servers deduplicate by message id (Agent Framework does); a server that reuses ids from
-    run to run must not make an earlier turn's message vanish."""
-    seen: set[str] = set()
-    for n, message in enumerate(messages):
-        while message["id"] in seen or not message["id"]:
-            message["id"] = f"{message['id'] or 'aihub'}-{n}"
-        seen.add(message["id"])
-    return messages
-
-
-def _segments_to_agui(segments: list[Segment], prefix: str) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for j, segment in enumerate(segments):
-        if isinstance(segment, Text):
-            out.append({"id": f"{prefix}-{j}", "role": "assistant", "content": unescape_markup(segment.text)})
-        elif isinstance(segment, ToolStep):
-            out.append(
-                {
-                    "id": segment.message_id,
-                    "role": "assistant",
-                    "toolCalls": [
-                        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                        for c in segment.calls
-                    ],
-                }
-            )
-            for k, call in enumerate(segment.calls):
-                if call.result is not None:
-                    out.append(
-                        {
-                            "id": call.result_id or f"{prefix}-{j}-{k}",
-                            "role": "tool",
-                            "toolCallId": call.id,
-                            "content": call.result,
-                        }
-                    )
-    return out
-
-
-def to_openai_messages(messages: Iterable[Mapping[str, Any]], signer: Signer | None = None) -> list[dict[str, Any]]:
-    """Open WebUI's ``body["messages"]`` as OpenAI chat messages, assistant turns in streamed order.
-
-    A call without a result is dropped: OpenAI-style servers reject a ``tool_calls`` message that
-    no ``tool`` message answers, and Open WebUI cannot supply the missing result. Only tool blocks
-    ``signer`` verifies become calls; anything else reaches the agent as text.
-    """
-    out: list[dict[str, Any]] = []
-    verify = HistoryVerifier(signer)
-    for message in messages:
-        role = message.get("role")
-        content = message.get("content")
-        if role == "tool" or (role == "assistant" and message.get("tool_calls")):
-            out.append({"role": "assistant", "content": unverified_tool_text(message)})
-        elif role == "assistant" and isinstance(content, str):
-            for segment in parse_content(content, verify=verify.message()):
-                if isinstance(segment, Text):
-                    out.append({"role": "assistant", "content": unescape_markup(segment.text)})
-                elif isinstance(segment, ToolStep):
-                    answered = [c for c in segment.calls if c.result is not None]
-                    if not answered:
-                        continue
-                    out.append(
-                        {
-                            "role": "assistant",
-                            "content": "",
-                            "tool_calls": [
-                                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                                for c in answered
-                            ],
-                        }
-                    )
-                    out.extend({"role": "tool", "tool_call_id": c.id, "content": c.result} for c in answered)
-        elif role in ("user", "system", "developer", "assistant"):
-            keep = ("role", "content", "name")
-            out.append({key: value for key, value in message.items() if key in keep})
-    return out
-
-
-# --- wire formats --------------------------------------------------------------------------------
-
-
-class SSEParser:
-    """Server-sent events, line by line: returns an event's data when a blank line ends it."""
-
-    def __init__(self) -> None:
-        self._data: list[str] = []
-
-    def feed(self, line: str) -> str | None:
-        if not line:
-            return self.flush()
-        if line.startswith(":"):
-            return None
-        name, _, value = line.partition(":")
-        if name == "data":
-            self._data.append(value[1:] if value.startswith(" ") else value)
-        return None
-
-    @property
-    def pending(self) -> bool:
-        """Data lines of an event that is not complete yet."""
-        return bool(self._data)
-
-    def flush(self) -> str | None:
-        if not self._data:
-            return None
-        data = "\n".join(self._data)
-        self._data = []
-        return data
-
-
-class OpenAIChunkAdapter:
-    """OpenAI chat-completion chunks as AG-UI-shaped events, so one recorder serves both transports.
-
-    An OpenAI stream carries a call's result, if at all, as a ``tool`` delta right after the call.
-    When text or reasoning follows calls whose results did not come, the agent ran them on its side
-    and will not send them: the adapter says so (CALLS_RAN), so the text is not held below calls
-    that would otherwise wait for a result until the run ends. (A result that still comes after
-    that is not shown: the call's block has gone out.)
-    """
-
-    def __init__(self) -> None:
-        self._calls_by_index: dict[int, str] = {}
-        self._waiting: set[str] = set()  # calls started, no result seen
-        self.finish_reason: str | None = None
-
-    def events(self, chunk: Mapping[str, Any]) -> list[dict[str, Any]]:
-        error = chunk.get("error")
-        if error:
-            message = error.get("message") if isinstance(error, Mapping) else error
-            return [{"type": "RUN_ERROR", "message": _str(message) or "The agent reported an error."}]
-        out: list[dict[str, Any]] = []
-        for choice in chunk.get("choices") or []:
-            delta = choice.get("delta") or {}
-            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-            text = delta.get("content")
-            is_result = delta.get("role") == "tool" and delta.get("tool_call_id")
-            said = any(isinstance(part, str) and part.strip() for part in (text, reasoning))
-            if self._waiting and not is_result and said:
-                self._waiting.clear()
-                out.append({"type": CALLS_RAN})
-            if isinstance(reasoning, str) and reasoning:
-                out.append({"type": "REASONING_MESSAGE_CONTENT", "messageId": "reasoning", "delta": reasoning})
-            if is_result:
-                self._waiting.discard(_str(delta["tool_call_id"]))
-                out.append(
-                    {"type": "TOOL_CALL_RESULT", "toolCallId": delta["tool_call_id"], "content": _content_text(text)}
-                )
-            elif isinstance(text, str) and text:
-                out.append({"type": "TEXT_MESSAGE_CONTENT", "delta": text})
-            for call in delta.get("tool_calls") or []:
-                index = call.get("index", len(self._calls_by_index))
-                function = call.get("function") or {}
-                call_id = _str(call.get("id")) or self._calls_by_index.get(index, "")
-                if not call_id:
-                    call_id = f"call-{random_hex()}"
-                if index not in self._calls_by_index or function.get("name"):
-                    self._calls_by_index[index] = call_id
-                    self._waiting.add(call_id)
-                    out.append(
-                        {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": _str(function.get("name"))}
-                    )
-                if function.get("arguments"):
-                    out.append({"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": _str(function["arguments"])})
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
-            out.extend(openai_extras(delta))
-        if isinstance(chunk.get("usage"), Mapping):  # the final chunk (stream_options.include_usage)
-            out.append({"type": USAGE, "usage": chunk["usage"]})
-        return out
-
-
-def openai_extras(delta: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """What an OpenAI delta carries beside the answer, as the events the Outbound reads."""
-    annotations = delta.get("annotations")
-    citations = [
-        a for a in annotations if isinstance(a, Mapping) and a.get("type") == "url_citation"
-    ] if isinstance(annotations, list) else []
-    out = [{"type": "CUSTOM", "name": SOURCE_EVENT, "value": citations}] if citations else []
-    images = delta.get("images")
-    if isinstance(images, list) and images:
-        out.append({"type": "CUSTOM", "name": IMAGE_EVENT, "value": images})
-    return out
-
-
-class PipeConfigError(Exception):
-    """The valves do not allow the request (e.g. a key name missing from API_KEYS)."""
-
-
-class AgentHTTPError(Exception):
-    """The agent answered with an HTTP error status; ``detail`` is raw (the pipe scrubs it)."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(f"HTTP {status}")
-        self.status = status
-        self.detail = detail
-
-
-class StreamEndedEarly(Exception):
-    """The agent's stream ended before RUN_FINISHED or RUN_ERROR."""
-
-
-# --- files: what the user attached, read from Open WebUI's own file store ---------------------
-# Open WebUI hands a pipe the chat's file references (``__metadata__["files"]``: the files of the
-# whole chat plus the new message's) and removes each message's own ``files`` before the pipe
-# sees ``body["messages"]``. So the pipe places each file itself: on the user message it was
-# attached to (read from the stored chat, so it goes with that message in every later turn),
-# else on the newest user message. The bytes come from Open WebUI's store, only for files the
-# chat's user may read, and are read and encoded in a thread. Images Open WebUI already put into
-# a message as ``image_url`` parts stay where they are.
-
-FILE_REFERENCE_TYPES = ("file", "image", "doc")  # references that name one stored file
-RASTER_IMAGES = ("image/png", "image/jpeg", "image/gif", "image/webp")
-_IGNORED_REFERENCES = ("web_search", "filesystem")  # Open WebUI's own, never the user's attachments
-_ATTACHED_FILES = re.compile(r"\A<attached_files>\n(?:<file [^\n]*/>\n)*</attached_files>\n\n")
-MB = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class StoredFile:
-    """The fields of an Open WebUI file record the pipe uses."""
-
-    id: str
-    owner: str
-    name: str
-    mime: str
-    size: int  # bytes; -1 when the record does not say
-    path: str
-
-
-@dataclass
-class Attachment:
-    """A file read for the agent; ``data`` is its base64 text (ASCII bytes, or pieces of it)."""
-
-    id: str
-    name: str
-    mime: str
-    size: int
-    data: bytes | tuple[bytes, ...]
-    token: str = ""  # what the request body holds in the data's place until encode_body
-
-    @property
-    def kind(self) -> str:
-        return "image" if self.mime in RASTER_IMAGES else "document"
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        return {"filename": self.name, "file_id": self.id, "size": self.size}
-
-
-@dataclass(frozen=True)
-class LeftOut:
-    """A file the agent does not get, and why: the agent gets this line, and the user sees it."""
-
-    name: str
-    reason: str
-
-    @property
-    def text(self) -> str:
-        return f'[The attached file "{self.name}" was left out: {self.reason}.]'
-
-
-class FileTooLarge(Exception):
-    """The file's bytes are more than the limit allows (the record may have said less)."""
-
-    def __init__(self, size: int) -> None:
-        super().__init__(f"{size} bytes")
-        self.size = size
-
-
-@dataclass(frozen=True)
-class FileLimits:
-    """The MAX_FILE_MB and MAX_TURN_FILES_MB valves in bytes."""
-
-    per_file: int
-    per_turn: int
-
-
-@dataclass
-class InboundFiles:
-    """A turn's history with its files placed, what was read, and what was left out."""
-
-    history: list[Mapping[str, Any]]
-    attachments: list[Attachment] = field(default_factory=list)
-    left_out: list[LeftOut] = field(default_factory=list)
-
-
-def _reference_id(ref: Mapping[str, Any]) -> str:
-    nested = ref.get("file")
-    value = ref.get("id") or (nested.get("id") if isinstance(nested, Mapping) else None)
-    return value if isinstance(value, str) else ""
-
-
-def _reference_name(ref: Mapping[str, Any]) -> str:
-    nested = ref.get("file")
-    name = ref.get("name") or (nested.get("filename") if isinstance(nested, Mapping) else None)
-    name = name if isinstance(name, str) and name.strip() else _reference_id(ref) or "unnamed"
-    name = " ".join(name.split())
-    return name if len(name) <= 120 else name[:119] + "…"
-
-
-def _is_image_reference(ref: Mapping[str, Any]) -> bool:
-    """Open WebUI turns these into ``image_url`` parts of their message itself."""
-    meta = ref.get("meta")
-    mime = ref.get("content_type") or (meta.get("content_type") if isinstance(meta, Mapping) else "")
-    return ref.get("type") == "image" or (isinstance(mime, str) and mime in RASTER_IMAGES)
-
-
-def stored_user_files(messages: Mapping[str, Any], message_id: str) -> list[list[Mapping[str, Any]]] | None:
-    """The ``files`` of each user message on the branch that ends at ``message_id``, oldest first
-    (a stored chat's ``history.messages``: id -> message with ``parentId``)."""
-    chain: list[Mapping[str, Any]] = []
-    seen: set[str] = set()
-    current = messages.get(message_id) if message_id else None
-    while isinstance(current, Mapping) and len(chain) < 10_000:
-        chain.append(current)
-        parent = current.get("parentId")
-        if not isinstance(parent, str) or parent in seen:
-            break
-        seen.add(parent)
-        current = messages.get(parent)
-    if not chain:
-        return None
-    return [
-        [f for f in (m.get("files") or []) if isinstance(f, Mapping)] if isinstance(m.get("files"), list) else []
-        for m in reversed(chain)
-        if m.get("role") == "user"
-    ]
-
-
-def place_files(
-    history: list[Mapping[str, Any]],
-    chat_files: Iterable[Any],
-    stored: list[list[Mapping[str, Any]]] | None,
-) -> dict[int, list[Mapping[str, Any]]]:
-    """Which user message (index in ``history``) each file reference goes with.
-
-    A message's own ``files`` first (releases and clients that keep them), then the stored chat's
-    user messages matched from the newest, then the rest of ``chat_files`` on the newest user
-    message. The image references of a message that Open WebUI already gave ``image_url`` data
-    parts are left to those parts.
-    """
-    users = [i for i, m in enumerate(history) if isinstance(m, Mapping) and m.get("role") == "user"]
-    placed: dict[int, list[Mapping[str, Any]]] = {}
-    seen: set[str] = set()
-
-    def put(index: int, refs: Iterable[Any], *, images: bool) -> None:
-        for ref in refs:
-            if not isinstance(ref, Mapping) or ref.get("type") in _IGNORED_REFERENCES:
-                continue
-            key = _reference_id(ref) or _reference_name(ref)
-            if key in seen:
-                continue
-            seen.add(key)
-            if images or not _is_image_reference(ref):
-                placed.setdefault(index, []).append(ref)
-
-    for index in users:
-        own = history[index].get("files")
-        if isinstance(own, list):
-            put(index, own, images=not _has_inline_images(history[index]))
-    for index, refs in zip(reversed(users), reversed(stored or [])):
-        put(index, refs, images=not _has_inline_images(history[index]))
-    if users:
-        put(users[-1], chat_files if isinstance(chat_files, list) else [], images=True)
-    return placed
-
-
-def _has_inline_images(message: Mapping[str, Any]) -> bool:
-    content = message.get("content")
-    return isinstance(content, list) and any(
-        isinstance(part, Mapping) and part.get("type") == "image_url" and _image_url(part).startswith("data:")
-        for part in content
-    )
-
-
-def _image_url(part: Mapping[str, Any]) -> str:
-    image = part.get("image_url")
-    return _str(image.get("url") if isinstance(image, Mapping) else image)
-
-
-def with_files(
-    history: list[Mapping[str, Any]], parts: Mapping[int, list["Attachment | LeftOut"]]
-) -> list[Mapping[str, Any]]:
-    """The history with each message's files at the end of its content, and without the
-    ``<attached_files>`` list Open WebUI writes into the text for its own tools."""
-    out: list[Mapping[str, Any]] = []
-    for index, message in enumerate(history):
-        files = parts.get(index)
-        content = message.get("content") if isinstance(message, Mapping) else None
-        listed = isinstance(content, str) and content.startswith("<attached_files>")
-        if not files and not listed and not (isinstance(content, list) and _lists_attached_files(content)):
-            out.append(message)
-            continue
-        pieces: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
-        pieces = [_without_file_list(piece) for piece in pieces]
-        pieces.extend(p if isinstance(p, Attachment) else {"type": "text", "text": p.text} for p in files or ())
-        out.append({**message, "content": pieces})
-    return out
-
-
-def _lists_attached_files(content: list[Any]) -> bool:
-    first = content[0] if content else None
-    return isinstance(first, Mapping) and _str(first.get("text")).startswith("<attached_files>")
-
-
-def _without_file_list(piece: Any) -> Any:
-    if isinstance(piece, Mapping) and piece.get("type") == "text":
-        return {**piece, "text": _ATTACHED_FILES.sub("", _str(piece.get("text")), count=1)}
-    return piece
-
-
-def _data_uri(url: str) -> tuple[str, str] | None:
-    """``data:<mime>;base64,<data>`` -> (mime, data)."""
-    head, comma, data = url.partition(",")
-    if not comma or not head.startswith("data:") or not head.endswith(";base64"):
-        return None
-    return head[5:-7] or "application/octet-stream", data
-
-
-def agui_content(content: Any) -> Any:
-    """A user message's content for AG-UI: text stays a string; files and images become
-    ``document``/``image`` parts (ag-ui-protocol 0.1.22) next to the text parts."""
-    if not isinstance(content, list):
-        return _str(content)
-    parts: list[dict[str, Any]] = []
-    rich = False
-    for part in content:
-        if isinstance(part, Attachment):
-            rich = True
-            source = {"type": "data", "value": part.token, "mimeType": part.mime}
-            parts.append({"type": part.kind, "source": source, "metadata": part.metadata})
-        elif isinstance(part, Mapping) and part.get("type") == "text":
-            parts.append({"type": "text", "text": _str(part.get("text"))})
-        elif isinstance(part, Mapping) and part.get("type") == "image_url":
-            url = _image_url(part)
-            inline = _data_uri(url)
-            if inline is not None:
-                rich = True
-                parts.append({"type": "image", "source": {"type": "data", "value": inline[1], "mimeType": inline[0]}})
-            elif url.startswith(("https://", "http://")):
-                rich = True
-                parts.append({"type": "image", "source": {"type": "url", "value": url}})
-    if not rich:
-        return "\n".join(p["text"] for p in parts)
-    return [p for p in parts if p["type"] != "text" or p["text"]]
-
-
-def openai_content(content: Any) -> Any:
-    """A user message's content for an OpenAI backend: a document as a ``file`` part with a data
-    URI, an image as ``image_url``; everything else as it came."""
-    if not isinstance(content, list) or not any(isinstance(p, Attachment) for p in content):
-        return content
-    out: list[Any] = []
-    for part in content:
-        if not isinstance(part, Attachment):
-            out.append(part)
-        elif part.kind == "image":
-            out.append({"type": "image_url", "image_url": {"url": f"data:{part.mime};base64,{part.token}"}})
-        else:
-            out.append({"type": "file", "file": {"filename": part.name, "file_data": f"data:{part.mime};base64,{part.token}"}})
-    return out
-
-
-def with_openai_files(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """OpenAI messages with each user message's files as ``file``/``image_url`` parts."""
-    return [{**m, "content": openai_content(m.get("content"))} if m.get("role") == "user" else m for m in messages]
-
-
-@dataclass(frozen=True)
-class RequestBody:
-    """A request body in pieces (a file's base64 stays in the pieces it was encoded in)."""
-
-    pieces: tuple[bytes, ...]
-
-    @property
-    def size(self) -> int:
-        return sum(map(len, self.pieces))
-
-    async def stream(self) -> AsyncIterator[bytes]:
-        for piece in self.pieces:
-            yield piece
-
-
-def encode_body(payload: Mapping[str, Any], attachments: Iterable[Attachment]) -> RequestBody:
-    """The request body as JSON with each file's base64 put where its token stands.
-
-    Called in a thread. The base64 is never copied (not into a string, not into one joined body):
-    joining megabytes, like encoding them in one call, holds the GIL, and Open WebUI's event loop
-    with it, for tens of milliseconds.
-    """
-    by_token = {json.dumps(a.token)[1:-1]: a for a in attachments}
-    text = json.dumps(payload)
-    if not by_token:
-        return RequestBody((text.encode(),))
-    pattern = re.compile("|".join(re.escape(token) for token in by_token))
-    pieces: list[bytes] = []
-    position = 0
-    for match in pattern.finditer(text):
-        pieces.append(text[position : match.start()].encode())
-        data = by_token[match.group(0)].data
-        pieces.extend(data if isinstance(data, tuple) else (data,))
-        position = match.end()
-    pieces.append(text[position:].encode())
-    return RequestBody(tuple(pieces))
-
-
-async def _call(function: Callable[..., Any], *args: Any) -> Any:
-    """Call Open WebUI's model API: asynchronous in 0.12, synchronous (run in a thread) in 0.6."""
-    if asyncio.iscoroutinefunction(function):
-        return await function(*args)
-    result = await asyncio.to_thread(function, *args)
-    return await result if asyncio.iscoroutine(result) else result
-
-
-class OpenWebUIStore:
-    """Open WebUI's own records (chats, files, users, groups), read through its modules.
-
-    Imported inside the methods: this file is loaded by Open WebUI, and the tests load it alone.
-    The API differs between releases (0.6: synchronous models and ``routers.files``' access rule;
-    0.12: asynchronous models and ``utils.access_control.files``); ``_call`` takes both.
-    """
-
-    async def stored_files(self, chat_id: str, user_id: str, message_id: str) -> list[list[Mapping[str, Any]]] | None:
-        """Each user message's files on the chat's branch up to ``message_id``; None for a chat
-        that is not stored or not this user's."""
-        if not chat_id or chat_id.startswith("local:") or not message_id:
-            return None
-        from open_webui.models.chats import Chats
-
-        chat = await _call(Chats.get_chat_by_id, chat_id)
-        if chat is None or getattr(chat, "user_id", None) != user_id:
-            return None
-        messages = None
-        if hasattr(Chats, "get_messages_map_by_chat_id"):
-            messages = await _call(Chats.get_messages_map_by_chat_id, chat_id)
-        if not messages:
-            messages = ((getattr(chat, "chat", None) or {}).get("history") or {}).get("messages") or {}
-        return stored_user_files(messages, message_id)
-
-    async def file(self, file_id: str) -> StoredFile | None:
-        from open_webui.models.files import Files
-
-        record = await _call(Files.get_file_by_id, file_id)
-        if record is None:
-            return None
-        meta = getattr(record, "meta", None) or {}
-        size = meta.get("size")
-        return StoredFile(
-            id=record.id,
-            owner=record.user_id,
-            name=_str(meta.get("name") or getattr(record, "filename", "") or record.id),
-            mime=_str(meta.get("content_type") or "application/octet-stream").split(";")[0].strip().lower(),
-            size=size if isinstance(size, int) else -1,
-            path=_str(getattr(record, "path", "")),
-        )
-
-    async def shared_with(self, file_id: str, user_id: str) -> bool:
-        """Open WebUI's own rule for a file that is not the user's (a knowledge base, a shared
-        chat or model, a channel: ``routers/files.py``)."""
+async def outbound_end(
+    outbound: Outbound, emitter: EventEmitter, streaming: bool, turn: Mapping[str, Any]
+) -> AsyncIterator[dict[str, Any]]:
+    """The turn's sources and images (emitted, stored on the message) and its usage (yielded,
+    once). A response that does not stream gets no usage: Open WebUI would join it into its text."""
+    for event in outbound.take_events():
+        await _emit_event(emitter, event)
+    urls = list(outbound.image_links)
+    if outbound.images:
         try:
-            from open_webui.utils.access_control.files import has_access_to_file
-        except ImportError:
-            try:
-                from open_webui.routers.files import has_access_to_file
-            except ImportError:
-                return False
-        from open_webui.models.users import Users
-
-        user = await _call(Users.get_user_by_id, user_id)
-        return user is not None and bool(await _call(has_access_to_file, file_id, "read", user))
-
-    async def groups(self, user_id: str) -> list[dict[str, str]]:
-        """The user's groups (ids and names), as Open WebUI's own headers read them."""
-        from open_webui.models.groups import Groups
-
-        found = await _call(Groups.get_groups_by_member_id, user_id)
-        return [{"id": _str(g.id), "name": _str(g.name)} for g in found or ()]
-
-    async def read(self, record: StoredFile, limit: int) -> tuple[int, tuple[bytes, ...]]:
-        """(size, base64 of the bytes in pieces), in a thread; FileTooLarge past ``limit`` bytes."""
-        from open_webui.storage.provider import Storage
-
-        return await asyncio.to_thread(_read_base64, Storage.get_file, record.path, limit)
-
-
-BASE64_BLOCK = 3 * 128 * 1024  # bytes read and encoded at a time: a multiple of 3, so the pieces join
-
-
-def _read_base64(locate: Callable[[str], str], path: str, limit: int) -> tuple[int, tuple[bytes, ...]]:
-    """(size, base64 pieces) of a stored file. In blocks: one ``b64encode`` of 10 MB holds the GIL
-    for ~30 ms, which the event loop would wait out; a block takes well under a millisecond."""
-    import base64
-
-    local = locate(path)
-    pieces, size = [], 0
-    with open(local, "rb") as handle:
-        while block := handle.read(BASE64_BLOCK):
-            size += len(block)
-            if size > limit:
-                raise FileTooLarge(os.path.getsize(local))
-            pieces.append(base64.b64encode(block))
-    return size, tuple(pieces)
-
-
-def _mb(size: int) -> str:
-    return f"{size / MB:.1f} MB" if size < 10 * MB else f"{size / MB:.0f} MB"
-
-
-def _limit_mb(limit: int) -> str:
-    return f"{limit / MB:g} MB"
-
-
-async def read_files(
-    placed: Mapping[int, list[Mapping[str, Any]]],
-    *,
-    store: Any,
-    user: Mapping[str, Any],
-    limits: FileLimits,
-    reads: Iterable[str] | None,
-) -> dict[int, list[Attachment | LeftOut]]:
-    """Each placed reference read for the agent, or the reason it is left out.
-
-    The newest message's files are read first, so they are the ones that fit the turn's limit.
-    """
-    taken = None if reads is None else {"documents": "document", "images": "image"}
-    kinds = None if reads is None or taken is None else {taken[r] for r in reads if r in taken}
-    budget = limits.per_turn
-    nonce = random_hex()[:12]
-    out: dict[int, list[Attachment | LeftOut]] = {}
-    for index in sorted(placed, reverse=True):
-        parts: list[Attachment | LeftOut] = []
-        for ref in placed[index]:
-            part = await _read_one(ref, store=store, user=user, limits=limits, budget=budget, kinds=kinds)
-            if isinstance(part, Attachment):
-                budget -= part.size
-                part.token = f"\x00aihub-file-{nonce}-{index}-{len(parts)}\x00"
-            parts.append(part)
-        out[index] = parts
-    return out
-
-
-async def _read_one(
-    ref: Mapping[str, Any],
-    *,
-    store: Any,
-    user: Mapping[str, Any],
-    limits: FileLimits,
-    budget: int,
-    kinds: set[str] | None,
-) -> Attachment | LeftOut:
-    name = _reference_name(ref)
-    kind = ref.get("type")
-    if kind not in FILE_REFERENCE_TYPES:
-        return LeftOut(name, f"an agent gets single files, not a {_str(kind) or 'reference'} (ask for its files)")
-    file_id = _reference_id(ref)
-    user_id = _str(user.get("id"))
-    try:
-        record = await store.file(file_id) if file_id else None
-        allowed = record is not None and (
-            record.owner == user_id or user.get("role") == "admin" or await store.shared_with(file_id, user_id)
-        )
-        if record is None or not allowed:
-            return LeftOut(name, "it is not a file you may read")  # the same words either way: no owner, no probe
-        name = " ".join(record.name.split())[:120] or name
-        kind_name = "image" if record.mime in RASTER_IMAGES else "document"
-        if kinds is not None and kind_name not in kinds:
-            return LeftOut(name, f"this agent does not read {kind_name}s")
-        if record.size > limits.per_file:
-            return LeftOut(name, f"{_mb(record.size)} is over the limit of {_limit_mb(limits.per_file)} per file")
-        if record.size > budget:
-            return LeftOut(name, f"the files of this message would be over the limit of {_limit_mb(limits.per_turn)}")
-        size, data = await store.read(record, min(limits.per_file, budget))
-    except FileTooLarge as exc:
-        over = exc.size > limits.per_file
-        limit = f"{_limit_mb(limits.per_file)} per file" if over else f"{_limit_mb(limits.per_turn)} per message"
-        return LeftOut(name, f"{_mb(exc.size)} is over the limit of {limit}")
-    except Exception as exc:  # a store that fails must not fail the chat; the agent is told
-        log.warning("aihub_agent_pipe: reading an attached file failed (%s)", type(exc).__name__)
-        return LeftOut(name, "Open WebUI could not read it")
-    return Attachment(id=record.id, name=name, mime=record.mime, size=size, data=data)
-
-
-async def _notify(emitter: Any, text: str) -> None:
-    """A warning the user sees (a toast), next to the status line."""
-    if emitter is None:
-        return
-    try:
-        await emitter({"type": "notification", "data": {"type": "warning", "content": text}})
-    except Exception:
-        log.debug("aihub_agent_pipe: event emitter failed", exc_info=True)
-
-
-# --- who asks, in which chat, under which trace: identity, ids, trace context, user context ----
-# Open WebUI's own connections say who the user is in headers (``open_webui/utils/headers.py``):
-# with ENABLE_FORWARD_USER_INFO_HEADERS one HS256 JWT when FORWARD_USER_INFO_HEADER_JWT_SECRET is
-# set, else plain X-OpenWebUI-User-* headers. The pipe sends the same, read from the server's
-# environment itself (so it works on every release; read once, as Open WebUI reads it), and adds claims of its own (groups, model,
-# chat and message ids; not ``aud``, which would make PyJWT without an audience reject the token).
-# With a signing key (the IDENTITY_KEYS valve or AIHUB_IDENTITY_PRIVATE_KEY) it also sends an
-# EdDSA token for this agent alone (``aud``): with a shared HS256 secret any agent could mint one
-# for another. The tokens are made by hand (a JWT is three base64url parts): no import per chat.
-
-IDENTITY_HEADER = "X-AIHub-Identity"
-IDENTITY_ISSUER = "aihub-agent-pipe"
-IDENTITY_KEY_ENV = "AIHUB_IDENTITY_PRIVATE_KEY"
-IDENTITY_KID_ENV = "AIHUB_IDENTITY_KEY_ID"
-
-
-@dataclass(frozen=True)
-class ForwardSettings:
-    """Open WebUI's user-info forwarding settings (env.py names and defaults)."""
-
-    enabled: bool
-    secret: str
-    jwt_header: str
-    lifetime: int
-    user_headers: tuple[str, str, str, str]  # name, id, email, role
-    chat_header: str
-    message_header: str
-
-
-_IDENTITY_ENVIRONMENT = (
-    "ENABLE_FORWARD_USER_INFO_HEADERS",
-    "FORWARD_USER_INFO_HEADER_JWT_SECRET",
-    "FORWARD_USER_INFO_HEADER_JWT",
-    "FORWARD_USER_INFO_HEADER_JWT_EXPIRES_SECONDS",
-    "FORWARD_USER_INFO_HEADER_USER_NAME",
-    "FORWARD_USER_INFO_HEADER_USER_ID",
-    "FORWARD_USER_INFO_HEADER_USER_EMAIL",
-    "FORWARD_USER_INFO_HEADER_USER_ROLE",
-    "FORWARD_SESSION_INFO_HEADER_CHAT_ID",
-    "FORWARD_SESSION_INFO_HEADER_MESSAGE_ID",
-    "AIHUB_IDENTITY_PRIVATE_KEY",
-    "AIHUB_IDENTITY_KEY_ID",
-)
-
-
-@functools.lru_cache(maxsize=1)
-def server_environment() -> Mapping[str, str]:
-    """The server's identity settings, read once per process: Open WebUI reads its own (env.py)
-    once at start, so a change needs a restart there as well. Read per chat, a dozen unset
-    variables would cost the first token ~0.08 ms (an unset read raises inside ``os.environ``)."""
-    return types.MappingProxyType({name: os.environ[name] for name in _IDENTITY_ENVIRONMENT if name in os.environ})
-
-
-@functools.lru_cache(maxsize=1)
-def server_forward_settings() -> ForwardSettings:
-    return forward_settings(server_environment())
-
-
-def forward_settings(environ: Mapping[str, str]) -> ForwardSettings:
-    """Open WebUI's forwarding settings from an environment (its names, its defaults)."""
-    get = environ.get
-    try:
-        lifetime = int(get("FORWARD_USER_INFO_HEADER_JWT_EXPIRES_SECONDS") or 300)
-    except ValueError:
-        lifetime = 300
-    prefix = "FORWARD_USER_INFO_HEADER_USER_"
-    return ForwardSettings(
-        enabled=(get("ENABLE_FORWARD_USER_INFO_HEADERS") or "false").lower() == "true",
-        secret=(get("FORWARD_USER_INFO_HEADER_JWT_SECRET") or "").strip(),
-        jwt_header=get("FORWARD_USER_INFO_HEADER_JWT") or "X-OpenWebUI-User-Jwt",
-        lifetime=lifetime,
-        user_headers=(
-            get(prefix + "NAME") or "X-OpenWebUI-User-Name",
-            get(prefix + "ID") or "X-OpenWebUI-User-Id",
-            get(prefix + "EMAIL") or "X-OpenWebUI-User-Email",
-            get(prefix + "ROLE") or "X-OpenWebUI-User-Role",
-        ),
-        chat_header=get("FORWARD_SESSION_INFO_HEADER_CHAT_ID") or "X-OpenWebUI-Chat-Id",
-        message_header=get("FORWARD_SESSION_INFO_HEADER_MESSAGE_ID") or "X-OpenWebUI-Message-Id",
-    )
-
-
-class IdentityRequired(PipeConfigError):
-    """The agent's backend asks for ``identity: signed`` and no key can sign."""
-
-
-@dataclass(frozen=True)
-class SigningKey:
-    kid: str
-    key: Any  # cryptography's Ed25519PrivateKey
-    pem: str  # masked by the scrubber
-
-
-def _b64url(data: bytes) -> str:
-    import base64
-
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def _jwt_input(header: Mapping[str, Any], claims: Mapping[str, Any]) -> bytes:
-    compact = functools.partial(json.dumps, separators=(",", ":"), ensure_ascii=False)
-    return f"{_b64url(compact(header).encode())}.{_b64url(compact(claims).encode())}".encode()
-
-
-def mint_hs256(claims: Mapping[str, Any], secret: str) -> str:
-    """Open WebUI's forwarded-user JWT (``_mint_forward_user_jwt``): HS256, ``typ: JWT``."""
-    signing_input = _jwt_input({"alg": "HS256", "typ": "JWT"}, claims)
-    signature = hmac.new(secret.encode(), signing_input, hashlib.sha256).digest()
-    return f"{signing_input.decode()}.{_b64url(signature)}"
-
-
-def mint_eddsa(claims: Mapping[str, Any], key: SigningKey) -> str:
-    signing_input = _jwt_input({"alg": "EdDSA", "typ": "JWT", "kid": key.kid}, claims)
-    return f"{signing_input.decode()}.{_b64url(key.key.sign(signing_input))}"
-
-
-@functools.lru_cache(maxsize=8)
-def _load_signing_key(pem: str, kid: str) -> SigningKey | None:
-    """An Ed25519 private key (PKCS8 PEM), loaded once; None when it does not load."""
-    try:
-        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-        from cryptography.hazmat.primitives.serialization import load_pem_private_key
-
-        key = load_pem_private_key(pem.encode(), password=None)
-    except Exception:
-        log.warning("aihub_agent_pipe: the identity signing key does not load (an Ed25519 PKCS8 PEM is expected)")
-        return None
-    if not isinstance(key, Ed25519PrivateKey) or not kid:
-        log.warning("aihub_agent_pipe: the identity signing key is not Ed25519 or has no key id")
-        return None
-    return SigningKey(kid=kid, key=key, pem=pem)
-
-
-@functools.lru_cache(maxsize=8)
-def _valve_signing_key(text: str) -> tuple[str, str]:
-    """(PEM, kid) of the IDENTITY_KEYS valve's ``signing`` entry; empty when there is none."""
-    try:
-        signing = (json.loads(text) if text else {}).get("signing") or {}
-        return _str(signing.get("private_key_pem")), _str(signing.get("kid"))
-    except (ValueError, AttributeError):
-        log.warning("aihub_agent_pipe: the IDENTITY_KEYS valve is not valid JSON")
-        return "", ""
-
-
-def identity_secrets(valve: str, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """What signs identities (the HS256 secret, the private keys): masked like the agents' keys."""
-    environ = server_environment() if environ is None else environ
-    pem = _valve_signing_key(valve)[0] if valve else ""
-    values = (environ.get("FORWARD_USER_INFO_HEADER_JWT_SECRET") or "", environ.get(IDENTITY_KEY_ENV) or "", pem)
-    return tuple(v.strip() for v in values if v.strip())
-
-
-def signing_key(valve: str, environ: Mapping[str, str] | None = None) -> SigningKey | None:
-    """The server's AIHUB_IDENTITY_PRIVATE_KEY (with AIHUB_IDENTITY_KEY_ID) wins over the valve."""
-    environ = server_environment() if environ is None else environ
-    pem = environ.get(IDENTITY_KEY_ENV) or ""
-    if pem.strip():
-        return _load_signing_key(pem, environ.get(IDENTITY_KID_ENV) or "server")
-    pem, kid = _valve_signing_key(valve)
-    return _load_signing_key(pem, kid) if pem else None
-
-
-def identity_claims(
-    user: Mapping[str, Any], groups: Iterable[Mapping[str, str]], *, model: str, chat_id: str, message_id: str,
-    now: int, lifetime: int,
-) -> dict[str, Any]:
-    """Open WebUI's claims (``sub, email, name, role, iss, iat, exp``) plus the pipe's own."""
-    return {
-        "sub": _str(user.get("id")),
-        "email": _str(user.get("email")),
-        "name": _str(user.get("name")),
-        "role": _str(user.get("role")),
-        "iss": "open-webui",
-        "iat": now,
-        "exp": now + lifetime,
-        "groups": [{"id": _str(g.get("id")), "name": _str(g.get("name"))} for g in groups],
-        "model": model,
-        "chat_id": chat_id,
-        "message_id": message_id,
-    }
-
-
-def needs_groups(agent: "AgentSpec", settings: ForwardSettings, key: SigningKey | None) -> bool:
-    """Whether a token will be minted (only tokens carry the groups: a store read is skipped otherwise)."""
-    return agent.identity != "none" and (key is not None or (settings.enabled and bool(settings.secret)))
-
-
-def identity_headers(
-    agent: "AgentSpec", claims: Mapping[str, Any], settings: ForwardSettings, key: SigningKey | None
-) -> dict[str, str]:
-    """The identity headers for one request; IdentityRequired when ``signed`` cannot be kept."""
-    if agent.identity == "none":
-        return {}
-    headers: dict[str, str] = {}
-    if settings.enabled and settings.secret:
-        headers[settings.jwt_header] = mint_hs256(claims, settings.secret)
-    elif settings.enabled and agent.identity != "signed":  # Open WebUI's plain headers: never under "signed"
-        name, user_id, email, role = settings.user_headers
-        headers[name] = quote(_str(claims["name"]).strip(), safe=" ")
-        headers[user_id] = _str(claims["sub"])
-        headers[email] = quote(_str(claims["email"]).strip(), safe="@+ ")
-        headers[role] = _str(claims["role"])
-    if key is not None:
-        own = {**claims, "iss": IDENTITY_ISSUER, "aud": claims["model"]}
-        headers[IDENTITY_HEADER] = mint_eddsa(own, key)
-    if agent.identity == "signed" and not any(h in headers for h in (settings.jwt_header, IDENTITY_HEADER)):
-        raise IdentityRequired(
-            "This agent accepts only a signed identity, and no key is set: an administrator has to set "
-            "FORWARD_USER_INFO_HEADER_JWT_SECRET (with ENABLE_FORWARD_USER_INFO_HEADERS=true) or the pipe's "
-            "identity key (provision sync writes it). Nothing was sent to the agent."
-        )
-    return headers
-
-
-def session_headers(settings: ForwardSettings, chat_id: str, message_id: str) -> dict[str, str]:
-    """Open WebUI's chat and message id headers (its names), for the OpenAI transport."""
-    headers = {}
-    if chat_id:
-        headers[settings.chat_header] = chat_id
-    if message_id:
-        headers[settings.message_header] = message_id
-    return headers
-
-
-def traceparent() -> str:
-    """A W3C traceparent: the child of Open WebUI's current OpenTelemetry span when its tracing is
-    on (ENABLE_OTEL_TRACES imports opentelemetry; the pipe never imports it), else a new trace."""
-    otel = sys.modules.get("opentelemetry.trace")
-    if otel is not None:
-        try:
-            context = otel.get_current_span().get_span_context()
-            if context.is_valid:
-                return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
-        except Exception:
-            log.debug("aihub_agent_pipe: reading the current span failed", exc_info=True)
-    return f"00-{random_hex()}-{random_hex()[:16]}-01"
-
-
-def trace_id(parent: str) -> str:
-    return parent.split("-")[1] if parent.count("-") == 3 else ""
-
-
-_CONTEXT_VARIABLES = (
-    ("{{USER_LANGUAGE}}", "user_language", "The user's language"),
-    ("{{CURRENT_DATETIME}}", "current_datetime", "The current date and time"),
-    ("{{CURRENT_TIMEZONE}}", "current_timezone", "The user's timezone"),
-)
-
-
-def user_context(metadata: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """(key, description, value) of the prompt variables the browser set (``metadata["variables"]``);
-    an API client sets none, so the current time is then the server's, in UTC."""
-    variables = metadata.get("variables")
-    variables = variables if isinstance(variables, Mapping) else {}
-    out = []
-    for name, key, description in _CONTEXT_VARIABLES:
-        value = variables.get(name)
-        if not (isinstance(value, str) and value.strip()) and key == "current_datetime":
-            value = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-        if isinstance(value, str) and value.strip():
-            out.append((key, description, value.strip()[:200]))
-    return out
-
-
-def oauth_header(agent: "AgentSpec", token: Any) -> dict[str, str]:
-    """The user's OAuth access token in the backend's own header, only over https or loopback."""
-    if not agent.oauth_token_header:
-        return {}
-    access = token.get("access_token") if isinstance(token, Mapping) else None
-    if not isinstance(access, str) or not access:
-        return {}
-    parts = urlsplit(agent.url)
-    host = parts.hostname or ""
-    if parts.scheme != "https" and not (host == "localhost" or host.startswith("127.") or host == "::1"):
-        raise PipeConfigError(
-            f"The agent asks for the user's OAuth token, and its address {_host(agent.url)} is not https: "
-            "the pipe sends the token only over https (or to loopback). Nothing was sent to the agent."
-        )
-    return {agent.oauth_token_header: access}
-
-
-class TokenMask:
-    """Masks the secrets of one chat (its identity tokens, the user's OAuth token) in what the pipe
-    shows or logs. Plain replaces, cheap to build: the Scrubber's patterns take milliseconds to
-    compile, too much for every chat. ``stream`` holds back a tail that may be a token's start."""
-
-    def __init__(self, tokens: Iterable[str] = ()) -> None:
-        self.tokens = sorted({t for t in tokens if isinstance(t, str) and len(t) >= SECRET_FRAGMENT}, key=len, reverse=True)
-        self._held = ""
-
-    def __bool__(self) -> bool:
-        return bool(self.tokens)
-
-    def redact(self, text: str) -> str:
-        for token in self.tokens:
-            if token in text:
-                text = text.replace(token, REDACTED)
-        return text
-
-    def error(self, text: str) -> str:
-        """Also withholds a text holding a piece of a token (a server may echo one shortened)."""
-        text = self.redact(text)
-        for token in self.tokens:
-            size = 2 * SECRET_FRAGMENT
-            if any(token[i : i + size] in text for i in range(0, max(1, len(token) - size + 1))):
-                return WITHHELD
-        return text
-
-    def stream(self, chunk: str) -> str:
-        if not self.tokens:
-            return chunk
-        text = self.redact(self._held + chunk)
-        cut = self._cut(text)
-        self._held = text[cut:]
-        return text[:cut]
-
-    def flush(self) -> str:
-        held, self._held = self._held, ""
-        return self.redact(held)
-
-    def _cut(self, text: str) -> int:
-        n, cut = len(text), len(text)
-        for token in self.tokens:
-            head = token[:3]
-            position = text.find(head, max(0, n - len(token) + 1))
-            while position >= 0:
-                if token.startswith(text[position:]):
-                    cut = min(cut, position)
-                    break
-                position = text.find(head, position + 1)
-            for k in (1, 2):  # a tail shorter than the head
-                if n >= k and token.startswith(text[n - k :]):
-                    cut = min(cut, n - k)
-        return cut
-
-
-@dataclass
-class Turn:
-    """What one request to the agent carries besides the chat: ids, trace, context, identity."""
-
-    chat_id: str
-    message_id: str
-    user_message_id: str
-    traceparent: str
-    trace_id: str
-    context: list[tuple[str, str, str]]
-    user_id: str = ""  # the user's id, unless the backend asked for no identity
-    headers: dict[str, str] = field(default_factory=dict)
-    forwarded: dict[str, str] = field(default_factory=dict)  # AG-UI forwardedProps keys
-    mask: TokenMask = field(default_factory=TokenMask)
-    failure: Exception | None = None
-
-
-def _oauth_secrets(token: Any) -> list[str]:
-    """Every token in Open WebUI's OAuth token dict (access, refresh, id), masked even when unsent."""
-    if not isinstance(token, Mapping):
-        return []
-    return [v for k, v in token.items() if isinstance(v, str) and k.endswith("token")]
-
-
-# --- the pipe --------------------------------------------------------------------------------------
+            urls += await store_images(outbound.images, turn.get("request"), turn.get("user"), turn["metadata"])
+        except Exception as exc:  # e.g. an Open WebUI release without upload_image
+            log.warning("aihub_agent_pipe: the agent's image could not be stored (%s)", type(exc).__name__)
+            await _emit(emitter, {"description": "The agent made an image that could not be stored", "done": True})
+        outbound.images = []
+    if urls:
+        await _emit_event(emitter, {"type": "files", "data": {"files": [{"type": "image", "url": u} for u in urls]}})
+    usage = outbound.take_usage()
+    if usage and streaming:
+        yield {"usage": usage}
+
+
+# === valves =======================================================================================
 
 
 class AgentSpec(BaseModel):
@@ -2312,7 +2462,587 @@ class AgentSpec(BaseModel):
     oauth_token_header: str | None = None
 
 
-EventEmitter = Callable[[dict[str, Any]], Awaitable[None]] | None
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Open WebUI's own secrets live in its environment too: a key_from "server" agent never gets them.
+_OPENWEBUI_SECRETS = ("WEBUI_", "DATABASE_", "REDIS_", "WEBSOCKET_", "OAUTH_", "LDAP_", "OPENWEBUI_")
+
+
+# Open WebUI builds the valves anew for every request, but their text changes rarely and chats are
+# many: what is parsed or built from them is cached by that text (read-only from then on).
+
+
+@functools.lru_cache(maxsize=8)
+def _parse_agents(text: str) -> Mapping[str, AgentSpec]:
+    """The AGENTS valve by agent id, entries that do not validate left out (never raises)."""
+    try:
+        raw = json.loads(text or "[]")
+    except ValueError:
+        log.warning("aihub_agent_pipe: the AGENTS valve is not valid JSON")
+        return types.MappingProxyType({})
+    agents: dict[str, AgentSpec] = {}
+    for item in raw if isinstance(raw, list) else ():
+        try:
+            spec = AgentSpec.model_validate(item)
+        except ValidationError:
+            log.warning("aihub_agent_pipe: skipping an AGENTS entry that does not validate")
+            continue
+        agents.setdefault(spec.id, spec)
+    return types.MappingProxyType(agents)
+
+
+@functools.lru_cache(maxsize=8)
+def _parse_keys(text: str) -> Mapping[str, str]:
+    """The API_KEYS valve: key name -> secret (anything else left out)."""
+    try:
+        keys = json.loads(text or "{}")
+    except ValueError:
+        return types.MappingProxyType({})
+    if not isinstance(keys, dict):
+        return types.MappingProxyType({})
+    return types.MappingProxyType({str(k): v for k, v in keys.items() if isinstance(v, str) and v})
+
+
+@functools.lru_cache(maxsize=8)
+def _server_key_names(agents_text: str) -> tuple[str, ...]:
+    """The environment variables that key_from "server" agents read their keys from."""
+    return tuple(
+        dict.fromkeys(
+            agent.api_key
+            for agent in _parse_agents(agents_text).values()
+            if agent.key_from == "server" and agent.api_key and _ENV_NAME.fullmatch(agent.api_key)
+        )
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _scrubber(synced: frozenset[str], signing_key: str, from_server: tuple[str, ...]) -> Scrubber:
+    """Built once per set of keys (the server's keys are read on every chat, so a rotation counts)."""
+    return Scrubber(s for s in (*synced, signing_key, *from_server) if s)
+
+
+# === transport: the pool, the proxy, the status line, batching, the run ===========================
+
+
+# --- connections: one pooled client per process (and event loop) ------------------------------
+# A new client per chat turn costs a connection (and a TLS handshake) every turn, and an SSL
+# context (~20 ms of CPU) for each. The client is aiohttp's, as for Open WebUI's own OpenAI
+# connections: per network read it costs Open WebUI about half the CPU httpx does, and at 50
+# chats at a time Open WebUI's CPU is the chat's latency. The pool lives in a holder registered
+# in sys.modules, so a reload of this file (Open WebUI re-executes it when the function changes)
+# reuses the same connections instead of orphaning them. One client per event loop: a client's
+# connections belong to the loop that opened them (tests run several loops; Open WebUI one).
+
+_POOL_HOLDER = "aihub_agent_pipe__connection_pool"
+_POOL_VERSION = 2  # bump when the client's configuration changes: a reload then builds a new one
+
+
+@functools.lru_cache(maxsize=8)
+def _deadline(timeout: float) -> aiohttp.ClientTimeout:
+    """The run's deadline, enforced by aiohttp itself: one timer per request, not one per read."""
+    return aiohttp.ClientTimeout(total=timeout, sock_connect=timeout)
+
+
+def _pool() -> Any:
+    """The process-wide holder: ``clients`` by event loop, the SSL context, a lock for building it."""
+    holder = sys.modules.get(_POOL_HOLDER)
+    if holder is None:
+        holder = types.ModuleType(_POOL_HOLDER, "aihub_agent_pipe's shared HTTP clients (survives reloads)")
+        holder.clients = {}  # loop -> (version, aiohttp.ClientSession)
+        holder.ssl_context = None
+        holder.ssl_lock = threading.Lock()
+        holder = sys.modules.setdefault(_POOL_HOLDER, holder)
+    return holder
+
+
+def _ssl_context() -> ssl.SSLContext:
+    """Built once per process (blocking: it reads the CA store); call it off the event loop.
+
+    The system's CA store (and SSL_CERT_FILE), as Open WebUI's own connections use.
+    """
+    pool = _pool()
+    with pool.ssl_lock:
+        if pool.ssl_context is None:
+            pool.ssl_context = ssl.create_default_context()
+        return pool.ssl_context
+
+
+async def shared_client() -> aiohttp.ClientSession:
+    """This event loop's client, created on first use; the SSL context is built in a thread."""
+    loop = asyncio.get_running_loop()
+    pool = _pool()
+    entry = pool.clients.get(loop)
+    if entry is not None and entry[0] == _POOL_VERSION and not entry[1].closed:
+        return entry[1]
+    ssl_context = pool.ssl_context or await asyncio.to_thread(_ssl_context)
+    entry = pool.clients.get(loop)  # another chat may have created it while this one waited
+    if entry is not None and entry[0] == _POOL_VERSION and not entry[1].closed:
+        return entry[1]
+    for other in [other for other in pool.clients if other.is_closed()]:
+        del pool.clients[other]  # a closed loop's connections can never be used again
+    # A client of an older version of this file is dropped, not closed: chats still streaming on
+    # it keep it alive until they end.
+    client = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(
+            limit=MAX_CONNECTIONS, limit_per_host=0, keepalive_timeout=KEEPALIVE_SECONDS, ssl=ssl_context
+        ),
+        # shared by every user's chats: a cookie one agent response sets must never ride along
+        # on another user's request
+        cookie_jar=aiohttp.DummyCookieJar(),
+        trust_env=False,  # with it, aiohttp looks up proxies and .netrc in a thread on every request; see _proxy_for
+        # every request passes its own (stream_run: the TIMEOUT_SECONDS valve); this is the fallback
+        timeout=aiohttp.ClientTimeout(total=300, sock_connect=300),
+    )
+    pool.clients[loop] = (_POOL_VERSION, client)
+    return client
+
+
+# --- the proxy ------------------------------------------------------------------------------------
+
+
+# The variables that can give a URL of each scheme a proxy, and those that can take it away again.
+# REQUEST_METHOD: urllib ignores HTTP_PROXY when it is set (a CGI environment, where it is untrusted).
+_PROXY_VARIABLES = {"http": ("http_proxy", "HTTP_PROXY"), "https": ("https_proxy", "HTTPS_PROXY")}
+_NO_PROXY_VARIABLES = ("no_proxy", "NO_PROXY", "REQUEST_METHOD")
+
+
+def _proxy_for(url: str) -> str | None:
+    """The HTTP(S)_PROXY for ``url`` unless NO_PROXY exempts it: environment reads only, no thread.
+
+    Read on every chat, so a change counts, but only what can matter: with no proxy for the URL's
+    scheme (the usual case) that is two reads. A read of an unset variable raises and catches
+    two KeyErrors inside ``os.environ``; seven of them cost the first token 0.045 ms
+    (``bench/pipe_versions.py``). urllib's answer is cached by the values it depends on.
+    """
+    proxies = tuple(map(os.environ.get, _PROXY_VARIABLES.get(url.partition(":")[0].lower(), ())))
+    if not any(proxies):
+        return None
+    return _proxy_lookup(url, proxies + tuple(map(os.environ.get, _NO_PROXY_VARIABLES)))
+
+
+@functools.lru_cache(maxsize=64)
+def _proxy_lookup(url: str, environment: tuple[str | None, ...]) -> str | None:
+    parts = urllib.parse.urlsplit(url)
+    if urllib.request.proxy_bypass_environment(parts.hostname or ""):
+        return None
+    return urllib.request.getproxies_environment().get(parts.scheme)
+
+
+# --- the status line ------------------------------------------------------------------------------
+
+
+class StatusLine:
+    """The chat's status line (Open WebUI's event emitter), updates kept in order.
+
+    In a browser chat every status is two socket messages and a rewrite of the whole chat in
+    Open WebUI's database, and Open WebUI's own connections send none. So "Asking <agent>…" is
+    sent only when the agent has shown nothing within ``ASKING_DELAY_SECONDS`` (a timer, not a
+    wait: the request goes out at once); an agent that answers sooner is its own progress sign.
+    """
+
+    def __init__(self, emitter: EventEmitter) -> None:
+        self._emitter = emitter
+        self._timer: asyncio.TimerHandle | None = None
+        self._sending: asyncio.Future[None] | None = None  # a delayed update on its way
+
+    def later(self, update: dict[str, Any], delay: float) -> None:
+        if self._emitter is not None:
+            self._timer = asyncio.get_running_loop().call_later(delay, self._fire, update)
+
+    def _fire(self, update: dict[str, Any]) -> None:
+        self._timer = None
+        self._sending = asyncio.ensure_future(_emit(self._emitter, update))
+
+    def shown(self) -> None:
+        """Something showed up in the chat (or it ended): a delayed update not sent yet is not needed."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    async def send(self, update: dict[str, Any]) -> None:
+        if update.pop("step", False):
+            # an agent's step shows only when nothing else did within the delay: a step that
+            # text, a tool or the next step follows at once needs no status (see Outbound)
+            self.shown()
+            self.later(update, STEP_DELAY_SECONDS)
+            return
+        self.shown()
+        if self._sending is not None:
+            await self._sending  # the delayed update first, so this one is the last word
+            self._sending = None
+        await _emit(self._emitter, update)
+
+
+async def _emit_event(emitter: EventEmitter, event: dict[str, Any]) -> None:
+    if emitter is None:
+        return
+    try:
+        await emitter(event)
+    except Exception:  # what the agent shows beside its answer must never break the answer
+        log.debug("aihub_agent_pipe: event emitter failed", exc_info=True)
+
+
+async def _emit(emitter: EventEmitter, status: dict[str, Any]) -> None:
+    if emitter is None:
+        return
+    try:
+        await emitter({"type": "status", "data": status})
+    except Exception:  # a status is decoration; never let it break the answer
+        log.debug("aihub_agent_pipe: event emitter failed", exc_info=True)
+
+
+# --- batching -------------------------------------------------------------------------------------
+
+
+class Batch:
+    """Text on its way to Open WebUI, sent as few chunks as a reader cannot tell from a stream.
+
+    Open WebUI spends more CPU on each chunk a pipe yields (it wraps it in an OpenAI chunk of its
+    own, and a browser chat emits it over the socket) than the pipe spends on an event, and at
+    many chats at a time its CPU is every chat's latency. So text that arrives within ``interval``
+    seconds of the last chunk sent waits and goes out with the first read after that (``due``);
+    when the agent pauses and no read comes, ``stream_run`` wakes for it at ``wake_at``, one
+    interval later (a wake of its own costs more than the chunk: it is kept for pauses). The first
+    text goes out at once; nothing waits longer than twice the interval.
+    """
+
+    def __init__(self, interval: float) -> None:
+        self.interval = max(0.0, interval)
+        self._parts: list[str] = []
+        self._sent_at = -float("inf")  # loop time of the last chunk out
+
+    @property
+    def due(self) -> float:
+        """When the held text must go out (loop time); meaningful only while some is held."""
+        return self._sent_at + self.interval
+
+    @property
+    def wake_at(self) -> float:
+        """When held text goes out although no read came (the agent paused)."""
+        return self._sent_at + 2 * self.interval
+
+    @property
+    def holding(self) -> bool:
+        return bool(self._parts)
+
+    def add(self, text: str) -> None:
+        if text:
+            self._parts.append(text)
+
+    def ready(self, now: float) -> bool:
+        return bool(self._parts) and now >= self.due
+
+    def take(self, now: float | None = None) -> str:
+        text = "".join(self._parts)
+        self._parts = []
+        if text and now is not None:
+            self._sent_at = now
+        return text
+
+
+def _safe_chunks(chunk: str) -> list[str]:
+    """Open WebUI passes a yielded line that starts with "data:" through as raw SSE; split it."""
+    if not chunk:
+        return []
+    if chunk.startswith("data:"):
+        return [chunk[:1], chunk[1:]]
+    return [chunk]
+
+
+# --- the run --------------------------------------------------------------------------------------
+
+
+async def stream_run(
+    client: aiohttp.ClientSession,
+    agent: AgentSpec,
+    headers: dict[str, str],
+    payload: "dict[str, Any] | RequestBody",
+    recorder: Recorder,
+    batch: Batch,
+    status: StatusLine,
+    timeout: float,
+) -> AsyncIterator[str]:
+    """Send the run to the agent, feed its events to the recorder, yield what became stable.
+
+    One deadline for the whole run (``timeout`` seconds), kept by aiohttp. Reads are
+    ``readany()``, which a timeout can interrupt and the next call resume, so while the batch
+    holds text the reads also wake when that text must go out. Once the run has finished and
+    everything is out, the end of the body (which follows at once) is still read, briefly: only a
+    response read to its end returns its connection to the pool. What the batch still holds when
+    this raises is the caller's to send.
+    """
+    url = agent.url.rstrip("/") + "/chat/completions" if agent.transport == "openai" else agent.url
+    if isinstance(payload, RequestBody):  # encode_body's, with files: sent piece by piece, its size known
+        body: dict[str, Any] = {"data": payload.stream(), "headers": {**headers, "Content-Length": str(payload.size)}}
+    else:
+        body = {"json": payload, "headers": headers}
+    request = client.post(url, **body, timeout=_deadline(timeout), proxy=_proxy_for(url))
+    async with request as response:
+        if response.status >= 400:
+            # read enough to mask a key the body echoes before the text is cut short (failure_text)
+            body = b""
+            while len(body) < 8192 and (more := await response.content.read(8192 - len(body))):
+                body += more
+            raise AgentHTTPError(response.status, body.decode("utf-8", "replace"))
+        stream, content, loop = AgentStream(agent.transport), response.content, asyncio.get_running_loop()
+        while not recorder.finished:
+            if batch.holding:
+                # Held text goes out with the first read after it is due, or at wake_at when the
+                # agent pauses: one timer for the whole wait, not one per read, and nothing is
+                # yielded or emitted inside it (a timeout must only ever interrupt the read).
+                waiting, ended = asyncio.timeout_at(batch.wake_at), False
+                try:
+                    async with waiting:
+                        while not (ended or recorder.finished or batch.ready(loop.time())):
+                            raw = await content.readany()
+                            ended = not raw
+                            for event in stream.feed(raw) if raw else stream.end():
+                                recorder.feed(event)
+                            batch.add(recorder.drain())
+                except TimeoutError:
+                    if not waiting.expired():
+                        raise  # the run's deadline (aiohttp's)
+                for update in recorder.take_statuses():
+                    await status.send(update)
+                for chunk in _safe_chunks(batch.take(loop.time())):
+                    yield chunk
+                if ended:
+                    return
+                continue
+            # Nothing held: the first text of this read goes out before the rest of it is parsed.
+            raw = await content.readany()
+            for event in stream.feed(raw) if raw else stream.end():
+                recorder.feed(event)
+                if recorder.statuses:
+                    for update in recorder.take_statuses():
+                        await status.send(update)
+                if text := recorder.drain():
+                    batch.add(text)  # after the first, the rest of this read waits for the interval
+                    if batch.ready(now := loop.time()):
+                        for chunk in _safe_chunks(batch.take(now)):
+                            yield chunk
+            if not raw:
+                break
+        for update in recorder.take_statuses():
+            await status.send(update)
+        for chunk in _safe_chunks(batch.take(loop.time())):
+            yield chunk  # the end of a run is never held
+        if recorder.finished:
+            # The body's end follows the run's end at once: read it, briefly, so the connection
+            # goes back to the pool; a server that keeps the body open loses its connection.
+            waiting = asyncio.timeout_at(loop.time() + FINISH_GRACE_SECONDS)
+            try:
+                async with waiting:
+                    while await content.readany():
+                        pass
+            except TimeoutError:
+                if not waiting.expired():
+                    raise
+
+
+# --- questions to the user: an AG-UI run that pauses (interrupt) and is resumed -----------------
+# Agent Framework's tool approval (a tool with approval_mode="always_require") ends the run with
+# RUN_FINISHED outcome {"type": "interrupt", "interrupts": [{id, reason: "tool_call", toolCallId,
+# message, responseSchema: {approved…}}]}; it runs the tool when resumed with
+# resume [{"interruptId", "status": "resolved", "payload": {"approved": true}}] and the paused
+# run's messages. The pipe asks in the browser (__event_call__: a confirmation dialog for a tool,
+# an input dialog for any other responseSchema) and resumes the same run within the same answer.
+
+
+def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, Any]:
+    """The dialog for an interrupt: a confirmation for a tool call, else an input (keys masked)."""
+    redact = recorder.scrubber.redact
+    call = recorder._calls.get(_str(interrupt.get("toolCallId")))
+    schema = interrupt.get("responseSchema") if isinstance(interrupt.get("responseSchema"), Mapping) else {}
+    properties = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    message = redact(_str(interrupt.get("message")))
+    if call is not None or interrupt.get("reason") == "tool_call" or "approved" in properties:
+        name = redact(call[1].name) if call else "a tool"
+        arguments = redact(call[1].arguments) if call else ""
+        text = message or f"The agent wants to run {name}."
+        if arguments:
+            text += f"\n\nArguments: `{arguments.replace('`', '')}`"
+        return {"type": "confirmation", "data": {"title": f"Allow {name}?", "message": html.escape(text, quote=False)}}
+    return {"type": "input", "data": {"title": "The agent asks", "message": html.escape(message, quote=False),
+                                       "placeholder": "Your answer"}}
+
+
+def resume_entry(interrupt: Mapping[str, Any], question: Mapping[str, Any], answer: Any) -> dict[str, Any]:
+    """The AG-UI ``resume`` entry for the user's answer (None: no answer). A tool nobody approved
+    is declined (``approved: false``), so the agent goes on knowing it did not run (Agent Framework
+    1.0.0rc8 ends a run whose approval is "cancelled" in an error); other unanswered questions are
+    "cancelled"."""
+    entry: dict[str, Any] = {"interruptId": _str(interrupt.get("id"))}
+    if question["type"] == "confirmation":
+        return {**entry, "status": "resolved", "payload": {"approved": answer is True}}
+    if not isinstance(answer, str) or not answer:
+        return {**entry, "status": "cancelled"}
+    schema = interrupt.get("responseSchema") if isinstance(interrupt.get("responseSchema"), Mapping) else {}
+    properties = list((schema.get("properties") or {}) if isinstance(schema.get("properties"), Mapping) else {})
+    payload: Any = {properties[0]: answer} if len(properties) == 1 else _json_or_none(answer)
+    return {**entry, "status": "resolved", "payload": payload if payload is not None else answer}
+
+
+async def ask_user(event_call: Any, question: dict[str, Any], timeout: float) -> tuple[Any, str]:
+    """The user's answer and how it went: "answered", "timed out" or "no browser"."""
+    if event_call is None:
+        return None, "no browser"
+    try:
+        async with asyncio.timeout(timeout):
+            answer = await event_call(question)
+    except TimeoutError:
+        return None, "timed out"
+    except Exception:  # the socket or the browser failed: the answer must not hang on it
+        log.debug("aihub_agent_pipe: event call failed", exc_info=True)
+        return None, "no browser"
+    if isinstance(answer, Mapping) and answer.get("error"):
+        return None, "no browser"
+    return answer, "answered"
+
+
+def unanswered_result(how: str, timeout: float) -> str:
+    if how == "timed out":
+        return f"Not run: nobody answered the question within {timeout:g} seconds."
+    if how == "no browser":
+        return "Not run: the agent asked for an answer, which only a chat in the browser can give."
+    return "Not run: the user declined."
+
+
+async def run_with_questions(
+    client: aiohttp.ClientSession,
+    agent: AgentSpec,
+    headers: dict[str, str],
+    payload: dict[str, Any],
+    recorder: Recorder,
+    batch: "Batch",
+    status: "StatusLine",
+    timeout: float,
+    event_call: Any,
+    question_timeout: float,
+    attachments: "Sequence[Attachment]" = (),
+) -> AsyncIterator[str]:
+    """``stream_run``, and while the run pauses for the user: ask, then resume the same run.
+
+    With ``attachments`` the body is encoded in a thread (megabytes of JSON; encode_body)."""
+    recorder.outbound.asks = agent.transport == "agui"
+    for _ in range(MAX_RESUMES + 1):
+        sent: dict[str, Any] | RequestBody = payload
+        if attachments:
+            sent = await asyncio.to_thread(encode_body, payload, attachments)
+        async for chunk in stream_run(client, agent, headers, sent, recorder, batch, status, timeout):
+            yield chunk
+        if not recorder.paused:
+            return
+        interrupts, recorder.outbound.interrupts = recorder.outbound.interrupts, []
+        history = list(payload["messages"])
+        resume, unanswered = [], {}
+        for interrupt in interrupts:
+            question = question_of(interrupt, recorder)
+            await status.send({"description": ASKED, "done": False})
+            answer, how = await ask_user(event_call, question, question_timeout)
+            entry = resume_entry(interrupt, question, answer)
+            resume.append(entry)
+            call_id = _str(interrupt.get("toolCallId"))
+            if call_id in recorder._calls and (entry.get("payload") or {}).get("approved"):
+                recorder.outbound.approvals[call_id] = APPROVED
+            elif call_id in recorder._calls:
+                unanswered[call_id] = unanswered_result(how, question_timeout)
+        turn = _segments_to_agui([s for s in recorder.segments if not isinstance(s, Error)], "aihub-resume")
+        payload = {**payload, "runId": f"aihub-run-{random_hex()}", "messages": history + turn, "resume": resume}
+        recorder.paused = recorder.finished = False
+        for call_id, result in unanswered.items():  # the tool did not run: its block says why
+            recorder.tool_result(call_id, result)
+    recorder.paused = recorder.finished = False  # it kept pausing: end the answer here
+    recorder.finish(error="The agent kept asking questions; the answer stops here.")
+
+
+# === failures: what went wrong, as the user reads it ==============================================
+
+
+def _host(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or url
+        host = f"[{host}]" if ":" in host else host
+        return f"{host}:{parts.port}" if parts.port else host
+    except ValueError:
+        return "its configured address"
+
+
+# What a failed request raised, by class name, so the texts below hold for any HTTP client
+# (aiohttp today; httpx's names are listed too).
+_CONNECT_FAILURES = {"ConnectError", "ConnectTimeout", "ClientConnectorError", "ConnectionTimeoutError"}
+_TRANSPORT_FAILURES = {"TransportError", "ClientError"}
+
+
+def _kinds(exc: BaseException) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
+
+
+def _connect_reason(exc: BaseException) -> str:
+    chain, cause = [], exc  # the client wraps the socket's error: read the whole chain
+    while cause is not None and len(chain) < 5:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    text = " ".join(str(e) for e in chain).lower()
+    if any(isinstance(e, ConnectionRefusedError) for e in chain):
+        return "connection refused: nothing listens there"
+    if _kinds(exc) & {"ConnectTimeout", "ConnectionTimeoutError"} or "timed out" in text:
+        return "connecting timed out"
+    if "refused" in text:
+        return "connection refused: nothing listens there"
+    if any(s in text for s in ("name or service not known", "nodename nor servname", "name resolution", "getaddrinfo")):
+        return "the host name does not resolve"
+    if "certificate" in text or "ssl" in text or "tls" in text:
+        return "the TLS handshake failed (certificate not trusted?)"
+    if "unreachable" in text or "no route" in text:
+        return "no network route to the host"
+    return "the connection failed"
+
+
+def failure_text(
+    exc: BaseException, url: str, timeout: float, scrubber: Scrubber, *, started: Iterable[Any] = ()
+) -> str:
+    """What a chat user reads when a run fails, in plain words, keys masked.
+
+    ``started``: the segments already recorded; when there are some, the text says the answer
+    above is incomplete (it stays, the error goes below it).
+    """
+    host = _host(url)
+    incomplete = " The answer above is incomplete." if any(True for _ in started) else ""
+    if isinstance(exc, PipeConfigError):
+        return scrubber.error(str(exc))
+    if isinstance(exc, AgentHTTPError):
+        try:
+            reason = http.HTTPStatus(exc.status).phrase
+        except ValueError:
+            reason = "error"
+        detail = scrubber.error(_short(scrubber.redact(exc.detail)))
+        return f"The agent at {host} answered HTTP {exc.status} {reason}" + (f": {detail}" if detail else ".")
+    kinds = _kinds(exc)
+    if kinds & _CONNECT_FAILURES:
+        return f"The agent cannot be reached at {host} ({_connect_reason(exc)})."
+    if isinstance(exc, TimeoutError):
+        return f"The agent did not finish within {timeout:g} seconds, so the run was stopped.{incomplete}"
+    if isinstance(exc, StreamEndedEarly):
+        return f"The agent's stream ended before the run finished.{incomplete}"
+    if kinds & _TRANSPORT_FAILURES or isinstance(exc, OSError):
+        when = "while it was answering" if incomplete else "before it answered"
+        return f"The connection to the agent at {host} broke {when} ({type(exc).__name__}).{incomplete}"
+    return f"The agent pipe failed ({type(exc).__name__}); the Open WebUI log has the details.{incomplete}"
+
+
+def _short(detail: str) -> str:
+    try:
+        parsed = json.loads(detail)
+        if isinstance(parsed, dict) and isinstance(parsed.get("detail"), str):
+            detail = parsed["detail"]
+    except ValueError:
+        pass
+    detail = " ".join(detail.split())
+    return detail if len(detail) <= 200 else detail[:199] + "…"
+
+
+# === the pipe: what Open WebUI calls ==============================================================
 
 
 class Pipe:
@@ -2611,672 +3341,3 @@ class Pipe:
         where = {"request": __request__, "user": __user__, "metadata": metadata}
         async for extra in outbound_end(recorder.outbound, __event_emitter__, bool(body.get("stream")), where):
             yield extra
-
-
-async def outbound_end(
-    outbound: Outbound, emitter: EventEmitter, streaming: bool, turn: Mapping[str, Any]
-) -> AsyncIterator[dict[str, Any]]:
-    """The turn's sources and images (emitted, stored on the message) and its usage (yielded,
-    once). A response that does not stream gets no usage: Open WebUI would join it into its text."""
-    for event in outbound.take_events():
-        await _emit_event(emitter, event)
-    urls = list(outbound.image_links)
-    if outbound.images:
-        try:
-            urls += await store_images(outbound.images, turn.get("request"), turn.get("user"), turn["metadata"])
-        except Exception as exc:  # e.g. an Open WebUI release without upload_image
-            log.warning("aihub_agent_pipe: the agent's image could not be stored (%s)", type(exc).__name__)
-            await _emit(emitter, {"description": "The agent made an image that could not be stored", "done": True})
-        outbound.images = []
-    if urls:
-        await _emit_event(emitter, {"type": "files", "data": {"files": [{"type": "image", "url": u} for u in urls]}})
-    usage = outbound.take_usage()
-    if usage and streaming:
-        yield {"usage": usage}
-
-
-# --- questions to the user: an AG-UI run that pauses (interrupt) and is resumed -----------------
-# Agent Framework's tool approval (a tool with approval_mode="always_require") ends the run with
-# RUN_FINISHED outcome {"type": "interrupt", "interrupts": [{id, reason: "tool_call", toolCallId,
-# message, responseSchema: {approved…}}]}; it runs the tool when resumed with
-# resume [{"interruptId", "status": "resolved", "payload": {"approved": true}}] and the paused
-# run's messages. The pipe asks in the browser (__event_call__: a confirmation dialog for a tool,
-# an input dialog for any other responseSchema) and resumes the same run within the same answer.
-
-MAX_RESUMES = 5  # questions in one answer; a run that keeps pausing ends after that many
-ASKED = "Waiting for your answer…"
-APPROVED = "[approved by the user] "  # an approved call's result starts with it: its block shows it
-
-
-def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, Any]:
-    """The dialog for an interrupt: a confirmation for a tool call, else an input (keys masked)."""
-    redact = recorder.scrubber.redact
-    call = recorder._calls.get(_str(interrupt.get("toolCallId")))
-    schema = interrupt.get("responseSchema") if isinstance(interrupt.get("responseSchema"), Mapping) else {}
-    properties = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
-    message = redact(_str(interrupt.get("message")))
-    if call is not None or interrupt.get("reason") == "tool_call" or "approved" in properties:
-        name = redact(call[1].name) if call else "a tool"
-        arguments = redact(call[1].arguments) if call else ""
-        text = message or f"The agent wants to run {name}."
-        if arguments:
-            text += f"\n\nArguments: `{arguments.replace('`', '')}`"
-        return {"type": "confirmation", "data": {"title": f"Allow {name}?", "message": html.escape(text, quote=False)}}
-    return {"type": "input", "data": {"title": "The agent asks", "message": html.escape(message, quote=False),
-                                       "placeholder": "Your answer"}}
-
-
-def resume_entry(interrupt: Mapping[str, Any], question: Mapping[str, Any], answer: Any) -> dict[str, Any]:
-    """The AG-UI ``resume`` entry for the user's answer (None: no answer). A tool nobody approved
-    is declined (``approved: false``), so the agent goes on knowing it did not run (Agent Framework
-    1.0.0rc8 ends a run whose approval is "cancelled" in an error); other unanswered questions are
-    "cancelled"."""
-    entry: dict[str, Any] = {"interruptId": _str(interrupt.get("id"))}
-    if question["type"] == "confirmation":
-        return {**entry, "status": "resolved", "payload": {"approved": answer is True}}
-    if not isinstance(answer, str) or not answer:
-        return {**entry, "status": "cancelled"}
-    schema = interrupt.get("responseSchema") if isinstance(interrupt.get("responseSchema"), Mapping) else {}
-    properties = list((schema.get("properties") or {}) if isinstance(schema.get("properties"), Mapping) else {})
-    payload: Any = {properties[0]: answer} if len(properties) == 1 else _json_or_none(answer)
-    return {**entry, "status": "resolved", "payload": payload if payload is not None else answer}
-
-
-async def ask_user(event_call: Any, question: dict[str, Any], timeout: float) -> tuple[Any, str]:
-    """The user's answer and how it went: "answered", "timed out" or "no browser"."""
-    if event_call is None:
-        return None, "no browser"
-    try:
-        async with asyncio.timeout(timeout):
-            answer = await event_call(question)
-    except TimeoutError:
-        return None, "timed out"
-    except Exception:  # the socket or the browser failed: the answer must not hang on it
-        log.debug("aihub_agent_pipe: event call failed", exc_info=True)
-        return None, "no browser"
-    if isinstance(answer, Mapping) and answer.get("error"):
-        return None, "no browser"
-    return answer, "answered"
-
-
-def unanswered_result(how: str, timeout: float) -> str:
-    if how == "timed out":
-        return f"Not run: nobody answered the question within {timeout:g} seconds."
-    if how == "no browser":
-        return "Not run: the agent asked for an answer, which only a chat in the browser can give."
-    return "Not run: the user declined."
-
-
-async def run_with_questions(
-    client: aiohttp.ClientSession,
-    agent: AgentSpec,
-    headers: dict[str, str],
-    payload: dict[str, Any],
-    recorder: Recorder,
-    batch: "Batch",
-    status: "StatusLine",
-    timeout: float,
-    event_call: Any,
-    question_timeout: float,
-    attachments: "Sequence[Attachment]" = (),
-) -> AsyncIterator[str]:
-    """``stream_run``, and while the run pauses for the user: ask, then resume the same run.
-
-    With ``attachments`` the body is encoded in a thread (megabytes of JSON; encode_body)."""
-    recorder.outbound.asks = agent.transport == "agui"
-    for _ in range(MAX_RESUMES + 1):
-        sent: dict[str, Any] | RequestBody = payload
-        if attachments:
-            sent = await asyncio.to_thread(encode_body, payload, attachments)
-        async for chunk in stream_run(client, agent, headers, sent, recorder, batch, status, timeout):
-            yield chunk
-        if not recorder.paused:
-            return
-        interrupts, recorder.outbound.interrupts = recorder.outbound.interrupts, []
-        history = list(payload["messages"])
-        resume, unanswered = [], {}
-        for interrupt in interrupts:
-            question = question_of(interrupt, recorder)
-            await status.send({"description": ASKED, "done": False})
-            answer, how = await ask_user(event_call, question, question_timeout)
-            entry = resume_entry(interrupt, question, answer)
-            resume.append(entry)
-            call_id = _str(interrupt.get("toolCallId"))
-            if call_id in recorder._calls and (entry.get("payload") or {}).get("approved"):
-                recorder.outbound.approvals[call_id] = APPROVED
-            elif call_id in recorder._calls:
-                unanswered[call_id] = unanswered_result(how, question_timeout)
-        turn = _segments_to_agui([s for s in recorder.segments if not isinstance(s, Error)], "aihub-resume")
-        payload = {**payload, "runId": f"aihub-run-{random_hex()}", "messages": history + turn, "resume": resume}
-        recorder.paused = recorder.finished = False
-        for call_id, result in unanswered.items():  # the tool did not run: its block says why
-            recorder.tool_result(call_id, result)
-    recorder.paused = recorder.finished = False  # it kept pausing: end the answer here
-    recorder.finish(error="The agent kept asking questions; the answer stops here.")
-
-
-ASKING_DELAY_SECONDS = 0.5  # an agent that answers sooner never shows "Asking <agent>…"
-STEP_DELAY_SECONDS = 0.5  # a step that something else follows sooner is never shown
-
-
-class StatusLine:
-    """The chat's status line (Open WebUI's event emitter), updates kept in order.
-
-    In a browser chat every status is two socket messages and a rewrite of the whole chat in
-    Open WebUI's database, and Open WebUI's own connections send none. So "Asking <agent>…" is
-    sent only when the agent has shown nothing within ``ASKING_DELAY_SECONDS`` (a timer, not a
-    wait: the request goes out at once); an agent that answers sooner is its own progress sign.
-    """
-
-    def __init__(self, emitter: EventEmitter) -> None:
-        self._emitter = emitter
-        self._timer: asyncio.TimerHandle | None = None
-        self._sending: asyncio.Future[None] | None = None  # a delayed update on its way
-
-    def later(self, update: dict[str, Any], delay: float) -> None:
-        if self._emitter is not None:
-            self._timer = asyncio.get_running_loop().call_later(delay, self._fire, update)
-
-    def _fire(self, update: dict[str, Any]) -> None:
-        self._timer = None
-        self._sending = asyncio.ensure_future(_emit(self._emitter, update))
-
-    def shown(self) -> None:
-        """Something showed up in the chat (or it ended): a delayed update not sent yet is not needed."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    async def send(self, update: dict[str, Any]) -> None:
-        if update.pop("step", False):
-            # an agent's step shows only when nothing else did within the delay: a step that
-            # text, a tool or the next step follows at once needs no status (see Outbound)
-            self.shown()
-            self.later(update, STEP_DELAY_SECONDS)
-            return
-        self.shown()
-        if self._sending is not None:
-            await self._sending  # the delayed update first, so this one is the last word
-            self._sending = None
-        await _emit(self._emitter, update)
-
-
-class Batch:
-    """Text on its way to Open WebUI, sent as few chunks as a reader cannot tell from a stream.
-
-    Open WebUI spends more CPU on each chunk a pipe yields (it wraps it in an OpenAI chunk of its
-    own, and a browser chat emits it over the socket) than the pipe spends on an event, and at
-    many chats at a time its CPU is every chat's latency. So text that arrives within ``interval``
-    seconds of the last chunk sent waits and goes out with the first read after that (``due``);
-    when the agent pauses and no read comes, ``stream_run`` wakes for it at ``wake_at``, one
-    interval later (a wake of its own costs more than the chunk: it is kept for pauses). The first
-    text goes out at once; nothing waits longer than twice the interval.
-    """
-
-    def __init__(self, interval: float) -> None:
-        self.interval = max(0.0, interval)
-        self._parts: list[str] = []
-        self._sent_at = -float("inf")  # loop time of the last chunk out
-
-    @property
-    def due(self) -> float:
-        """When the held text must go out (loop time); meaningful only while some is held."""
-        return self._sent_at + self.interval
-
-    @property
-    def wake_at(self) -> float:
-        """When held text goes out although no read came (the agent paused)."""
-        return self._sent_at + 2 * self.interval
-
-    @property
-    def holding(self) -> bool:
-        return bool(self._parts)
-
-    def add(self, text: str) -> None:
-        if text:
-            self._parts.append(text)
-
-    def ready(self, now: float) -> bool:
-        return bool(self._parts) and now >= self.due
-
-    def take(self, now: float | None = None) -> str:
-        text = "".join(self._parts)
-        self._parts = []
-        if text and now is not None:
-            self._sent_at = now
-        return text
-
-
-async def stream_run(
-    client: aiohttp.ClientSession,
-    agent: AgentSpec,
-    headers: dict[str, str],
-    payload: "dict[str, Any] | RequestBody",
-    recorder: Recorder,
-    batch: Batch,
-    status: StatusLine,
-    timeout: float,
-) -> AsyncIterator[str]:
-    """Send the run to the agent, feed its events to the recorder, yield what became stable.
-
-    One deadline for the whole run (``timeout`` seconds), kept by aiohttp. Reads are
-    ``readany()``, which a timeout can interrupt and the next call resume, so while the batch
-    holds text the reads also wake when that text must go out. Once the run has finished and
-    everything is out, the end of the body (which follows at once) is still read, briefly: only a
-    response read to its end returns its connection to the pool. What the batch still holds when
-    this raises is the caller's to send.
-    """
-    url = agent.url.rstrip("/") + "/chat/completions" if agent.transport == "openai" else agent.url
-    if isinstance(payload, RequestBody):  # encode_body's, with files: sent piece by piece, its size known
-        body: dict[str, Any] = {"data": payload.stream(), "headers": {**headers, "Content-Length": str(payload.size)}}
-    else:
-        body = {"json": payload, "headers": headers}
-    request = client.post(url, **body, timeout=_deadline(timeout), proxy=_proxy_for(url))
-    async with request as response:
-        if response.status >= 400:
-            # read enough to mask a key the body echoes before the text is cut short (failure_text)
-            body = b""
-            while len(body) < 8192 and (more := await response.content.read(8192 - len(body))):
-                body += more
-            raise AgentHTTPError(response.status, body.decode("utf-8", "replace"))
-        stream, content, loop = AgentStream(agent.transport), response.content, asyncio.get_running_loop()
-        while not recorder.finished:
-            if batch.holding:
-                # Held text goes out with the first read after it is due, or at wake_at when the
-                # agent pauses: one timer for the whole wait, not one per read, and nothing is
-                # yielded or emitted inside it (a timeout must only ever interrupt the read).
-                waiting, ended = asyncio.timeout_at(batch.wake_at), False
-                try:
-                    async with waiting:
-                        while not (ended or recorder.finished or batch.ready(loop.time())):
-                            raw = await content.readany()
-                            ended = not raw
-                            for event in stream.feed(raw) if raw else stream.end():
-                                recorder.feed(event)
-                            batch.add(recorder.drain())
-                except TimeoutError:
-                    if not waiting.expired():
-                        raise  # the run's deadline (aiohttp's)
-                for update in recorder.take_statuses():
-                    await status.send(update)
-                for chunk in _safe_chunks(batch.take(loop.time())):
-                    yield chunk
-                if ended:
-                    return
-                continue
-            # Nothing held: the first text of this read goes out before the rest of it is parsed.
-            raw = await content.readany()
-            for event in stream.feed(raw) if raw else stream.end():
-                recorder.feed(event)
-                if recorder.statuses:
-                    for update in recorder.take_statuses():
-                        await status.send(update)
-                if text := recorder.drain():
-                    batch.add(text)  # after the first, the rest of this read waits for the interval
-                    if batch.ready(now := loop.time()):
-                        for chunk in _safe_chunks(batch.take(now)):
-                            yield chunk
-            if not raw:
-                break
-        for update in recorder.take_statuses():
-            await status.send(update)
-        for chunk in _safe_chunks(batch.take(loop.time())):
-            yield chunk  # the end of a run is never held
-        if recorder.finished:
-            # The body's end follows the run's end at once: read it, briefly, so the connection
-            # goes back to the pool; a server that keeps the body open loses its connection.
-            waiting = asyncio.timeout_at(loop.time() + FINISH_GRACE_SECONDS)
-            try:
-                async with waiting:
-                    while await content.readany():
-                        pass
-            except TimeoutError:
-                if not waiting.expired():
-                    raise
-
-
-# --- connections: one pooled client per process (and event loop) ------------------------------
-# A new client per chat turn costs a connection (and a TLS handshake) every turn, and an SSL
-# context (~20 ms of CPU) for each. The client is aiohttp's, as for Open WebUI's own OpenAI
-# connections: per network read it costs Open WebUI about half the CPU httpx does, and at 50
-# chats at a time Open WebUI's CPU is the chat's latency. The pool lives in a holder registered
-# in sys.modules, so a reload of this file (Open WebUI re-executes it when the function changes)
-# reuses the same connections instead of orphaning them. One client per event loop: a client's
-# connections belong to the loop that opened them (tests run several loops; Open WebUI one).
-
-MAX_CONNECTIONS = 1000  # a streaming chat holds one connection for its whole run
-KEEPALIVE_SECONDS = 4.0  # under the idle timeout of common servers (uvicorn's and Node's are 5 s)
-FINISH_GRACE_SECONDS = 0.1  # how long the body's end may lag the run's end and keep the connection
-_POOL_HOLDER = "aihub_agent_pipe__connection_pool"
-_POOL_VERSION = 2  # bump when the client's configuration changes: a reload then builds a new one
-
-
-@functools.lru_cache(maxsize=8)
-def _deadline(timeout: float) -> aiohttp.ClientTimeout:
-    """The run's deadline, enforced by aiohttp itself: one timer per request, not one per read."""
-    return aiohttp.ClientTimeout(total=timeout, sock_connect=timeout)
-
-
-def _pool() -> Any:
-    """The process-wide holder: ``clients`` by event loop, the SSL context, a lock for building it."""
-    holder = sys.modules.get(_POOL_HOLDER)
-    if holder is None:
-        holder = types.ModuleType(_POOL_HOLDER, "aihub_agent_pipe's shared HTTP clients (survives reloads)")
-        holder.clients = {}  # loop -> (version, aiohttp.ClientSession)
-        holder.ssl_context = None
-        holder.ssl_lock = threading.Lock()
-        holder = sys.modules.setdefault(_POOL_HOLDER, holder)
-    return holder
-
-
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# Open WebUI's own secrets live in its environment too: a key_from "server" agent never gets them.
-_OPENWEBUI_SECRETS = ("WEBUI_", "DATABASE_", "REDIS_", "WEBSOCKET_", "OAUTH_", "LDAP_", "OPENWEBUI_")
-
-
-# Open WebUI builds the valves anew for every request, but their text changes rarely and chats are
-# many: what is parsed or built from them is cached by that text (read-only from then on).
-
-
-@functools.lru_cache(maxsize=8)
-def _parse_agents(text: str) -> Mapping[str, AgentSpec]:
-    """The AGENTS valve by agent id, entries that do not validate left out (never raises)."""
-    try:
-        raw = json.loads(text or "[]")
-    except ValueError:
-        log.warning("aihub_agent_pipe: the AGENTS valve is not valid JSON")
-        return types.MappingProxyType({})
-    agents: dict[str, AgentSpec] = {}
-    for item in raw if isinstance(raw, list) else ():
-        try:
-            spec = AgentSpec.model_validate(item)
-        except ValidationError:
-            log.warning("aihub_agent_pipe: skipping an AGENTS entry that does not validate")
-            continue
-        agents.setdefault(spec.id, spec)
-    return types.MappingProxyType(agents)
-
-
-@functools.lru_cache(maxsize=8)
-def _parse_keys(text: str) -> Mapping[str, str]:
-    """The API_KEYS valve: key name -> secret (anything else left out)."""
-    try:
-        keys = json.loads(text or "{}")
-    except ValueError:
-        return types.MappingProxyType({})
-    if not isinstance(keys, dict):
-        return types.MappingProxyType({})
-    return types.MappingProxyType({str(k): v for k, v in keys.items() if isinstance(v, str) and v})
-
-
-@functools.lru_cache(maxsize=8)
-def _server_key_names(agents_text: str) -> tuple[str, ...]:
-    """The environment variables that key_from "server" agents read their keys from."""
-    return tuple(
-        dict.fromkeys(
-            agent.api_key
-            for agent in _parse_agents(agents_text).values()
-            if agent.key_from == "server" and agent.api_key and _ENV_NAME.fullmatch(agent.api_key)
-        )
-    )
-
-
-@functools.lru_cache(maxsize=8)
-def _scrubber(synced: frozenset[str], signing_key: str, from_server: tuple[str, ...]) -> Scrubber:
-    """Built once per set of keys (the server's keys are read on every chat, so a rotation counts)."""
-    return Scrubber(s for s in (*synced, signing_key, *from_server) if s)
-
-
-def _host(url: str) -> str:
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or url
-        host = f"[{host}]" if ":" in host else host
-        return f"{host}:{parts.port}" if parts.port else host
-    except ValueError:
-        return "its configured address"
-
-
-# What a failed request raised, by class name, so the texts below hold for any HTTP client
-# (aiohttp today; httpx's names are listed too).
-_CONNECT_FAILURES = {"ConnectError", "ConnectTimeout", "ClientConnectorError", "ConnectionTimeoutError"}
-_TRANSPORT_FAILURES = {"TransportError", "ClientError"}
-
-
-def _kinds(exc: BaseException) -> set[str]:
-    return {cls.__name__ for cls in type(exc).__mro__}
-
-
-def _connect_reason(exc: BaseException) -> str:
-    chain, cause = [], exc  # the client wraps the socket's error: read the whole chain
-    while cause is not None and len(chain) < 5:
-        chain.append(cause)
-        cause = cause.__cause__ or cause.__context__
-    text = " ".join(str(e) for e in chain).lower()
-    if any(isinstance(e, ConnectionRefusedError) for e in chain):
-        return "connection refused: nothing listens there"
-    if _kinds(exc) & {"ConnectTimeout", "ConnectionTimeoutError"} or "timed out" in text:
-        return "connecting timed out"
-    if "refused" in text:
-        return "connection refused: nothing listens there"
-    if any(s in text for s in ("name or service not known", "nodename nor servname", "name resolution", "getaddrinfo")):
-        return "the host name does not resolve"
-    if "certificate" in text or "ssl" in text or "tls" in text:
-        return "the TLS handshake failed (certificate not trusted?)"
-    if "unreachable" in text or "no route" in text:
-        return "no network route to the host"
-    return "the connection failed"
-
-
-def failure_text(
-    exc: BaseException, url: str, timeout: float, scrubber: Scrubber, *, started: Iterable[Any] = ()
-) -> str:
-    """What a chat user reads when a run fails, in plain words, keys masked.
-
-    ``started``: the segments already recorded; when there are some, the text says the answer
-    above is incomplete (it stays, the error goes below it).
-    """
-    host = _host(url)
-    incomplete = " The answer above is incomplete." if any(True for _ in started) else ""
-    if isinstance(exc, PipeConfigError):
-        return scrubber.error(str(exc))
-    if isinstance(exc, AgentHTTPError):
-        try:
-            reason = http.HTTPStatus(exc.status).phrase
-        except ValueError:
-            reason = "error"
-        detail = scrubber.error(_short(scrubber.redact(exc.detail)))
-        return f"The agent at {host} answered HTTP {exc.status} {reason}" + (f": {detail}" if detail else ".")
-    kinds = _kinds(exc)
-    if kinds & _CONNECT_FAILURES:
-        return f"The agent cannot be reached at {host} ({_connect_reason(exc)})."
-    if isinstance(exc, TimeoutError):
-        return f"The agent did not finish within {timeout:g} seconds, so the run was stopped.{incomplete}"
-    if isinstance(exc, StreamEndedEarly):
-        return f"The agent's stream ended before the run finished.{incomplete}"
-    if kinds & _TRANSPORT_FAILURES or isinstance(exc, OSError):
-        when = "while it was answering" if incomplete else "before it answered"
-        return f"The connection to the agent at {host} broke {when} ({type(exc).__name__}).{incomplete}"
-    return f"The agent pipe failed ({type(exc).__name__}); the Open WebUI log has the details.{incomplete}"
-
-
-def _ssl_context() -> ssl.SSLContext:
-    """Built once per process (blocking: it reads the CA store); call it off the event loop.
-
-    The system's CA store (and SSL_CERT_FILE), as Open WebUI's own connections use.
-    """
-    pool = _pool()
-    with pool.ssl_lock:
-        if pool.ssl_context is None:
-            pool.ssl_context = ssl.create_default_context()
-        return pool.ssl_context
-
-
-async def shared_client() -> aiohttp.ClientSession:
-    """This event loop's client, created on first use; the SSL context is built in a thread."""
-    loop = asyncio.get_running_loop()
-    pool = _pool()
-    entry = pool.clients.get(loop)
-    if entry is not None and entry[0] == _POOL_VERSION and not entry[1].closed:
-        return entry[1]
-    ssl_context = pool.ssl_context or await asyncio.to_thread(_ssl_context)
-    entry = pool.clients.get(loop)  # another chat may have created it while this one waited
-    if entry is not None and entry[0] == _POOL_VERSION and not entry[1].closed:
-        return entry[1]
-    for other in [other for other in pool.clients if other.is_closed()]:
-        del pool.clients[other]  # a closed loop's connections can never be used again
-    # A client of an older version of this file is dropped, not closed: chats still streaming on
-    # it keep it alive until they end.
-    client = aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(
-            limit=MAX_CONNECTIONS, limit_per_host=0, keepalive_timeout=KEEPALIVE_SECONDS, ssl=ssl_context
-        ),
-        # shared by every user's chats: a cookie one agent response sets must never ride along
-        # on another user's request
-        cookie_jar=aiohttp.DummyCookieJar(),
-        trust_env=False,  # with it, aiohttp looks up proxies and .netrc in a thread on every request; see _proxy_for
-        # every request passes its own (stream_run: the TIMEOUT_SECONDS valve); this is the fallback
-        timeout=aiohttp.ClientTimeout(total=300, sock_connect=300),
-    )
-    pool.clients[loop] = (_POOL_VERSION, client)
-    return client
-
-
-# The variables that can give a URL of each scheme a proxy, and those that can take it away again.
-# REQUEST_METHOD: urllib ignores HTTP_PROXY when it is set (a CGI environment, where it is untrusted).
-_PROXY_VARIABLES = {"http": ("http_proxy", "HTTP_PROXY"), "https": ("https_proxy", "HTTPS_PROXY")}
-_NO_PROXY_VARIABLES = ("no_proxy", "NO_PROXY", "REQUEST_METHOD")
-
-
-def _proxy_for(url: str) -> str | None:
-    """The HTTP(S)_PROXY for ``url`` unless NO_PROXY exempts it: environment reads only, no thread.
-
-    Read on every chat, so a change counts, but only what can matter: with no proxy for the URL's
-    scheme (the usual case) that is two reads. A read of an unset variable raises and catches
-    two KeyErrors inside ``os.environ``; seven of them cost the first token 0.045 ms
-    (``bench/pipe_versions.py``). urllib's answer is cached by the values it depends on.
-    """
-    proxies = tuple(map(os.environ.get, _PROXY_VARIABLES.get(url.partition(":")[0].lower(), ())))
-    if not any(proxies):
-        return None
-    return _proxy_lookup(url, proxies + tuple(map(os.environ.get, _NO_PROXY_VARIABLES)))
-
-
-@functools.lru_cache(maxsize=64)
-def _proxy_lookup(url: str, environment: tuple[str | None, ...]) -> str | None:
-    parts = urllib.parse.urlsplit(url)
-    if urllib.request.proxy_bypass_environment(parts.hostname or ""):
-        return None
-    return urllib.request.getproxies_environment().get(parts.scheme)
-
-
-def requested_features(metadata: Mapping[str, Any], supported: Iterable[str]) -> list[str]:
-    """Features the filters put into the metadata key, kept only when the agent supports them."""
-    requested = metadata.get(METADATA_KEY)
-    if not isinstance(requested, list):
-        return []
-    allowed = set(supported)
-    return list(dict.fromkeys(f for f in requested if isinstance(f, str) and f in allowed))
-
-
-def _safe_chunks(chunk: str) -> list[str]:
-    """Open WebUI passes a yielded line that starts with "data:" through as raw SSE; split it."""
-    if not chunk:
-        return []
-    if chunk.startswith("data:"):
-        return [chunk[:1], chunk[1:]]
-    return [chunk]
-
-
-async def _emit_event(emitter: EventEmitter, event: dict[str, Any]) -> None:
-    if emitter is None:
-        return
-    try:
-        await emitter(event)
-    except Exception:  # what the agent shows beside its answer must never break the answer
-        log.debug("aihub_agent_pipe: event emitter failed", exc_info=True)
-
-
-async def _emit(emitter: EventEmitter, status: dict[str, Any]) -> None:
-    if emitter is None:
-        return
-    try:
-        await emitter({"type": "status", "data": status})
-    except Exception:  # a status is decoration; never let it break the answer
-        log.debug("aihub_agent_pipe: event emitter failed", exc_info=True)
-
-
-def _short(detail: str) -> str:
-    try:
-        parsed = json.loads(detail)
-        if isinstance(parsed, dict) and isinstance(parsed.get("detail"), str):
-            detail = parsed["detail"]
-    except ValueError:
-        pass
-    detail = " ".join(detail.split())
-    return detail if len(detail) <= 200 else detail[:199] + "…"
-
-
-class AgentStream:
-    """The events in an agent's response body, fed as it is read (pure: bytes in, AG-UI events out).
-
-    AG-UI bodies are SSE whose data is an event; OpenAI bodies are SSE whose data is a chunk, made
-    AG-UI-shaped by the OpenAIChunkAdapter, and ``[DONE]`` ends the run. ``feed`` is lazy: the
-    first event of a large read is handled before the rest of the read is parsed.
-    """
-
-    def __init__(self, transport: str) -> None:
-        self._parser = SSEParser()
-        self._pending = b""  # the start of a line the next read completes
-        self._adapter = OpenAIChunkAdapter() if transport == "openai" else None
-        self._done = False
-
-    def feed(self, raw: bytes) -> Iterator[dict[str, Any]]:
-        body, self._pending, start, parser = self._pending + raw, b"", 0, self._parser
-        # Line by line as consumed, each line decoded on its own (SSE is UTF-8, and "\n" never
-        # occurs inside a UTF-8 sequence): a read can hold thousands of lines, and the first
-        # event must not wait for all of them to be split or decoded.
-        while (end := body.find(b"\n", start)) >= 0:
-            line, start = body[start:end].decode("utf-8", "replace"), end + 1
-            if line.endswith("\r"):
-                line = line[:-1]
-            if line[:5] == "data:" and body.startswith(b"\n", start) and not parser.pending:
-                start += 1  # "data: ...\n\n", what nearly every event is: no parser needed
-                yield from self._events(line[6:] if line[5:6] == " " else line[5:])
-                continue
-            data = parser.feed(line)
-            if data is not None:
-                yield from self._events(data)
-        self._pending = body[start:]
-
-    def end(self) -> Iterator[dict[str, Any]]:
-        """The events the body's end completes (a last event without its blank line)."""
-        tail, self._pending = self._pending.decode("utf-8", "replace").removesuffix("\r"), b""
-        for data in (self._parser.feed(tail) if tail else None, self._parser.flush()):
-            if data is not None:
-                yield from self._events(data)
-        if self._adapter is not None and self._adapter.finish_reason and not self._done:
-            self._done = True
-            yield {"type": "RUN_FINISHED"}  # some servers end without [DONE]
-
-    def _events(self, data: str) -> Iterator[dict[str, Any]]:
-        if self._adapter is None:
-            event = _json_or_none(data)
-            if isinstance(event, dict) and event.get("type") not in (CALLS_RAN, USAGE):  # only the adapter says that
-                yield event
-            return
-        if self._done:
-            return
-        if data.strip() == "[DONE]":
-            self._done = True
-            yield {"type": "RUN_FINISHED"}
-            return
-        chunk = _json_or_none(data)
-        if isinstance(chunk, dict):
-            yield from self._adapter.events(chunk)
-
-def _json_or_none(data: str) -> Any:
-    try:
-        return json.loads(data)
-    except ValueError:
-        return None
