@@ -139,7 +139,7 @@ def test_prune_removes_a_dropped_blueprint_and_nothing_else(owui, bundle, record
     assert code == 0 and "0 to add, 1 to change, 3 to destroy" in out and "valves.AGENTS[support-desk.tier1]" in out
     remaining = {r["id"] for r in get(owui, "/api/v1/models/all")}
     assert remaining == SAMPLE_MODELS - {m for m in SAMPLE_MODELS if ".support-desk." in m}
-    assert len(get(owui, "/api/v1/functions/export")) == 6  # bundle (2) + toggles (4)
+    assert len(get(owui, "/api/v1/functions/export")) == 7  # bundle (2) + toggles (5)
 
 
 def test_group_access_is_resolved_by_name_and_a_missing_group_changes_nothing(owui, recorder, capsys, tmp_path: Path) -> None:
