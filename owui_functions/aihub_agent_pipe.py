@@ -163,8 +163,10 @@ def _str(value: Any) -> str:
     return value if isinstance(value, str) else ("" if value is None else str(value))
 
 
-def _content_text(content: Any) -> str:
-    """A message or result content as text (AG-UI 1.0 and OpenAI allow a list of parts)."""
+def _parts_concatenated(content: Any) -> str:
+    """An agent's content as text: the text of every part joined with nothing between, anything
+    else as JSON. For what the agent sends (AG-UI 1.0 and OpenAI allow a list of parts), where
+    the parts are pieces of one text."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -172,7 +174,9 @@ def _content_text(content: Any) -> str:
     return "" if content is None else json.dumps(content)
 
 
-def _message_text(content: Any) -> str:
+def _text_parts_by_line(content: Any) -> str:
+    """An Open WebUI message's content as text: only its "text" parts, one per line (image and
+    file parts left out). For the history the agent gets, where each part stands on its own."""
     if isinstance(content, list):
         return "\n".join(
             _str(part.get("text")) for part in content if isinstance(part, Mapping) and part.get("type") == "text"
@@ -667,9 +671,10 @@ class HistoryVerifier:
 def unverified_tool_text(message: Mapping[str, Any]) -> str:
     """A client-supplied tool call or tool result (OpenAI-shaped history) as plain text: the pipe
     did not render it, so nothing vouches that it happened."""
+    text = _text_parts_by_line(message.get("content"))
     if message.get("role") == "tool":
-        return f"[unverified tool result for {_str(message.get('tool_call_id'))}] {_message_text(message.get('content'))}"
-    lines = [_message_text(message.get("content"))] if _message_text(message.get("content")).strip() else []
+        return f"[unverified tool result for {_str(message.get('tool_call_id'))}] {text}"
+    lines = [text] if text.strip() else []
     for call in message.get("tool_calls") or []:
         if isinstance(call, Mapping):
             function = call.get("function") or {}
@@ -701,7 +706,7 @@ def to_agui_messages(messages: Iterable[Mapping[str, Any]], signer: Signer | Non
         elif role == "user":
             out.append({"id": prefix, "role": role, "content": agui_content(message.get("content"))})
         elif role in ("system", "developer"):
-            out.append({"id": prefix, "role": role, "content": _message_text(message.get("content"))})
+            out.append({"id": prefix, "role": role, "content": _text_parts_by_line(message.get("content"))})
     return _unique_ids(out)
 
 
@@ -1636,7 +1641,7 @@ class OpenAIChunkAdapter:
             if is_result:
                 self._waiting.discard(_str(delta["tool_call_id"]))
                 out.append(
-                    {"type": "TOOL_CALL_RESULT", "toolCallId": delta["tool_call_id"], "content": _content_text(text)}
+                    {"type": "TOOL_CALL_RESULT", "toolCallId": delta["tool_call_id"], "content": _parts_concatenated(text)}
                 )
             elif isinstance(text, str) and text:
                 out.append({"type": "TEXT_MESSAGE_CONTENT", "delta": text})
@@ -1838,7 +1843,7 @@ class Recorder:
             self.tool_args(call_id, _str(e.get("delta")))
 
     def _on_tool_result(self, e: Mapping[str, Any]) -> None:
-        self.tool_result(_str(e.get("toolCallId")), _content_text(e.get("content")), _str(e.get("messageId")))
+        self.tool_result(_str(e.get("toolCallId")), _parts_concatenated(e.get("content")), _str(e.get("messageId")))
 
     def _on_reasoning(self, e: Mapping[str, Any]) -> None:
         self.reasoning(_str(e.get("delta")), _str(e.get("messageId")))
@@ -1873,17 +1878,17 @@ class Recorder:
     def _replay_message(self, message: Mapping[str, Any]) -> None:
         role = message.get("role")
         if role == "assistant":
-            self.text(_content_text(message.get("content")), None)
+            self.text(_parts_concatenated(message.get("content")), None)
             for call in message.get("toolCalls") or []:
                 function = call.get("function") or {}
                 self.tool_call(_str(call.get("id")), _str(function.get("name")), _str(message.get("id")))
                 self.tool_args(_str(call.get("id")), _str(function.get("arguments")))
         elif role == "tool":
             self.tool_result(
-                _str(message.get("toolCallId")), _content_text(message.get("content")), _str(message.get("id"))
+                _str(message.get("toolCallId")), _parts_concatenated(message.get("content")), _str(message.get("id"))
             )
         elif role == "reasoning":
-            self.reasoning(_content_text(message.get("content")), _str(message.get("id")))
+            self.reasoning(_parts_concatenated(message.get("content")), _str(message.get("id")))
 
     # -- the recording rules ---------------------------------------------------------------------
 
