@@ -12,6 +12,17 @@ from .attachments import attached
 from .blueprints import GroupAccess, Suggestion, agent_backend
 from .capabilities import model_capabilities
 from .compat import Compat
+from .contract import (  # noqa: F401  (ids re-exported: callers import them from here)
+    AGENTS_VALVE,
+    API_KEYS_VALVE,
+    FEATURE_FILTER_ID,
+    IDENTITY_VALVE,
+    PIPE_FUNCTION_ID,
+    SIGNING_VALVE,
+    agent_key,
+    model_id,
+    valve_path,
+)
 from .errors import BlueprintError, Problem
 from .function_files import FunctionFile
 from .loader import Catalog, LoadedBlueprint
@@ -19,15 +30,7 @@ from .state import BUNDLE_PREFIX, MANAGED_BY, MARKER_KEY, InstanceState, ObjectS
 from .toggle_filters import toggle_filter_id
 from .urls import plain_http_host
 
-PIPE_FUNCTION_ID = "aihub_agent_pipe"
-FEATURE_FILTER_ID = "aihub_feature_filter"
-
 PUBLIC_GRANT = {"principal_type": "user", "principal_id": "*", "permission": "read"}
-
-
-def model_id(blueprint_id: str, agent_id: str) -> str:
-    """The id of the pipe's sub-model that serves this agent."""
-    return f"{PIPE_FUNCTION_ID}.{blueprint_id}.{agent_id}"
 
 
 def build_desired(
@@ -106,14 +109,14 @@ def function_source(f: FunctionFile) -> str:
     return f.path
 
 
-# The agent pipe's valves that sync writes (the pipe's Valves class declares the same names).
-PIPE_AGENTS_VALVE = "valves.AGENTS"
-PIPE_SECRET_VALVE = "valves.API_KEYS"
+# The agent pipe's valves that sync writes, as field paths (the names are the contract's).
+PIPE_AGENTS_VALVE = valve_path(AGENTS_VALVE)
+PIPE_SECRET_VALVE = valve_path(API_KEYS_VALVE)
 # Signs the tool blocks the pipe renders, so an edited chat cannot forge a tool call next turn.
-PIPE_SIGNING_VALVE = "valves.HISTORY_SIGNING_KEY"
+PIPE_SIGNING_VALVE = valve_path(SIGNING_VALVE)
 SIGNING_KEY_MIN_LENGTH = 32
 # The private key the pipe signs who is asking with (identity_keys.py says how it is kept).
-PIPE_IDENTITY_VALVE = "valves.IDENTITY_KEYS"
+PIPE_IDENTITY_VALVE = valve_path(IDENTITY_VALVE)
 
 
 def history_signing_key(observed: InstanceState, fresh: str) -> str:
@@ -138,7 +141,7 @@ def agent_backends(lb: LoadedBlueprint) -> list[dict[str, Any]]:
     for agent in bp.agents:
         backend = agent_backend(bp.backend, agent.backend)
         entry: dict[str, Any] = {
-            "id": f"{bp.id}.{agent.id}",
+            "id": agent_key(bp.id, agent.id),
             "name": agent.name,
             "transport": backend["transport"],
             "url": backend["url"],

@@ -26,13 +26,13 @@ from typing import Any
 import yaml
 
 from .capabilities import ALWAYS_OFF, OVERRIDABLE_DEFAULTS, READS_CAPABILITIES, model_capabilities
-from .desired import FEATURE_FILTER_ID, PIPE_FUNCTION_ID
+from .contract import FEATURE_FILTER_ID, PIPE_FUNCTION_ID, TOGGLE_FILTER_PREFIX, agent_of_model, split_agent_key
 from .errors import ProvisionError
 from .features import is_native
 from .icons import resolve_icon, sniff_image_type
 from .kept import agent_entries
 from .state import MARKER_KEY, is_managed
-from .toggle_filters import TOGGLE_FILTER_PREFIX, render_toggle_filter, toggle_filter_id
+from .toggle_filters import render_toggle_filter, toggle_filter_id
 
 PREFIX = PIPE_FUNCTION_ID + "."
 _IDENTIFIER = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
@@ -155,8 +155,7 @@ def _ids(row: Mapping[str, Any]) -> tuple[str, str]:
     marker = (row.get("meta") or {}).get(MARKER_KEY)
     if is_managed(row.get("meta")) and isinstance(marker, dict) and marker.get("blueprint") and marker.get("agent"):
         return str(marker["blueprint"]), str(marker["agent"])
-    blueprint_id, _, agent_id = str(row["id"]).removeprefix(PREFIX).partition(".")
-    return blueprint_id, agent_id
+    return split_agent_key(agent_of_model(str(row["id"])) or str(row["id"]))
 
 
 def _blueprint(

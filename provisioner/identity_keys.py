@@ -21,7 +21,8 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from .desired import PIPE_FUNCTION_ID, PIPE_IDENTITY_VALVE
+from .contract import IDENTITY_VALVE, PIPE_FUNCTION_ID
+from .desired import PIPE_IDENTITY_VALVE
 from .errors import ConfigError
 from .state import InstanceState
 
@@ -164,7 +165,7 @@ def instance_jwks(functions: list[dict[str, Any]], *, now: float) -> dict[str, l
     if pipe is None:
         raise ConfigError(f"no {PIPE_FUNCTION_ID} function on the instance: run `provision sync` first")
     valves = pipe.get("valves") if isinstance(pipe.get("valves"), Mapping) else {}
-    keys = jwks(valves.get(PIPE_IDENTITY_VALVE.removeprefix("valves.")), now=now)
+    keys = jwks(valves.get(IDENTITY_VALVE), now=now)
     if keys is None:
         raise ConfigError(
             f"the {PIPE_FUNCTION_ID} function holds no identity key (its IDENTITY_KEYS valve is empty or unusable): "

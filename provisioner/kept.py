@@ -15,10 +15,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from .desired import PIPE_AGENTS_VALVE, PIPE_FUNCTION_ID, PIPE_SECRET_VALVE
+from .contract import PIPE_FUNCTION_ID, agent_of_model
+from .desired import PIPE_AGENTS_VALVE, PIPE_SECRET_VALVE
 from .state import InstanceState
-
-PREFIX = PIPE_FUNCTION_ID + "."
 
 
 def keep_orphan_agents(
@@ -33,7 +32,7 @@ def keep_orphan_agents(
     orphans = [
         ident
         for ident, live in observed.models.items()
-        if live.managed and ident not in desired.models and ident.startswith(PREFIX)
+        if live.managed and ident not in desired.models and agent_of_model(ident)
     ]
     if prune or pipe is None or not orphans:
         return desired, {}
@@ -46,7 +45,7 @@ def keep_orphan_agents(
     kept: list[dict[str, Any]] = []
     position = {sub_id: index for index, sub_id in enumerate(live_entries)}
     for ident in sorted(orphans):
-        sub_id = ident.removeprefix(PREFIX)
+        sub_id = agent_of_model(ident) or ident
         entry = live_entries.get(sub_id)
         if sub_id in desired_entries:
             continue

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+from .contract import AGENTS_VALVE, MARKER_KEY, TOGGLE_FILTER_PREFIX, agent_of_model
 from .kept import agent_entries
-from .state import MARKER_KEY, is_managed
-from .toggle_filters import TOGGLE_FILTER_PREFIX
+from .state import is_managed
 
 
 def managed_agents(
@@ -34,7 +34,7 @@ def managed_agents(
                 ],
                 "access": describe_access(row.get("access_grants") or [], groups),
                 "active": bool(row.get("is_active", True)),
-                "served": None if served is None else str(row.get("id")).partition(".")[2] in served,
+                "served": None if served is None else agent_of_model(str(row.get("id"))) in served,
             }
         )
     return sorted(entries, key=lambda e: str(e["id"]))
@@ -73,4 +73,4 @@ def served_agent_ids(functions: Iterable[Mapping[str, Any]], pipe_id: str) -> se
     pipe = next((f for f in functions if f.get("id") == pipe_id), None)
     if pipe is None:
         return None
-    return set(agent_entries((pipe.get("valves") or {}).get("AGENTS")))
+    return set(agent_entries((pipe.get("valves") or {}).get(AGENTS_VALVE)))

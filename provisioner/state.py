@@ -12,14 +12,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+# The marker (meta.aihub on every row and function provision owns) and the bundle's id prefix.
+from .contract import BUNDLE_PREFIX, MANAGED_BY, MARKER_KEY  # noqa: F401  (re-exported)
+
 Kind = Literal["function", "model"]
 
-MANAGED_BY = "aihub-provision"
-MARKER_KEY = "aihub"  # meta.aihub on every model row and function the project owns
 # The marker's key for the provision version that last wrote the object. It is written on every
 # write but never compared, so upgrading provision alone changes nothing on the instance.
 VERSION_KEY = "version"
-BUNDLE_PREFIX = "aihub_"  # ids of the functions shipped with provision (users may not take them)
 
 
 @dataclass(frozen=True)

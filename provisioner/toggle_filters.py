@@ -28,10 +28,8 @@ from __future__ import annotations
 import re
 from string import Template
 
-TOGGLE_FILTER_PREFIX = "aihub_toggle_"
-
-# Must match owui_functions/*: a unit test checks every file spells it the same way.
-METADATA_KEY = "aihub_requested_features"
+# The rendered file spells these itself (function files stand alone); test_contract checks it.
+from .contract import MANAGED_BY, MARKER_KEY, METADATA_KEY, TOGGLE_FILTER_PREFIX
 
 # Open WebUI lower-cases function ids and requires Python identifiers; keep ids ASCII too.
 _FEATURE_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -55,8 +53,8 @@ METADATA_KEY = $metadata_key_repr
 FEATURE = $feature_repr
 
 # Ownership marker written by the provisioner: __model__["info"]["meta"][MARKER_KEY].
-MARKER_KEY = "aihub"
-MANAGED_BY = "aihub-provision"
+MARKER_KEY = $marker_key_repr
+MANAGED_BY = $managed_by_repr
 
 
 def supported_features(model: Any) -> frozenset:
@@ -163,5 +161,7 @@ def render_toggle_filter(*, feature: str, title: str, description: str, icon: st
         description=_frontmatter_value(description),
         feature_repr=_py_str(feature),
         metadata_key_repr=_py_str(METADATA_KEY),
+        marker_key_repr=_py_str(MARKER_KEY),
+        managed_by_repr=_py_str(MANAGED_BY),
         icon_repr=_py_str(icon),
     )
