@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from provisioner.cli import load_bundle  # noqa: E402
+from provisioner.pipeline import load_inputs  # noqa: E402
 from provisioner.desired import PIPE_AGENTS_VALVE, build_desired  # noqa: E402
 from provisioner.kept import keep_orphan_agents  # noqa: E402
 from provisioner.plan import make_plan  # noqa: E402
@@ -64,11 +64,11 @@ def main() -> int:
         ]
         root = write_blueprint_dir(Path(tmp) / "bp", bps)
         bundle = ["--bundle", str(REPO / "owui_functions")]
-        catalog, functions = load_bundle(root, None, Path(bundle[1]))
+        catalog, functions = load_inputs(root, None, Path(bundle[1]))
         observed = as_observed(build_desired(catalog, functions, groups={}, env=env))
         for i in range(0, args.blueprints, 2):
             (root / f"bp-{i:03d}.yaml").unlink()
-        catalog, functions = load_bundle(root, None, Path(bundle[1]))
+        catalog, functions = load_inputs(root, None, Path(bundle[1]))
         desired = build_desired(catalog, functions, groups={}, env=env)
 
         kept_desired, notes = keep_orphan_agents(desired, observed, prune=False)

@@ -15,8 +15,14 @@ client wrapped so every request is recorded: method, path kind, target id, time.
 Scenarios, in order: `diff` of the 500-create plan (text: size and render cost), sync from empty,
 no-op re-sync, re-sync after one blueprint changed; then the same three workloads the naive way
 (for every object: GET that one object, then write it; no listing, no diff) on the same instance,
-and the ratios. Optional `--parallel N [N ...]`: the from-empty model creates sent N at a time, to
-size what a bounded `--parallelism` in apply.py would gain.
+and the ratios. Optional `--parallel N [N ...]`: the from-empty `sync --parallelism N` (model
+writes N at a time), against the sequential sync from empty.
+
+The naive runs do the same work as sync: what they write is decided by the same pipeline
+functions (provisioner.pipeline.load_inputs and desired_state; make_plan on the one object read;
+apply.apply_change), so only the way of reading and writing differs. A fast test
+(test_sync_scale.py) runs these scenarios and their checks on a small workload against the
+in-memory Open WebUI, so the benchmark cannot rot silently.
 
 Exits 1 when a call-count invariant breaks: the no-op re-sync makes only the listing calls; no
 scenario reads single rows; the one-change sync writes exactly the objects its plan changes, once
@@ -38,7 +44,6 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,12 +55,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import provisioner.cli as cli  # noqa: E402
-from provisioner.apply import _apply_one  # noqa: E402  (the probe applies changes one by one)
+import provisioner.client as client_module  # noqa: E402
+from provisioner.apply import apply_change  # noqa: E402
 from provisioner.client import OpenWebUIClient  # noqa: E402
-from provisioner.desired import build_desired  # noqa: E402
 from provisioner.observed import observe, observed_function, observed_model  # noqa: E402
-from provisioner.plan import Action, _write_body, make_plan  # noqa: E402
-from provisioner.state import ObjectState  # noqa: E402
+from provisioner.pipeline import Inputs, desired_state, load_inputs, resolve_groups, target_variables, with_token_secret  # noqa: E402
+from provisioner.plan import make_plan  # noqa: E402
+from provisioner.state import InstanceState, ObjectState  # noqa: E402
 from tests.support.owui_instance import OpenWebUIInstance, throwaway_instance  # noqa: E402
 
 LISTING_KINDS = frozenset(
@@ -269,78 +275,52 @@ def run_cli(recorder: Recorder, name: str, *args: str) -> Result:
     return result
 
 
+def inputs_as_sync(bp_dir: Path, fn_dir: Path, token: str) -> Inputs:
+    """The blueprints and functions exactly as `provision sync -p bp_dir --bundle fn_dir` loads them."""
+    return load_inputs(bp_dir, None, fn_dir, with_token_secret(target_variables(None, strict=True), token))
+
+
 class Naive:
     """The same workload done the naive way: per object, GET that one object, then write it.
 
-    Bodies are read-merge-write from the single GET (as fair as a naive tool can be); grants are
-    sent on create only; functions are activated when the answer says they are not. One registry
-    refresh at the end, as provision does.
+    What to write is what sync would write: the desired state comes from the pipeline
+    (desired_state, from a listing read before the clock starts, so the naive run is not charged
+    for it), and each object, read alone, is planned by make_plan and written by
+    apply.apply_change, as sync does. One registry refresh at the end, as provision does.
     """
 
-    def __init__(self, http: httpx.Client) -> None:
-        self.http = http
+    def __init__(self, client: OpenWebUIClient, http: httpx.Client) -> None:
+        self.client = client  # the writes
+        self.http = http  # the single-object reads (a missing object answers 401 or 404)
 
-    def sync(self, bp_dir: Path, fn_dir: Path) -> None:
-        catalog, functions = cli.load_bundle(bp_dir, None, fn_dir)
-        groups = {g["name"]: g["id"] for g in self.json("GET", "/api/v1/groups/")}
-        desired = build_desired(catalog, functions, groups, env=os.environ)
+    def desired(self, inputs: Inputs, token: str) -> InstanceState:
+        groups, _ = resolve_groups(inputs.catalog, self.client, prune=False, missing_groups="fail")
+        compat = self.client.compat
+        observed = observe(self.client.list_models(), self.client.list_functions(), compat)
+        return desired_state(inputs, observed, groups, token=token, compat=compat)[0]
+
+    def sync(self, desired: InstanceState) -> None:
         for target in desired.functions.values():
-            self.function(target)
+            live = self.read(f"/api/v1/functions/id/{target.id}")
+            self.write(target, observed_function(live) if live else None)
+        compat = self.client.compat
         for target in desired.models.values():
-            self.model(target)
-        self.json("GET", "/api/models", params={"refresh": "true"})
+            live = self.read("/api/v1/models/model", params={"id": target.id})
+            self.write(target, observed_model(live, compat) if live else None)
+        self.client.refresh_models()
 
-    def function(self, target: ObjectState) -> None:
-        path = f"/api/v1/functions/id/{target.id}"
-        live = self.http.get(path)
-        if live.status_code == 200:
-            body = _write_body(target, base=observed_function(live.json()).raw)
-            valves = body.pop("valves", None)
-            state = self.json("POST", f"{path}/update", json=body)
-        else:
-            body = _write_body(target, base=None)
-            valves = body.pop("valves", None)
-            state = self.json("POST", "/api/v1/functions/create", json=body)
-        if valves:
-            self.json("POST", f"{path}/valves/update", json=valves)
-        if not state.get("is_active"):
-            self.json("POST", f"{path}/toggle")
-        if bool(state.get("is_global")) != bool(target.fields.get("is_global")):
-            self.json("POST", f"{path}/toggle/global")
-
-    def model(self, target: ObjectState) -> None:
-        live = self.http.get("/api/v1/models/model", params={"id": target.id})
-        if live.status_code == 200:
-            body = _write_body(target, base=observed_model(live.json()).raw)
-            body.pop("access_grants", None)
-            self.json("POST", "/api/v1/models/model/update", json=body, params={"id": target.id})
-        else:
-            self.json("POST", "/api/v1/models/create", json=_write_body(target, base=None))
-
-    def json(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = self.http.request(method, path, **kwargs)
+    def read(self, path: str, **kwargs: Any) -> dict[str, Any] | None:
+        response = self.http.get(path, **kwargs)
+        if response.status_code in (401, 404):
+            return None
         response.raise_for_status()
         return response.json()
 
-
-def parallel_create(instance: OpenWebUIInstance, recorder: Recorder, bp_dir: Path, fn_dir: Path, workers: int) -> Result:
-    """Apply the from-empty plan with model creates sent `workers` at a time (functions first)."""
-    catalog, functions = cli.load_bundle(bp_dir, None, fn_dir)
-    recorder.take()
-    started = time.perf_counter()
-    client = OpenWebUIClient(base_url=instance.url, token=instance.token, http=recorder.client(timeout=60))
-    with client:
-        groups = {str(g["name"]): str(g["id"]) for g in client.list_groups()}
-        plan = make_plan(build_desired(catalog, functions, groups, env=os.environ),
-                         observe(client.list_models(), client.list_functions()))
-        for change in plan.changes:
-            if change.kind == "function":
-                _apply_one(change, client)
-        models = [c for c in plan.changes if c.kind == "model" and c.action is Action.CREATE]
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(lambda c: _apply_one(c, client), models))
-        client.refresh_models()
-    return Result(f"sync from empty, model creates {workers} at a time", time.perf_counter() - started, recorder.take())
+    def write(self, target: ObjectState, live: ObjectState | None) -> None:
+        key = "functions" if target.kind == "function" else "models"
+        observed = InstanceState(**{key: {target.id: live}}) if live else InstanceState()
+        for change in make_plan(InstanceState(**{key: {target.id: target}}), observed).changes:
+            apply_change(change, self.client)
 
 
 def empty_instance(instance: OpenWebUIInstance) -> None:
@@ -411,12 +391,106 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
+@dataclass
+class Scenarios:
+    """What one bench run measured, and the invariants it checked."""
+
+    n_models: int
+    n_functions: int
+    text_plan: Result
+    empty: Result
+    noop: Result
+    change: Result
+    naive: list[Result]
+    probes: list[tuple[int, Result]]
+    checks: Checks
+
+
+def run_scenarios(
+    owui: Any,
+    recorder: Recorder,
+    root: Path,
+    *,
+    n_blueprints: int,
+    n_agents: int,
+    parallel: list[int],
+    empty: Callable[[Any], None] = lambda owui: empty_instance(owui),
+) -> Scenarios:
+    """Every scenario against `owui` (url, token, client()), with the CLI's HTTP client recording.
+
+    `empty` wipes the instance between the provision and the naive runs (a fake passes its own)."""
+    n_models = n_blueprints * n_agents
+    checks = Checks()
+    bp_dir, fn_dir = write_workload(root, n_blueprints, n_agents)
+    with owui.client() as http:
+        for group in GROUPS:
+            http.post("/api/v1/groups/create", json={"name": group, "description": ""}).raise_for_status()
+    bundle = ["-p", str(bp_dir), "--bundle", str(fn_dir)]
+    n_functions = len(inputs_as_sync(bp_dir, fn_dir, owui.token).functions)  # files + toggles rendered at plan time
+    edited = min(CHANGED_BLUEPRINT, n_blueprints - 1)
+    changed = {f"aihub_agent_pipe.{blueprint_id(edited)}.agent-{j:02d}" for j in range(n_agents)}
+
+    def edit_one_blueprint() -> None:
+        write_blueprint(bp_dir, edited, n_agents, extra_calls=("web_research",))
+
+    def restore_blueprint() -> None:
+        write_blueprint(bp_dir, edited, n_agents, extra_calls=())
+
+    def verify_matches(label: str) -> None:
+        check = run_cli(recorder, "verify", "diff", *bundle, "-o", "json")
+        checks.expect(check.plan is not None and not check.plan["changes"], f"{label}: instance matches afterwards")
+
+    print(f"Open WebUI {owui.url}; {n_blueprints} blueprints x {n_agents} agents = {n_models} "
+          f"model rows + {n_functions} functions", file=sys.stderr)
+    text_plan = run_cli(recorder, f"diff (text) of the {n_models}-create plan", "diff", *bundle)
+    from_empty = run_cli(recorder, "sync from empty", "sync", *bundle, "--yes", "-o", "json")
+    verify_matches(from_empty.name)
+    noop = run_cli(recorder, "no-op re-sync", "sync", *bundle, "--yes", "-o", "json")
+    edit_one_blueprint()
+    change = run_cli(recorder, "re-sync after one blueprint changed", "sync", *bundle, "--yes", "-o", "json")
+    verify_matches(change.name)
+    check_provision_runs(checks, from_empty, noop, change, n_models, changed)
+    checks.expect(not any(c.is_write for c in text_plan.calls), "diff writes nothing")
+    checks.expect(text_plan.output_lines == n_models + n_functions + 4,
+                  f"text plan: one line per object plus two summary lines ({text_plan.output_lines} lines)")
+
+    # The naive way, same instance, same three workloads.
+    restore_blueprint()
+    empty(owui)
+    naive_runs: list[Result] = []
+    with recorder.client(timeout=60) as writes, recorder.client(
+        base_url=owui.url, headers={"Authorization": f"Bearer {owui.token}"}, timeout=60
+    ) as reads, OpenWebUIClient(base_url=owui.url, token=owui.token, http=writes) as client:
+        naive = Naive(client, reads)
+        for name, before in (("naive from empty", None), ("naive no-op", None), ("naive one change", edit_one_blueprint)):
+            if before:
+                before()
+            desired = naive.desired(inputs_as_sync(bp_dir, fn_dir, owui.token), owui.token)  # not timed
+            recorder.take()
+            started = time.perf_counter()
+            naive.sync(desired)
+            naive_runs.append(Result(name, time.perf_counter() - started, recorder.take()))
+            verify_matches(name)
+    for r in naive_runs:
+        checks.expect(r.count(lambda c: c.is_row_read) == n_models + n_functions, f"{r.name}: one GET per object")
+
+    probes: list[tuple[int, Result]] = []
+    restore_blueprint()
+    for workers in parallel:
+        empty(owui)
+        probe = run_cli(recorder, f"sync from empty, model writes {workers} at a time", "sync", *bundle, "--yes",
+                        "-o", "json", "--parallelism", str(workers))
+        probes.append((workers, probe))
+        verify_matches(probe.name)
+    return Scenarios(n_models, n_functions, text_plan, from_empty, noop, change, naive_runs, probes, checks)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--blueprints", type=int, default=50)
     parser.add_argument("--agents", type=int, default=10, help="agents per blueprint")
     parser.add_argument("--parallel", type=int, nargs="*", default=[], metavar="N",
-                        help="also probe the from-empty model creates sent N at a time (one run per N)")
+                        help="also run the from-empty sync with --parallelism N (one run per N)")
     parser.add_argument("--latency-ms", type=float, default=0.0,
                         help="add this round-trip time to every request (models a remote instance)")
     parser.add_argument("--name", default=f"bench-sync-{os.getpid()}", help="openwebui-local instance name")
@@ -425,13 +499,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="ha: PostgreSQL + Redis + two replicas (the CLI talks to replica 1)")
     parser.add_argument("--json", type=Path, help="write the figures here as JSON")
     args = parser.parse_args(argv)
-    n_models = args.blueprints * args.agents
     recorder = Recorder(latency=args.latency_ms / 1000)
-    cli.make_http_client = lambda timeout: recorder.client(timeout=timeout)  # type: ignore[assignment]
-    checks = Checks()
+    client_module.make_http_client = lambda timeout: recorder.client(timeout=timeout)  # type: ignore[assignment]
     figures: dict[str, Any] = {
-        "workload": {"blueprints": args.blueprints, "agents_per_blueprint": args.agents, "models": n_models,
-                     "added_latency_ms": args.latency_ms, "topology": args.topology},
+        "workload": {"blueprints": args.blueprints, "agents_per_blueprint": args.agents,
+                     "models": args.blueprints * args.agents, "added_latency_ms": args.latency_ms,
+                     "topology": args.topology},
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "load_average_at_start": round(os.getloadavg()[0], 2)},
     }
@@ -439,64 +512,13 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp, throwaway_instance(
         args.name, keep=args.keep, topology=None if args.topology == "single" else args.topology
     ) as owui:
-        bp_dir, fn_dir = write_workload(Path(tmp), args.blueprints, args.agents)
         os.environ.update({"OPENWEBUI_URL": owui.url, "OPENWEBUI_TOKEN": owui.token, "CI": "true"})
         os.environ.pop("OPENWEBUI_TOKEN_FILE", None)
-        with owui.client() as http:
-            for group in GROUPS:
-                http.post("/api/v1/groups/create", json={"name": group, "description": ""}).raise_for_status()
-        bundle = ["-p", str(bp_dir), "--bundle", str(fn_dir)]
-        n_functions = len(cli.load_bundle(bp_dir, None, fn_dir)[1])  # files + toggles rendered at plan time
-        edited = min(CHANGED_BLUEPRINT, args.blueprints - 1)
-        changed = {f"aihub_agent_pipe.{blueprint_id(edited)}.agent-{j:02d}" for j in range(args.agents)}
-
-        def edit_one_blueprint() -> None:
-            write_blueprint(bp_dir, edited, args.agents, extra_calls=("web_research",))
-
-        def restore_blueprint() -> None:
-            write_blueprint(bp_dir, edited, args.agents, extra_calls=())
-
-        def verify_matches(label: str) -> None:
-            check = run_cli(recorder, "verify", "diff", *bundle, "-o", "json")
-            checks.expect(check.plan is not None and not check.plan["changes"], f"{label}: instance matches afterwards")
-
-        print(f"Open WebUI {owui.url}; {args.blueprints} blueprints x {args.agents} agents = {n_models} "
-              f"model rows + {n_functions} functions", file=sys.stderr)
-        text_plan = run_cli(recorder, f"diff (text) of the {n_models}-create plan", "diff", *bundle)
-        empty = run_cli(recorder, "sync from empty", "sync", *bundle, "--yes", "-o", "json")
-        verify_matches(empty.name)
-        noop = run_cli(recorder, "no-op re-sync", "sync", *bundle, "--yes", "-o", "json")
-        edit_one_blueprint()
-        change = run_cli(recorder, "re-sync after one blueprint changed", "sync", *bundle, "--yes", "-o", "json")
-        verify_matches(change.name)
-        check_provision_runs(checks, empty, noop, change, n_models, changed)
-        checks.expect(not any(c.is_write for c in text_plan.calls), "diff writes nothing")
-        checks.expect(text_plan.output_lines == n_models + n_functions + 4,
-                      f"text plan: one line per object plus two summary lines ({text_plan.output_lines} lines)")
-
-        # The naive way, same instance, same three workloads.
-        restore_blueprint()
-        empty_instance(owui)
-        naive_runs: list[Result] = []
-        with recorder.client(base_url=owui.url, headers={"Authorization": f"Bearer {owui.token}"}, timeout=60) as http:
-            naive = Naive(http)
-            for name, before in (("naive from empty", None), ("naive no-op", None), ("naive one change", edit_one_blueprint)):
-                if before:
-                    before()
-                recorder.take()
-                started = time.perf_counter()
-                naive.sync(bp_dir, fn_dir)
-                naive_runs.append(Result(name, time.perf_counter() - started, recorder.take()))
-                verify_matches(name)
-        for r in naive_runs:
-            checks.expect(r.count(lambda c: c.is_row_read) == n_models + n_functions, f"{r.name}: one GET per object")
-
-        probes: list[tuple[int, Result]] = []
-        restore_blueprint()
-        for workers in args.parallel:
-            empty_instance(owui)
-            probes.append((workers, parallel_create(owui, recorder, bp_dir, fn_dir, workers)))
-            verify_matches(probes[-1][1].name)
+        run = run_scenarios(owui, recorder, Path(tmp), n_blueprints=args.blueprints, n_agents=args.agents,
+                            parallel=args.parallel)
+    n_models, n_functions, text_plan, empty, noop, change = (
+        run.n_models, run.n_functions, run.text_plan, run.empty, run.noop, run.change)
+    naive_runs, probes, checks = run.naive, run.probes, run.checks
 
     scenarios = [("sync from empty", empty, naive_runs[0]), ("no-op re-sync", noop, naive_runs[1]),
                  ("re-sync, one blueprint changed", change, naive_runs[2])]
@@ -511,7 +533,7 @@ def main(argv: list[str] | None = None) -> int:
         print(fmt_row(name, mine))
         print(fmt_row("  naive: GET + write per object", theirs, base=mine))
     for workers, probe in probes:
-        print(fmt_row(f"from empty, creates {workers} at a time", probe, base=empty))
+        print(fmt_row(f"from empty, --parallelism {workers}", probe, base=empty))
     print(f"  model create latency: median {statistics.median(writes) * 1000:.1f} ms, "
           f"p95 {percentile(writes, 0.95) * 1000:.1f} ms; registry refresh "
           f"{sum(c.seconds for c in empty.calls if c.is_refresh):.2f} s")

@@ -6,7 +6,7 @@ The pipeline, top to bottom: load_catalog (YAML -> Catalog) -> build_desired (->
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = [
     "__version__",

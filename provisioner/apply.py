@@ -288,7 +288,7 @@ def _conflict_lines(report: ApplyReport) -> list[str]:
 
 def _attempt(change: Change, client: OpenWebUIClient) -> ChangeResult:
     try:
-        _apply_one(change, client)
+        apply_change(change, client)
     except ProvisionError as exc:
         return ChangeResult(change, "failed", str(exc))
     return ChangeResult(change, "applied")
@@ -362,7 +362,9 @@ def _secret_strings(path: str, value: Any) -> list[str]:
     return [value]
 
 
-def _apply_one(change: Change, client: OpenWebUIClient) -> None:
+def apply_change(change: Change, client: OpenWebUIClient) -> None:
+    """Carry out one change: its writes, in the order the release needs (no checks, no refresh:
+    apply_plan does those around the phases)."""
     body: Mapping[str, Any] = change.body or {}
     if change.kind == "model":
         if change.action is Action.CREATE:

@@ -11,7 +11,6 @@ import dataclasses
 import json
 import logging
 import os
-import secrets
 import sys
 import time
 from dataclasses import dataclass
@@ -19,42 +18,41 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-import httpx
 import typer
 from rich.console import Console
 
-from . import __version__
+from . import client as client_module
 from .apply import ApplyReport, apply_plan
-from .attachments import check_attachments
 from .client import OpenWebUIClient, check_url, http_log
-from .commit_message import CommitInfo
-from .compat import TESTED
-from .desired import FEATURE_FILTER_ID, PIPE_FUNCTION_ID, build_desired, history_signing_key, insecure_backends
-from .errors import ApplyError, BlueprintError, ConfigError, Problem, ProvisionError
-from .identity_keys import SERVER_KEY_ID, live_identity_keys, next_identity_keys
-from .function_files import (
-    FunctionFile,
-    bundle_dir,
-    load_function_files,
-    rendered_toggle_functions,
-    skipped_function_files,
-    write_toggle_files,
-)
-from .kept import keep_orphan_agents
+from .desired import build_desired, insecure_backends
+from .errors import ApplyError, BlueprintError, ConfigError, ProvisionError
+from .function_files import write_toggle_files
+from .contract import PIPE_FUNCTION_ID
+from .identity_keys import SERVER_KEY_ID
 from .loader import Catalog, load_catalog
 from .observed import observe
-from .plan import Plan, make_plan
+from .pipeline import (
+    Connection,
+    PlanOptions,
+    connect,
+    credentials,
+    load_inputs,
+    named_wrappers,
+    prepare_plan,
+    target_variables,
+    token_variables,
+    with_token_secret,
+)
+from .plan import Plan
 from .render import applied_line, render_notes, render_orphans, render_plan, shown
-from .features import NATIVE_FEATURES
-from .state import BUNDLE_PREFIX, Kind
+from .state import Kind
 from .stopping import exit_code as signal_exit_code
 from .stopping import stop_requests
-from .token_file import read_token_file
-from .targets import TARGETS_FILE, Target, load_targets_config, select_target, targets_problems
+from .targets import TARGETS_FILE, Target, select_target, targets_problems
 from .text import visible
-from .variables import TOKEN_IN_USE, Variables, variables_for
-from .toggle_filters import toggle_filter_id
-from .wrappers import find_wrappers, render_wrappers, with_owner_names
+from .variables import Variables
+from .version import __version__
+from .wrappers import find_wrappers, render_wrappers
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 
@@ -158,27 +156,6 @@ TargetsFileOpt = Annotated[
 ]
 
 
-@dataclass(frozen=True)
-class Connection:
-    url: Optional[str]
-    token_file: Optional[Path]
-    insecure: bool
-    timeout: float
-    token_env: Optional[str] = "OPENWEBUI_TOKEN"  # a target's token_env; None: only the file
-    allow_http: tuple[str, ...] = ()  # a target's hosts reached over plain http without --insecure
-
-
-def make_http_client(timeout: float) -> httpx.Client:
-    """The httpx client every command uses; tests replace this to count or fault requests.
-
-    Plain http:// is only allowed to loopback (or with --insecure), so it never goes through an
-    environment proxy: the token would cross the network in clear text. https:// may.
-    """
-    return httpx.Client(
-        timeout=timeout, follow_redirects=False, mounts={"http://": httpx.HTTPTransport()}
-    )
-
-
 def _consoles(no_color: bool) -> tuple[Console, Console]:
     color = not (no_color or os.environ.get("NO_COLOR"))
     out = Console(no_color=not color, highlight=False, emoji=False)
@@ -190,30 +167,12 @@ def _consoles(no_color: bool) -> tuple[Console, Console]:
     )
 
 
-def _read_token(token_file: Optional[Path], token_env: Optional[str] = "OPENWEBUI_TOKEN") -> str:
-    env_token = os.environ.get(token_env, "").strip() if token_env else ""
-    if token_file is not None:
-        if env_token:
-            raise ConfigError(f"both {token_env} and --token-file are set; use one")
-        return read_token_file(token_file, warn=lambda message: print(message, file=sys.stderr))
-    if not env_token:
-        if token_env != "OPENWEBUI_TOKEN":
-            raise ConfigError(f"no token: the target's token_env {token_env} is not set (it holds an admin's API key)")
-        raise ConfigError("no token: set OPENWEBUI_TOKEN or pass --token-file (an admin's API key)")
-    return env_token
+def _warn(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
-def _credentials(conn: Connection) -> tuple[str, str]:
-    """The checked base URL and the admin token."""
-    if not conn.url:
-        raise ConfigError("no Open WebUI URL: pass --url or set OPENWEBUI_URL")
-    url = check_url(conn.url, insecure=conn.insecure, allow_http=conn.allow_http)
-    return url, _read_token(conn.token_file, conn.token_env)
-
-
-def _connect(conn: Connection, credentials: tuple[str, str] | None = None) -> OpenWebUIClient:
-    url, token = credentials or _credentials(conn)
-    return OpenWebUIClient(base_url=url, token=token, http=make_http_client(conn.timeout))
+def _connect(conn: Connection) -> OpenWebUIClient:
+    return connect(conn, credentials(conn, _warn))
 
 
 def _select_target(
@@ -231,27 +190,7 @@ def _select_target(
         if source is not None and source.name == "COMMANDLINE":
             raise typer.BadParameter("--target says where to connect already; use one of the two", param_hint=f"'{flag}'")
     target = select_target(name, targets_file)
-    return (
-        Connection(
-            target.url, target.token_file, conn.insecure, conn.timeout, token_env=target.token_env,
-            allow_http=target.allow_http,
-        ),
-        target,
-    )
-
-
-def _variables(target: Optional[Target], strict: bool, targets_file: Path = Path(TARGETS_FILE)) -> Variables:
-    """What ${NAME} resolves from: the target's variables, then the environment names the
-    targets file allows. `strict` (diff, sync, validate --target): a broken targets file is an
-    error here too, since it names the token variables that must stay out of the blueprints."""
-    config = None
-    if targets_file.is_file():
-        try:
-            config = load_targets_config(targets_file)
-        except BlueprintError:
-            if strict:
-                raise
-    return variables_for(config, target, os.environ, strict=strict)
+    return conn.for_target(target), target
 
 
 def _parse_adopt(values: Optional[list[str]]) -> set[tuple[Kind, str]]:
@@ -264,198 +203,36 @@ def _parse_adopt(values: Optional[list[str]]) -> set[tuple[Kind, str]]:
     return adopted
 
 
-def load_bundle(
-    path: Path,
-    functions_dir: Optional[Path] = None,
-    bundle: Optional[Path] = None,
-    variables: Optional[Variables] = None,
-) -> tuple[Catalog, tuple[FunctionFile, ...]]:
-    """Offline checks shared by every command: blueprints, the bundle, the user's functions.
-
-    The functions uploaded are the bundle's files (installed with provision, or `bundle`), one
-    toggle filter rendered per custom feature, and the files in `functions_dir` when it exists.
-    """
-    problems: list[Problem] = []
-    catalog = None
-    files: list[FunctionFile] = []
-    try:
-        catalog = load_catalog(path, variables)
-    except BlueprintError as exc:
-        problems.extend(exc.problems)
-    source = bundle or bundle_dir()
-    try:
-        files.extend(load_function_files(source))
-    except BlueprintError as exc:
-        problems.extend(exc.problems)
-    else:
-        if not any(f.id == FEATURE_FILTER_ID for f in files):
-            problems.append(
-                Problem(str(source / f"{FEATURE_FILTER_ID}.py"), None, "", "missing: every agent row uses the feature filter")
-            )
-    bundle_ids = {f.id for f in files}
-    if catalog is not None:
-        files.extend(rendered_toggle_functions(catalog))
-    own: tuple[FunctionFile, ...] = ()
-    own_loaded = True
-    if functions_dir is not None and functions_dir.exists():
-        try:
-            own = load_function_files(functions_dir)
-        except BlueprintError as exc:
-            problems.extend(exc.problems)
-            own_loaded = False
-        else:
-            problems.extend(_reserved_ids(own, bundle_ids))
-            files.extend(own)
-            if catalog is not None:  # printed with the blueprint directory's notes
-                skipped = skipped_function_files(functions_dir, own)
-                catalog = dataclasses.replace(catalog, notes=(*catalog.notes, *skipped))
-    if catalog is not None and own_loaded:  # else every attached id would look unknown
-        problems.extend(check_attachments(catalog, own, reserved=bundle_ids, functions_dir=functions_dir))
-    if problems or catalog is None:
-        raise BlueprintError(problems)
-    return catalog, tuple(files)
-
-
-def _reserved_ids(own: tuple[FunctionFile, ...], bundle_ids: set[str]) -> list[Problem]:
-    """A user's function may not take a bundle id or the prefix the bundle's ids use."""
-    return [
-        Problem(
-            f.path, None, "id", f"{f.id!r} is reserved for the bundle (ids starting with {BUNDLE_PREFIX!r}); rename the file"
-        )
-        for f in own
-        if f.id in bundle_ids or f.id.startswith(BUNDLE_PREFIX)
-    ]
-
-
 def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Plan, OpenWebUIClient]:
+    """The pipeline's steps in the order a user sees their effects: the blueprints' own problems
+    and notes before a missing token, the release warning before any planning error."""
     adopted = _parse_adopt(opts.adopt)
-    prune = opts.prune
     missing: Optional[ConfigError] = None
     try:
-        credentials: Optional[tuple[str, str]] = _credentials(conn)
+        creds: Optional[tuple[str, str]] = credentials(conn, _warn)
     except ConfigError as exc:  # reported after the blueprints' own problems
-        credentials, missing = None, exc
-    variables = opts.variables
-    if variables is not None and credentials is not None:  # no expanded value may hold the token
-        variables = dataclasses.replace(variables, secrets={TOKEN_IN_USE: credentials[1], **variables.secrets})
-    catalog, functions = load_bundle(opts.path, opts.functions, opts.bundle, variables)
-    print_notes(catalog, err)
-    if credentials is None:
+        creds, missing = None, exc
+    inputs = load_inputs(opts.path, opts.functions, opts.bundle, with_token_secret(opts.variables, creds and creds[1]))
+    print_notes(inputs.catalog, err)
+    if creds is None:
         assert missing is not None
         raise missing
-    client = _connect(conn, credentials)
+    client = connect(conn, creds)
     try:
-        compat = client.compat
-        if not compat.tested:
-            err.print(
-                f"Warning: Open WebUI {visible(compat.version) or '(unknown version)'} is outside the tested range "
-                f"({', '.join(TESTED)}); continuing.",
-                soft_wrap=True,
-                markup=False,
-            )
-        groups, group_actions = _resolve_groups(catalog, client, opts)
-        rows = client.list_models()
-        observed = observe(rows, client.list_functions(), compat)
-        signing_key = history_signing_key(observed, fresh=secrets.token_urlsafe(32))
-        identity_keys = next_identity_keys(
-            live_identity_keys(observed), now=time.time(), rotate=opts.rotate_identity_key
+        options = PlanOptions(
+            prune=opts.prune,
+            adopt=adopted,
+            missing_groups=opts.missing_groups,
+            rotate_identity_key=opts.rotate_identity_key,
+            message=opts.message,
+            token_variables=token_variables(conn.token_env, opts.variables),
         )
-        # The token is passed so that no backend key variable may hold it.
-        desired = build_desired(
-            catalog,
-            functions,
-            groups,
-            env=os.environ,
-            token=credentials[1],
-            token_variables=_token_variables(conn.token_env, opts.variables),
-            signing_key=signing_key,
-            compat=compat,
-            skip_missing_groups=opts.missing_groups == "skip",
-            identity_keys=identity_keys,
-        )
-        desired, kept_notes = keep_orphan_agents(desired, observed, prune=prune)
-        agent_ids = set(desired.models) | {i for i, m in observed.models.items() if m.managed}
-        wrappers = _named_wrappers(client, find_wrappers(rows, agent_ids))
-        plan = make_plan(
-            desired, observed, prune=prune, adopt=adopted, orphan_notes=kept_notes, wrappers=wrappers,
-            notes=[*native_toggle_notes(catalog), *group_notes(group_actions)],
-            commit=CommitInfo.from_env(__version__, os.environ, opts.message),
-        )
-        from .drift import plan_drift
-
-        return dataclasses.replace(plan, groups=tuple(group_actions), drift=tuple(plan_drift(plan, client, observed))), client
+        warn = lambda message: err.print(message, soft_wrap=True, markup=False)  # noqa: E731
+        prepared = prepare_plan(inputs, client, token=creds[1], options=options, on_warning=warn)
+        return prepared.plan, client
     except BaseException:
         client.close()
         raise
-
-
-def _resolve_groups(
-    catalog: Catalog, client: OpenWebUIClient, opts: "RunOptions"
-) -> tuple[dict[str, str], list[dict[str, str]]]:
-    """Group name -> id for the grants, and what happens to groups (groups.py): a missing group
-    fails the plan (later, naming file and line), is skipped, or is to be created. Planning writes
-    nothing: a group to create gets a placeholder id, and apply creates it (after the plan was
-    shown and confirmed) before any row is written, putting its real id into the grants."""
-    from .groups import missing_groups, named_groups, placeholder_id, stale_own_groups
-
-    wanted = named_groups(catalog)
-    if not wanted and not (opts.prune and opts.missing_groups == "create"):
-        return {}, []
-    live = client.list_groups()
-    groups = {str(g.get("name")): str(g.get("id")) for g in live}
-    actions: list[dict[str, str]] = []
-    missing = missing_groups(catalog, groups)
-    if missing and opts.missing_groups == "skip":
-        actions = [{"name": name, "action": "skip"} for name in missing]
-    elif missing and opts.missing_groups == "create":
-        for name in missing:
-            groups[name] = placeholder_id(name)
-            actions.append({"name": name, "action": "create"})
-    if opts.prune and opts.missing_groups == "create":
-        empty, kept = stale_own_groups(live, wanted)
-        actions += [{"name": str(g.get("name")), "id": str(g.get("id")), "action": "delete"} for g in empty]
-        actions += [{"name": str(g.get("name")), "id": str(g.get("id")), "action": "keep"} for g in kept]
-    return groups, actions
-
-
-def group_notes(actions: list[dict[str, str]]) -> list[str]:
-    """One line per group action, for the plan's notes."""
-    from .groups import missing_group_notes
-
-    notes: list[str] = []
-    for a in actions:
-        if a["action"] in ("skip", "create"):
-            notes += missing_group_notes([a["name"]], a["action"])
-        elif a["action"] == "delete":
-            notes.append(f"group {a['name']!r} was created by provision, is empty and no blueprint names it: --prune deletes it")
-        else:
-            notes.append(f"group {a['name']!r} was created by provision and no blueprint names it, but it has members: kept")
-    return notes
-
-
-def native_toggle_notes(catalog: Catalog) -> list[str]:
-    """How the native features the blueprints use reach agents (README "How features work")."""
-    native = sorted({f for lb in catalog.blueprints for f in lb.supported_features} & NATIVE_FEATURES)
-    if not native:
-        return []
-    return [
-        f"{', '.join(native)} reach agents as the bundle's own toggles "
-        f"({', '.join(toggle_filter_id(f) for f in native)}), on any instance configuration; "
-        "Open WebUI's own toggles for them stay off on agent rows, so it never runs them for an agent."
-    ]
-
-
-def _named_wrappers(client: OpenWebUIClient, wrappers: list[dict[str, str]]) -> list[dict[str, str]]:
-    """Wrappers with their owners' names (one read per owner; wrappers are rare)."""
-    owners = {w["owner"] for w in wrappers if w["owner"]}
-    users = {owner: client.get_user(owner) or {} for owner in sorted(owners)}
-    return with_owner_names(wrappers, users)
-
-
-def _token_variables(token_env: Optional[str], variables: Optional[Variables] = None) -> set[str]:
-    """The token variable in use and every target's (`Variables.secret_names`); OPENWEBUI_TOKEN
-    and OPENWEBUI_TOKEN_FILE are refused by name in every blueprint already (TOKEN_VARIABLES)."""
-    return ({token_env} if token_env else set()) | set(variables.secret_names if variables else ())
 
 
 def print_notes(catalog: Catalog, err: Console) -> None:
@@ -514,14 +291,14 @@ def validate(
         selected = select_target(target, targets_file) if target else None
         extra = targets_problems(targets_file) if selected is None and targets_file.is_file() else []
         try:
-            variables = _variables(selected, strict=selected is not None, targets_file=targets_file)
-            catalog, files = load_bundle(path, functions, bundle, variables)
+            variables = target_variables(selected, strict=selected is not None, targets_file=targets_file)
+            catalog, files = load_inputs(path, functions, bundle, variables)
         except BlueprintError as exc:
             raise BlueprintError([*exc.problems, *extra]) from None
         if extra:
             raise BlueprintError(extra)
         desired = build_desired(
-            catalog, files, groups=None, token_variables=_token_variables(selected.token_env if selected else None, variables)
+            catalog, files, groups=None, token_variables=token_variables(selected.token_env if selected else None, variables)
         )
     except BlueprintError as exc:
         if output is Output.json:  # the machine form of the problems; the text still goes to stderr
@@ -569,7 +346,7 @@ def diff(
     return _run(
         RunOptions(
             path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run=True, yes=True,
-            bundle=bundle, variables=_variables(selected, strict=True, targets_file=targets_file), target=target,
+            bundle=bundle, variables=target_variables(selected, strict=True, targets_file=targets_file), target=target,
             missing_groups=selected.missing_groups if selected else "fail",
         ),
         conn,
@@ -618,7 +395,7 @@ def sync(
     return _run(
         RunOptions(
             path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run, yes, parallelism,
-            bundle, _variables(selected, strict=True, targets_file=targets_file), target, message=message,
+            bundle, target_variables(selected, strict=True, targets_file=targets_file), target, message=message,
             missing_groups=selected.missing_groups if selected else "fail", rotate_identity_key=rotate_identity_key,
         ),
         conn,
@@ -729,7 +506,7 @@ def list_managed(
         all_functions = client.list_functions()
         agents = managed_agents(rows, groups, served_agent_ids(all_functions, PIPE_FUNCTION_ID))
         functions = managed_functions(all_functions)
-        wrappers = _named_wrappers(client, find_wrappers(rows, {str(a["id"]) for a in agents}))
+        wrappers = named_wrappers(client, find_wrappers(rows, {str(a["id"]) for a in agents}))
     render_wrappers(wrappers, err)
     if output is Output.json:
         sys.stdout.write(json.dumps({"agents": agents, "functions": functions, "wrappers": wrappers}, indent=2) + "\n")
@@ -898,7 +675,7 @@ def token_command(
         raise ConfigError("no Open WebUI URL: pass --url, set OPENWEBUI_URL or use --target")
     base = check_url(conn.url, insecure=conn.insecure, allow_http=conn.allow_http)
     login = admin_login(os.environ)
-    with make_http_client(timeout) as http:
+    with client_module.make_http_client(timeout) as http:
         session = sign_in(base, login.email, login.password, http=http)
         if session.get("role") != "admin":
             raise ConfigError(f"{login.email} is not an admin of {base} (role {session.get('role')!r})")
@@ -923,7 +700,7 @@ def generate(
 ) -> int:
     """Write the toggle filters sync renders (one per custom feature) into a directory, to read them."""
     out, err = _consoles(no_color)
-    catalog = load_catalog(path, _variables(None, strict=False))
+    catalog = load_catalog(path, target_variables(None, strict=False))
     print_notes(catalog, err)
     done = write_toggle_files(catalog, out_dir)
     for action, file in done:

@@ -40,6 +40,17 @@ TAKEN_HINT = (
 _HEADER_VALUE = re.compile(r"[\x21-\x7e]+")
 
 
+def make_http_client(timeout: float) -> httpx.Client:
+    """The httpx client every command uses; tests replace this to count or fault requests.
+
+    Plain http:// is only allowed to loopback (or with --insecure), so it never goes through an
+    environment proxy: the token would cross the network in clear text. https:// may.
+    """
+    return httpx.Client(
+        timeout=timeout, follow_redirects=False, mounts={"http://": httpx.HTTPTransport()}
+    )
+
+
 def check_url(url: str, *, insecure: bool, allow_http: Collection[str] = ()) -> str:
     """Normalise the base URL; refuse plain HTTP to anything but loopback unless `insecure` or
     the host matches one of a target's `allow_http` patterns (`*.svc.cluster.local`)."""

@@ -7,7 +7,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from .version import __version__
 from .attachments import attached
 from .blueprints import GroupAccess, Suggestion, agent_backend
 from .capabilities import model_capabilities

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from . import __version__
+from .version import __version__
 from .commit_message import CommitInfo
 from .conflicts import Key, Seen, read_by_plan
 from .errors import OwnershipError, PruneRefusedError

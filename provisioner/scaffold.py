@@ -11,7 +11,7 @@ import os
 from importlib import resources
 from pathlib import Path
 
-from . import __version__
+from .version import __version__
 from .errors import ProvisionError
 
 VERSION_PLACEHOLDER = "@PROVISION_VERSION@"

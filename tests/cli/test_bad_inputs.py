@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from provisioner.cli import load_bundle
+from provisioner.pipeline import load_inputs
 from provisioner.errors import BlueprintError
 from provisioner.loader import load_catalog
 from tests.support.bad_inputs import ARGS, BUILDERS, CASES_DIR, Case, check_stderr, load_cases, make_workspace
@@ -54,7 +54,7 @@ def test_validate_reports_exactly_the_expected_errors(case: Case, workspace: Pat
     assert (code, out) == (1, ""), err
     check_stderr(case, err)
     with pytest.raises(BlueprintError) as info:  # the same problems, field by field, all offline
-        load_bundle(Path("blueprints"), Path("own_functions"), Path("functions"))
+        load_inputs(Path("blueprints"), Path("own_functions"), Path("functions"))
     found = [(p.file, p.line, p.field) for p in info.value.problems]
     assert found == [(e.file, e.line, e.field) for e in case.errors]
     for problem, expected in zip(info.value.problems, case.errors):

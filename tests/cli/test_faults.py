@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 import provisioner.cli as cli
+import provisioner.pipeline as pipeline
 from provisioner.client import OpenWebUIClient
 from tests.support.builders import REPO, SAMPLE_MODEL_IDS
 from tests.support.fake_owui import FakeOpenWebUI, fake_instance_for_cli
@@ -38,6 +39,8 @@ Fault = Callable[[str, str, Any], "httpx.Response | None"]
 def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The backoff delays the CLI's client asked for (recorded instead of slept)."""
     delays: list[float] = []
+    monkeypatch.setattr(pipeline, "OpenWebUIClient", functools.partial(OpenWebUIClient, sleep=delays.append))
+    monkeypatch.setattr(pipeline, "OpenWebUIClient", functools.partial(OpenWebUIClient, sleep=delays.append))
     monkeypatch.setattr(cli, "OpenWebUIClient", functools.partial(OpenWebUIClient, sleep=delays.append))
     return delays
 

@@ -27,6 +27,8 @@ import pytest
 import typer
 
 import provisioner.cli as cli
+import provisioner.pipeline as pipeline
+import provisioner.client as client_module
 from provisioner.client import WITHHELD, OpenWebUIClient, check_url, redact
 from provisioner.errors import ConfigError, ProvisionError
 from tests.support.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
@@ -135,6 +137,8 @@ def owui(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackOpenWebUI]:
         for name in ("OPENWEBUI_TOKEN_FILE", "CI", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
             monkeypatch.delenv(name, raising=False)
         # Retries without the waits between them (the number of attempts is unchanged).
+        monkeypatch.setattr(pipeline, "OpenWebUIClient", functools.partial(OpenWebUIClient, sleep=lambda _s: None))
+        monkeypatch.setattr(pipeline, "OpenWebUIClient", functools.partial(OpenWebUIClient, sleep=lambda _s: None))
         monkeypatch.setattr(cli, "OpenWebUIClient", functools.partial(OpenWebUIClient, sleep=lambda _s: None))
         yield server
 
@@ -426,7 +430,7 @@ def test_verbose_output_of_a_failing_sync_shows_no_secret(owui, bundle, provisio
 def test_plain_http_is_refused_for_anything_but_loopback(provision, monkeypatch, bundle, url: str) -> None:
     monkeypatch.setenv("OPENWEBUI_TOKEN", TOKEN)
     sent: list[httpx.Request] = []
-    monkeypatch.setattr(cli, "make_http_client", lambda timeout: httpx.Client(transport=httpx.MockTransport(sent.append)))
+    monkeypatch.setattr(client_module, "make_http_client", lambda timeout: httpx.Client(transport=httpx.MockTransport(sent.append)))
     code, _, err = provision("diff", *bundle, "--url", url)
     assert code == 1 and ("refusing plain HTTP" in err or "not in the URL" in err)
     assert sent == []
@@ -451,7 +455,7 @@ def test_plain_http_to_another_host_is_sent_with_insecure(provision, monkeypatch
         hosts.append(request.url.host)
         return fake._handle(request)
 
-    monkeypatch.setattr(cli, "make_http_client", lambda timeout: httpx.Client(transport=httpx.MockTransport(handle)))
+    monkeypatch.setattr(client_module, "make_http_client", lambda timeout: httpx.Client(transport=httpx.MockTransport(handle)))
     code, out, _ = provision("diff", *bundle, "--url", "http://chat.example.com", "--insecure")
     assert code == 0 and out.startswith("Plan: ")
     assert set(hosts) == {"chat.example.com"}

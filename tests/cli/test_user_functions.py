@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from provisioner.cli import load_bundle
+from provisioner.pipeline import load_inputs
 from provisioner.desired import build_desired
 from provisioner.observed import observe
 from provisioner.plan import make_plan
@@ -41,7 +41,7 @@ def repo_with_functions(tmp_path: Path, **bp_extra) -> tuple[Path, Path]:
 
 def rows(tmp_path: Path) -> dict[str, dict]:
     root, functions = repo_with_functions(tmp_path)
-    catalog, files = load_bundle(root, functions, REPO / "owui_functions")
+    catalog, files = load_inputs(root, functions, REPO / "owui_functions")
     desired = build_desired(catalog, files, groups=None)
     return {ident: dict(row.fields) for ident, row in desired.models.items()}
 
@@ -58,7 +58,7 @@ def test_user_filters_run_after_the_feature_filter_and_the_toggles(tmp_path: Pat
 
 def test_user_functions_are_uploaded_owned_and_activated(tmp_path: Path) -> None:
     root, functions = repo_with_functions(tmp_path)
-    catalog, files = load_bundle(root, functions, REPO / "owui_functions")
+    catalog, files = load_inputs(root, functions, REPO / "owui_functions")
     state = build_desired(catalog, files, groups=None).functions
     for ident in ("pii_redaction", "audit", "copy_answer"):
         fields = state[ident].fields
@@ -70,7 +70,7 @@ def test_user_functions_are_uploaded_owned_and_activated(tmp_path: Path) -> None
 def test_rows_written_before_actions_existed_need_no_write(tmp_path: Path) -> None:
     """A live row without `meta.actionIds` has no actions: the same as the `[]` we want."""
     root, functions = repo_with_functions(tmp_path)
-    catalog, files = load_bundle(root, functions, REPO / "owui_functions")
+    catalog, files = load_inputs(root, functions, REPO / "owui_functions")
     desired = build_desired(catalog, files, groups=None)
     live = []
     for row in desired.models.values():

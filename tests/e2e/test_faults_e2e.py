@@ -20,6 +20,8 @@ import httpx
 import pytest
 
 import provisioner.cli as cli
+from provisioner.pipeline import load_inputs
+import provisioner.client as client_module
 from provisioner.apply import apply_plan
 from provisioner.client import OpenWebUIClient
 from provisioner.desired import build_desired
@@ -53,7 +55,7 @@ class Writes:
 def writes(monkeypatch: pytest.MonkeyPatch) -> Writes:
     recorder = Writes()
     monkeypatch.setattr(
-        cli, "make_http_client",
+        client_module, "make_http_client",
         lambda timeout: httpx.Client(
             timeout=timeout, trust_env=False,
             event_hooks={"request": [recorder.request], "response": [recorder.response]},
@@ -228,7 +230,7 @@ def test_two_writers_flipping_the_same_functions_at_once_leave_them_active(owui,
         for function_id in FUNCTIONS:
             http.post(f"/api/v1/functions/id/{function_id}/toggle").raise_for_status()
     functions_dir = Path(bundle[3])
-    catalog, functions = cli.load_bundle(REPO / "blueprints", None, functions_dir)
+    catalog, functions = load_inputs(REPO / "blueprints", None, functions_dir)
     desired = build_desired(catalog, functions, groups={})
     both_read = threading.Barrier(2, timeout=60)
     flips: list[str] = []

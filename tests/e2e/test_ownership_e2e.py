@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-import provisioner.cli as cli
+import provisioner.client as client_module
 
 from tests.support.chat_support import SAMPLE_MODELS, get, provision
 
@@ -70,7 +70,7 @@ class Wire:
 def wire(monkeypatch: pytest.MonkeyPatch) -> Wire:
     recorded = Wire()
     monkeypatch.setattr(
-        cli, "make_http_client", lambda timeout: httpx.Client(timeout=timeout, event_hooks={"request": [recorded]})
+        client_module, "make_http_client", lambda timeout: httpx.Client(timeout=timeout, event_hooks={"request": [recorded]})
     )
     return recorded
 

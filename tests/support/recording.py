@@ -1,11 +1,11 @@
-"""Count the HTTP requests the CLI sends: the seam is provisioner.cli.make_http_client."""
+"""Count the HTTP requests the CLI sends: the seam is provisioner.client.make_http_client."""
 
 from __future__ import annotations
 
 import httpx
 import pytest
 
-import provisioner.cli as cli
+import provisioner.client as client_module
 
 
 class Recorder:
@@ -29,6 +29,6 @@ def record_cli_requests(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     """Make every httpx client the CLI builds report its requests to a new Recorder."""
     recorder = Recorder()
     monkeypatch.setattr(
-        cli, "make_http_client", lambda timeout: httpx.Client(timeout=timeout, event_hooks={"request": [recorder]})
+        client_module, "make_http_client", lambda timeout: httpx.Client(timeout=timeout, event_hooks={"request": [recorder]})
     )
     return recorder
