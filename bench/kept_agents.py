@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from provisioner.pipeline import load_inputs  # noqa: E402
 from provisioner.desired import PIPE_AGENTS_VALVE, build_desired  # noqa: E402
-from provisioner.kept import keep_orphan_agents  # noqa: E402
+from provisioner.orphans import keep_orphan_agents  # noqa: E402
 from provisioner.plan import make_plan  # noqa: E402
 from provisioner.state import InstanceState, ObjectState  # noqa: E402
 from tests.support.builders import REPO, blueprint, write_blueprint_dir  # noqa: E402

@@ -18,9 +18,10 @@ from typing import Any, Literal
 
 from .client import OpenWebUIClient
 from .conflicts import ANOTHER_WRITER, Conflict, Key, changed_since_read, changed_since_write
-from .desired import PIPE_IDENTITY_VALVE, normalize_grants
+from .desired import PIPE_IDENTITY_VALVE
 from .errors import ApplyError, ProvisionError
 from .fingerprint import digest
+from .grants import normalize_grants
 from .groups import group_form, placeholder_id, with_group_ids
 from .identity_keys import private_key_lines
 from .observed import observe

@@ -12,10 +12,11 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from .blueprints import Agent, Blueprint
+from .contract import BUNDLE_PREFIX
 from .errors import Problem
 from .function_files import FunctionFile
-from .loader import Catalog, LoadedBlueprint, suggest
-from .state import BUNDLE_PREFIX
+from .loader import Catalog, LoadedBlueprint
+from .schema_problems import suggest
 from .yaml_source import PathKey
 
 FIELDS = ("filters", "actions")

@@ -6,7 +6,7 @@ A blueprint directory holds three kinds of file (see README "Blueprint format"):
 - any other `*.yaml`: one blueprint, with its steps and its agents.
 
 These models check shape and local rules only; references across files are checked by
-validate.py, which knows the whole catalog.
+loader.py (load_catalog), which knows the whole catalog.
 """
 
 from __future__ import annotations

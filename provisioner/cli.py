@@ -44,7 +44,7 @@ from .pipeline import (
     with_token_secret,
 )
 from .plan import Plan
-from .render import applied_line, render_notes, render_orphans, render_plan, shown
+from .render import applied_line, render_notes, render_orphans, render_plan, render_wrappers, shown
 from .state import Kind
 from .stopping import exit_code as signal_exit_code
 from .stopping import stop_requests
@@ -52,7 +52,7 @@ from .targets import TARGETS_FILE, Target, select_target, targets_problems
 from .text import visible
 from .variables import Variables
 from .version import __version__
-from .wrappers import find_wrappers, render_wrappers
+from .wrappers import find_wrappers
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 
@@ -496,7 +496,7 @@ def list_managed(
     """Show the agents and functions provision manages on the instance."""
     from rich.table import Table
 
-    from .listing import managed_agents, managed_functions, served_agent_ids
+    from .inventory import managed_agents, managed_functions, served_agent_ids
 
     out, err = _consoles(no_color)
     conn, _target = _select_target(ctx, target, targets_file, Connection(url, token_file, insecure, timeout))

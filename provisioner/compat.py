@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
+from .grants import PUBLIC_GRANT
 
 Version = tuple[int, int, int]
 
@@ -23,7 +24,6 @@ MINIMUM: Version = (0, 6, 0)
 TESTED: tuple[str, ...] = ("0.6.43", "0.7.2", "0.8.12", "0.9.6", "0.10.2", "0.11.4", "0.12.4")
 PINNED = "0.12.4"
 
-PUBLIC_GRANT = {"principal_type": "user", "principal_id": "*", "permission": "read"}
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,7 @@ from typing import Any
 from .version import __version__
 from .attachments import attached
 from .blueprints import GroupAccess, Suggestion, agent_backend
-from .capabilities import model_capabilities
-from .compat import Compat
+from .owui_capabilities import model_capabilities
 from .contract import (  # noqa: F401  (ids re-exported: callers import them from here)
     AGENTS_VALVE,
     API_KEYS_VALVE,
@@ -25,12 +24,11 @@ from .contract import (  # noqa: F401  (ids re-exported: callers import them fro
 )
 from .errors import BlueprintError, Problem
 from .function_files import FunctionFile
+from .grants import PUBLIC_GRANT, normalize_grants  # noqa: F401  (normalize_grants re-exported)
 from .loader import Catalog, LoadedBlueprint
 from .state import BUNDLE_PREFIX, MANAGED_BY, MARKER_KEY, InstanceState, ObjectState
 from .toggle_filters import toggle_filter_id
 from .urls import plain_http_host
-
-PUBLIC_GRANT = {"principal_type": "user", "principal_id": "*", "permission": "read"}
 
 
 def build_desired(
@@ -41,7 +39,7 @@ def build_desired(
     token: str | None = None,
     token_variables: Collection[str] = (),
     signing_key: str | None = None,
-    compat: Compat | None = None,
+    priority_in_valves: bool = False,
     skip_missing_groups: bool = False,
     identity_keys: str | None = None,
 ) -> InstanceState:
@@ -52,8 +50,8 @@ def build_desired(
     and `token_variables` the variables a target reads it from: no backend key may be either.
     `signing_key` is the pipe's HISTORY_SIGNING_KEY (the live one, or a fresh one when the
     instance has none: see `history_signing_key`); None leaves that valve out, and so does it
-    `identity_keys` (the IDENTITY_KEYS valve: identity_keys.next_identity_keys). `compat` is what
-    the instance's release needs (None: the pinned release). Raises BlueprintError naming the
+    `identity_keys` (the IDENTITY_KEYS valve: identity_keys.next_identity_keys). `priority_in_valves`:
+    the release reads a filter's priority only from its valves (compat.py). Raises BlueprintError naming the
     file, line and field of every group or API-key variable that does not exist, and of every
     key variable holding the token; with `skip_missing_groups`, a grant to a group that does not
     exist is left out instead (groups.py).
@@ -71,7 +69,6 @@ def build_desired(
         pipe_valves[PIPE_IDENTITY_VALVE] = identity_keys
     if problems:
         raise BlueprintError(problems)
-    priority_in_valves = compat is not None and compat.filter_priority_in_valves
     states = {f.id: function_state(f, priority_in_valves) for f in functions}
     pipe = states.get(PIPE_FUNCTION_ID)
     if pipe is not None:
@@ -310,15 +307,3 @@ def _grants(
             continue
         grants.append({"principal_type": "group", "principal_id": group_id, "permission": "read"})
     return normalize_grants(grants)
-
-
-def normalize_grants(grants: Any) -> list[dict[str, str]]:
-    """Grants as a sorted list of {principal_type, principal_id, permission}, nothing else."""
-    if not isinstance(grants, list):
-        return []
-    keys = ("principal_type", "principal_id", "permission")
-    clean = [
-        {k: str(g.get(k, "")) for k in keys} for g in grants if isinstance(g, Mapping)
-    ]
-    unique = {tuple(g[k] for k in keys): g for g in clean}
-    return [unique[key] for key in sorted(unique)]

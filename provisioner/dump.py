@@ -25,12 +25,12 @@ from typing import Any
 
 import yaml
 
-from .capabilities import ALWAYS_OFF, OVERRIDABLE_DEFAULTS, READS_CAPABILITIES, model_capabilities
+from .owui_capabilities import ALWAYS_OFF, OVERRIDABLE_DEFAULTS, READS_CAPABILITIES, model_capabilities
 from .contract import FEATURE_FILTER_ID, PIPE_FUNCTION_ID, TOGGLE_FILTER_PREFIX, agent_of_model, split_agent_key
 from .errors import ProvisionError
 from .features import is_native
 from .icons import resolve_icon, sniff_image_type
-from .kept import agent_entries
+from .orphans import agent_entries
 from .state import MARKER_KEY, is_managed
 from .toggle_filters import render_toggle_filter, toggle_filter_id
 

@@ -2,6 +2,7 @@
 
     ProvisionError                 anything the CLI reports as "error", exit 1
      ├── BlueprintError            bad input: every Problem found (file, line, field, message)
+     │    └── TargetsError         ... found in the targets file (reported with the blueprints')
      ├── ConfigError               bad connection settings (URL, token, token file)
      ├── ApiError                  Open WebUI answered with an error status (method, path, status)
      ├── UnreachableError          no answer from Open WebUI (connect error, timeout) after retries
@@ -16,10 +17,7 @@ nothing else catches broadly.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
-
-if TYPE_CHECKING:
-    from .apply import ApplyReport
+from typing import Iterable, Protocol
 
 
 class ProvisionError(Exception):
@@ -49,6 +47,11 @@ class BlueprintError(ProvisionError):
         count = len(self.problems)
         head = f"{count} problem{'s' if count != 1 else ''} in the blueprints"
         super().__init__("\n".join([head + ":", *(f"  {p}" for p in self.problems)]))
+
+
+class TargetsError(BlueprintError):
+    """The targets file is invalid. A BlueprintError, so `validate` and `sync` report its problems
+    together with the blueprints' (a target names the variables the blueprints may use)."""
 
 
 def _problem_key(p: Problem) -> tuple[str, int, str, str]:
@@ -90,9 +93,17 @@ class PruneRefusedError(ProvisionError):
     """--prune was asked for while the blueprints define nothing: that would delete everything."""
 
 
-class ApplyError(ProvisionError):
-    """A sync failed part-way; the report says what was applied and what was not."""
+class Report(Protocol):
+    """What ApplyError needs of apply.ApplyReport; named here so this module imports nothing."""
 
-    def __init__(self, report: "ApplyReport") -> None:
+    stopped_by: str
+
+    def failure_message(self) -> str: ...
+
+
+class ApplyError(ProvisionError):
+    """A sync failed part-way; the report (an apply.ApplyReport) says what was applied and what was not."""
+
+    def __init__(self, report: Report) -> None:
         self.report = report
         super().__init__(report.failure_message())

@@ -10,21 +10,13 @@ out (a short hash of a short secret could be guessed).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from .hashing import digest
 from .state import FINGERPRINT_KEY, MARKER_KEY, ObjectState
-DIGEST_CHARS = 12
 
 Origin = Literal["blueprint", "openwebui", "both"]
-
-
-def digest(value: Any) -> str:
-    """A short, stable hash of a JSON value (keys sorted, so dict order does not count)."""
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:DIGEST_CHARS]
 
 
 # A function's flags are flipped after the write that records the fingerprint; a sync cut off

@@ -12,13 +12,13 @@ plan is made; nothing generated has to live in anyone's repo.
 from __future__ import annotations
 
 import ast
-import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BlueprintError, Problem
 from .features import NATIVE_TOGGLES
+from .hashing import content_hash  # noqa: F401  (re-exported)
 from .loader import Catalog, not_a_file, unread_files
 from .paths import resolved_inside
 from .text import describe
@@ -46,10 +46,6 @@ class FunctionFile:
     @property
     def sha256(self) -> str:
         return content_hash(self.content)
-
-
-def content_hash(content: str) -> str:
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
 def extract_frontmatter(content: str) -> dict[str, str]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .capabilities import CAPABILITY_KEYS
+from .owui_capabilities import CAPABILITY_KEYS
 from .compat import Compat
-from .desired import normalize_grants
+from .grants import normalize_grants
 from .state import MARKER_KEY, InstanceState, ObjectState, get_path, is_managed, split_marker
 
 MODEL_PATHS: tuple[str, ...] = (

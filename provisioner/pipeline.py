@@ -35,7 +35,7 @@ from .errors import BlueprintError, ConfigError, Problem
 from .features import NATIVE_FEATURES
 from .function_files import FunctionFile, bundle_dir, load_function_files, rendered_toggle_functions, skipped_function_files
 from .identity_keys import live_identity_keys, next_identity_keys
-from .kept import keep_orphan_agents
+from .orphans import keep_orphan_agents
 from .loader import Catalog, load_catalog
 from .observed import observe
 from .plan import Plan, make_plan
@@ -286,7 +286,7 @@ def desired_state(
 ) -> tuple[InstanceState, dict[str, str]]:
     """The state the instance should have, with what the instance must keep from itself: the
     pipe's signing key, its identity keys, and the entries of agents kept without --prune.
-    Returns it with one note per kept orphan row (kept.py)."""
+    Returns it with one note per kept orphan row (orphans.py)."""
     signing_key = history_signing_key(observed, fresh=secrets.token_urlsafe(32))
     identity_keys = next_identity_keys(live_identity_keys(observed), now=time.time(), rotate=options.rotate_identity_key)
     desired = build_desired(
@@ -297,7 +297,7 @@ def desired_state(
         token=token,
         token_variables=options.token_variables,
         signing_key=signing_key,
-        compat=compat,
+        priority_in_valves=compat is not None and compat.filter_priority_in_valves,
         skip_missing_groups=options.missing_groups == "skip",
         identity_keys=identity_keys,
     )

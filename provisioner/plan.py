@@ -17,8 +17,9 @@ from .version import __version__
 from .commit_message import CommitInfo
 from .conflicts import Key, Seen, read_by_plan
 from .errors import OwnershipError, PruneRefusedError
+from .redaction import SENSITIVE
 from .fingerprint import fingerprint, origin, recorded
-from .function_files import content_hash
+from .hashing import content_hash
 from .state import BUNDLE_PREFIX, FINGERPRINT_KEY, MARKER_KEY, VERSION_KEY, InstanceState, Kind, ObjectState, get_path, set_path
 
 FORMAT_VERSION = "1"
@@ -74,7 +75,7 @@ class Plan:
     # Managed objects the blueprints no longer define, kept because --prune was not given.
     orphans: tuple[tuple[Kind, str], ...] = ()
     adopted: tuple[tuple[Kind, str], ...] = field(default=())
-    # Orphan model id -> what happens to it while kept (kept.py: whether the pipe still serves it).
+    # Orphan model id -> what happens to it while kept (orphans.py: whether the pipe still serves it).
     orphan_notes: Mapping[str, str] = field(default_factory=dict)
     # Workspace models whose base model is one of our agents (wrappers.py): warned about, never changed.
     wrappers: tuple[Mapping[str, str], ...] = ()
@@ -152,7 +153,7 @@ def _shown(change: FieldChange, value: Any) -> Any:
     if value is None:
         return None
     if change.sensitive:
-        return "(sensitive)"
+        return SENSITIVE
     if change.path == "content":
         return f"sha256:{content_hash(value)[:12]}"
     return value

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
+# What stands for a secret wherever one would be shown: a plan's field, an error text.
 SENSITIVE = "(sensitive)"
 # A server may echo a secret shortened (pydantic's input_value, an excerpt): a piece this long
 # of a secret is still a leak, so a text that holds one is withheld whole.

@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from .redaction import SENSITIVE
 from .text import visible
 
 _STYLE = {"create": "green", "update": "yellow", "delete": "red"}
@@ -221,7 +222,7 @@ def short_pair(before: Any, after: Any) -> tuple[str, str]:
 def _text(value: Any) -> str:
     if value is _ABSENT:
         return "(absent)"
-    if isinstance(value, str) and (value.startswith("sha256:") or value == "(sensitive)"):
+    if isinstance(value, str) and (value.startswith("sha256:") or value == SENSITIVE):
         return value
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
@@ -239,3 +240,21 @@ def _window(text: str, start: int, end: int) -> str:
     lo, hi = max(0, start - CONTEXT_CHARS), min(len(text), end + CONTEXT_CHARS)
     shown = text[lo:start] + _cut_middle(text[start:end]) + text[end:hi]
     return ("…" if lo > 0 else "") + shown + ("…" if hi < len(text) else "")
+
+
+def render_wrappers(wrappers: list[dict[str, Any]], err: Console) -> None:
+    """The warning about workspace models that wrap an agent (wrappers.py finds them), on stderr."""
+    if not wrappers:
+        return
+    err.print(
+        f"Warning: {len(wrappers)} workspace model(s) wrap an agent. The feature filter does not run "
+        "for them, so Open WebUI's own toggles are not stripped and the agent gets no toggles from "
+        "them (README \"Models that wrap an agent\"):",
+        soft_wrap=True,
+    )
+    for w in wrappers:
+        err.print(
+            f"  model {shown(w['id'])} (owner: {shown(w['owner'])}) wraps {shown(w['base_model_id'])}",
+            soft_wrap=True,
+        )
+

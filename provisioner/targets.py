@@ -19,7 +19,8 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, StringConstraints, ValidationError, model_validator
 
 from .blueprints import SERVER_SECRET_VARIABLES, TOKEN_VARIABLES
-from .errors import BlueprintError, ConfigError, Problem
+from .errors import BlueprintError, ConfigError, Problem, TargetsError
+from .schema_problems import pydantic_problems  # the loader's wording for schema errors
 from .yaml_source import SourceFile, read_yaml
 
 TARGETS_FILE = "targets.yaml"
@@ -89,24 +90,23 @@ class TargetsConfig:
 
 
 def load_targets(path: Path) -> dict[str, Target]:
-    """Every target in `path`; BlueprintError naming file, line and field for each problem."""
+    """Every target in `path`; TargetsError naming file, line and field for each problem."""
     return dict(load_targets_config(path).targets)
 
 
 def load_targets_config(path: Path) -> TargetsConfig:
-    """The targets file at `path`; BlueprintError naming file, line and field for each problem."""
-    from .loader import pydantic_problems  # the loader's wording for schema errors
+    """The targets file at `path`; TargetsError naming file, line and field for each problem."""
 
     display = str(path)
     source, problems = read_yaml(path, display)
     if source is None or problems:
-        raise BlueprintError(problems)
+        raise TargetsError(problems)
     if not isinstance(source.data, dict):
-        raise BlueprintError([source.problem((), "expected a mapping with a `targets:` key at the top level")])
+        raise TargetsError([source.problem((), "expected a mapping with a `targets:` key at the top level")])
     try:
         parsed = TargetsFile.model_validate(source.data)
     except ValidationError as exc:
-        raise BlueprintError(pydantic_problems(exc, source)) from None
+        raise TargetsError(pydantic_problems(exc, source)) from None
     _check_env_allow(parsed, source)
     base = path.parent
     shared = frozenset(parsed.env_allow)
@@ -145,7 +145,7 @@ def _check_env_allow(parsed: TargetsFile, source: SourceFile) -> None:
         if name in secret
     ]
     if problems:
-        raise BlueprintError(problems)
+        raise TargetsError(problems)
 
 
 def select_target(name: str, path: Path) -> Target:

@@ -12,10 +12,6 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from rich.console import Console
-
-from .render import shown
-
 
 def find_wrappers(models: Iterable[Mapping[str, Any]], agent_ids: Collection[str]) -> list[dict[str, str]]:
     """Every row whose base model is one of `agent_ids`: id, name, wrapped agent, owner's user id."""
@@ -40,20 +36,3 @@ def with_owner_names(wrappers: list[dict[str, str]], users: Mapping[str, Mapping
         label = " ".join(p for p in (str(user.get("name") or ""), f"<{user['email']}>" if user.get("email") else "") if p)
         named.append({**wrapper, "owner": label or wrapper["owner"] or "(unknown)"})
     return named
-
-
-def render_wrappers(wrappers: list[dict[str, Any]], err: Console) -> None:
-    if not wrappers:
-        return
-    err.print(
-        f"Warning: {len(wrappers)} workspace model(s) wrap an agent. The feature filter does not run "
-        "for them, so Open WebUI's own toggles are not stripped and the agent gets no toggles from "
-        "them (README \"Models that wrap an agent\"):",
-        soft_wrap=True,
-    )
-    for w in wrappers:
-        err.print(
-            f"  model {shown(w['id'])} (owner: {shown(w['owner'])}) wraps {shown(w['base_model_id'])}",
-            soft_wrap=True,
-        )
-

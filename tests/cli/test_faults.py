@@ -40,7 +40,6 @@ def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The backoff delays the CLI's client asked for (recorded instead of slept)."""
     delays: list[float] = []
     monkeypatch.setattr(pipeline, "OpenWebUIClient", functools.partial(OpenWebUIClient, sleep=delays.append))
-    monkeypatch.setattr(pipeline, "OpenWebUIClient", functools.partial(OpenWebUIClient, sleep=delays.append))
     monkeypatch.setattr(cli, "OpenWebUIClient", functools.partial(OpenWebUIClient, sleep=delays.append))
     return delays
 

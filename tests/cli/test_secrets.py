@@ -138,7 +138,6 @@ def owui(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackOpenWebUI]:
             monkeypatch.delenv(name, raising=False)
         # Retries without the waits between them (the number of attempts is unchanged).
         monkeypatch.setattr(pipeline, "OpenWebUIClient", functools.partial(OpenWebUIClient, sleep=lambda _s: None))
-        monkeypatch.setattr(pipeline, "OpenWebUIClient", functools.partial(OpenWebUIClient, sleep=lambda _s: None))
         monkeypatch.setattr(cli, "OpenWebUIClient", functools.partial(OpenWebUIClient, sleep=lambda _s: None))
         yield server
 

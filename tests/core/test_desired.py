@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from provisioner.capabilities import CAPABILITY_KEYS
+from provisioner.owui_capabilities import CAPABILITY_KEYS
 from provisioner.desired import build_desired, model_id
 from provisioner.errors import BlueprintError
 from provisioner.function_files import load_function_files

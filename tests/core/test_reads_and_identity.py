@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from provisioner.capabilities import model_capabilities
+from provisioner.owui_capabilities import model_capabilities
 from provisioner.desired import build_desired
 from provisioner.errors import BlueprintError
 from provisioner.function_files import load_function_files

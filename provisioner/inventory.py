@@ -7,7 +7,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from .contract import AGENTS_VALVE, MARKER_KEY, TOGGLE_FILTER_PREFIX, agent_of_model
-from .kept import agent_entries
+from .orphans import agent_entries
 from .state import is_managed
 
 
