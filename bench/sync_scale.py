@@ -21,7 +21,7 @@ writes N at a time), against the sequential sync from empty.
 The naive runs do the same work as sync: what they write is decided by the same pipeline
 functions (provisioner.pipeline.load_inputs and desired_state; make_plan on the one object read;
 apply.apply_change), so only the way of reading and writing differs. A fast test
-(test_sync_scale.py) runs these scenarios and their checks on a small workload against the
+(tests/cli/test_sync_scale.py) runs these scenarios and their checks on a small workload against the
 in-memory Open WebUI, so the benchmark cannot rot silently.
 
 Exits 1 when a call-count invariant breaks: the no-op re-sync makes only the listing calls; no

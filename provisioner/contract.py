@@ -3,7 +3,7 @@ ownership marker and the metadata key. Imports nothing.
 
 The function files under owui_functions/ (and the toggle filters toggle_filters.py renders) are
 uploaded to Open WebUI one by one and cannot import this module, so each spells the constants
-it needs itself; tests/…/test_contract.py reads every one of them from every function file and
+it needs itself; tests/functions/test_contract.py reads every one of them from every function file and
 compares it with this module. Change a value here and that test names each file to follow.
 """
 
