@@ -424,37 +424,60 @@ _MARKUP = ("<details", "</details")  # what Open WebUI's Markdown turns into a (
 
 
 def secret_forms(secret: str) -> set[str]:
-    """The ways a key shows up in a server's echo: whole, URL-encoded, JSON- and HTML-escaped.
-    (Percent-escapes match in any hex case: see ``_form_pattern``.)"""
+    """The ways a key shows up in a server's echo: whole, URL- or form-encoded (``/`` kept or
+    not), JSON-escaped (``\\/`` too), HTML-escaped and base64 (standard or urlsafe, padded or
+    not): the forms of provisioner/redaction.py, which a test holds this copy to. Percent and
+    ``\\u`` escapes match in any hex case: see ``_form_pattern``."""
+    raw = secret.encode("utf-8")
     escaped = html.escape(secret)
     forms = {
         secret,
         quote(secret, safe=""),
-        quote(secret),
-        quote_plus(secret),
+        quote(secret, safe="/"),
+        quote_plus(secret, safe=""),
+        quote_plus(secret, safe="/"),
         json.dumps(secret)[1:-1],
         json.dumps(secret, ensure_ascii=False)[1:-1],
+        json.dumps(secret)[1:-1].replace("/", "\\/"),
         escaped,
         html.escape(secret, quote=False),
         escaped.replace("&quot;", "&#34;").replace("&#x27;", "&#39;"),  # markupsafe's (Jinja's) quotes
+        base64.b64encode(raw).decode("ascii"),
+        base64.urlsafe_b64encode(raw).decode("ascii"),
     }
+    forms |= {f.rstrip("=") for f in forms if f.endswith("=")}
     return {f for f in forms if f}
 
 
-_ESCAPE = re.compile(r"(%[0-9A-Fa-f]{1,2})")  # a percent-escape, or the start of one at a delta's end
+# A percent-escape or a JSON \u escape, or the start of one at a delta's end.
+_ESCAPE = re.compile(r"(%[0-9A-Fa-f]{1,2}|\\u[0-9A-Fa-f]{1,4})")
 
 
 def _form_pattern(form: str) -> str:
-    """A form as a regex whose percent-escapes match in either hex case, mixed too (%2f%2F)."""
+    """A form as a regex whose escapes match in either hex case, mixed too (%2f%2F, \\u00E9)."""
     return "".join(
-        f"%(?i:{piece[1:]})" if _ESCAPE.fullmatch(piece) else re.escape(piece)
+        f"{re.escape(head)}(?i:{hex_digits})" if _ESCAPE.fullmatch(piece) else re.escape(piece)
         for piece in _ESCAPE.split(form)
+        for head, hex_digits in [_escape_parts(piece)]
     )
 
 
+def _escape_parts(piece: str) -> tuple[str, str]:
+    """('%', '2f') for a percent-escape, ('\\u', '00e9') for a JSON one; (piece, '') otherwise."""
+    for head in ("%", "\\u"):
+        if piece.startswith(head):
+            return head, piece[len(head) :]
+    return piece, ""
+
+
 def _fold_hex(text: str) -> str:
-    """Percent-escapes upper-cased, so a streamed tail compares with a form in any hex case."""
-    return _ESCAPE.sub(lambda m: m.group(0).upper(), text)
+    """Escapes' hex digits upper-cased, so a streamed tail compares with a form in any hex case."""
+
+    def upper(match: re.Match[str]) -> str:
+        head, hex_digits = _escape_parts(match.group(0))
+        return head + hex_digits.upper()
+
+    return _ESCAPE.sub(upper, text)
 
 
 class Scrubber:

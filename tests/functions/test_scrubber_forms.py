@@ -7,6 +7,7 @@ escapes per character).
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import re
@@ -43,6 +44,11 @@ FORMS = {
     "html": html.escape(KEY),
     "html, quotes kept": html.escape(KEY, quote=False),
     "html, numeric quotes (markupsafe, Jinja)": html.escape(KEY).replace("&quot;", "&#34;").replace("&#x27;", "&#39;"),
+    "url, plus, / kept": quote_plus(KEY, safe="/"),
+    "json, \\/ for /": json.dumps(KEY)[1:-1].replace("/", "\\/"),
+    "json, upper-case \\u": re.sub(r"(?<=\\u)[0-9a-f]{4}", lambda m: m.group(0).upper(), json.dumps(KEY)[1:-1]),
+    "base64": base64.b64encode(KEY.encode()).decode(),
+    "base64, no padding": base64.b64encode(KEY.encode()).decode().rstrip("="),
 }
 
 
