@@ -2,6 +2,7 @@
 
 The pipeline, top to bottom: load_catalog (YAML -> Catalog) -> build_desired (-> InstanceState)
 -> observe (Open WebUI listings -> InstanceState) -> make_plan (-> Plan) -> apply_plan.
+`load_inputs` and `prepare_plan` (pipeline.py) are those steps as `diff` and `sync` run them.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ __all__ = [
     "apply_plan",
     "build_desired",
     "load_catalog",
+    "load_inputs",
     "make_plan",
     "observe",
+    "prepare_plan",
 ]
 
 
@@ -35,6 +38,10 @@ def __getattr__(name: str):  # lazy, so `provision --help` stays fast
         from .plan import make_plan
 
         return make_plan
+    if name in ("load_inputs", "prepare_plan"):
+        from . import pipeline
+
+        return getattr(pipeline, name)
     if name == "apply_plan":
         from .apply import apply_plan
 

@@ -511,7 +511,7 @@ def list_managed(
     if output is Output.json:
         sys.stdout.write(json.dumps({"agents": agents, "functions": functions, "wrappers": wrappers}, indent=2) + "\n")
         return EXIT_OK
-    table = Table(title=f"Agents ({len(agents)}), model id aihub_agent_pipe.<agent>", title_justify="left")
+    table = Table(title=f"Agents ({len(agents)}), model id {PIPE_FUNCTION_ID}.<agent>", title_justify="left")
     table.add_column("agent", no_wrap=True)
     for column in ("name", "toggles", "on by default", "access", "served"):
         table.add_column(column, overflow="fold")
