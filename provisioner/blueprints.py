@@ -1,6 +1,6 @@
 """The blueprint YAML schema, as pydantic models.
 
-A blueprint directory holds three kinds of file (see README "Blueprint format"):
+A blueprint directory holds three kinds of file (see docs/blueprints.md, "Blueprint format"):
 - `capabilities.yaml`: the capability catalog; a capability may `serves` one ChatFeature;
 - `features.yaml`: custom feature definitions (what each custom toggle shows);
 - any other `*.yaml`: one blueprint, with its steps and its agents.

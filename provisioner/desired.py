@@ -243,7 +243,7 @@ def _model_row(
             for key, value in model_capabilities(supported, bp.openwebui_capabilities, lb.reads).items()
         },
         # Every supported feature, native or custom, is one of the bundle's toggle filters, so it
-        # shows whatever Open WebUI's instance-wide switches say (README "How features work").
+        # shows whatever Open WebUI's instance-wide switches say (docs/features.md, "How features work").
         "meta.filterIds": [
             FEATURE_FILTER_ID,
             *(toggle_filter_id(f) for f in supported),

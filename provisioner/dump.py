@@ -3,7 +3,7 @@
 Which rows: every row provision owns (the ownership marker) and every hand-made agent row (an
 id `aihub_agent_pipe.<blueprint>.<agent>` with no base model: the pipe serves it). Rows with a
 base model (workspace models, wrappers of an agent) and plain LLM rows are not agents the
-blueprint format can describe; naming one is refused with the reason (README "provision dump").
+blueprint format can describe; naming one is refused with the reason (docs/commands.md, `provision dump`).
 
 What the format holds is written (name, description, access, tags, suggestions, icon, the pipe's
 backend, the toggles as capability stubs with `serves:`); what it cannot hold is reported per

@@ -349,7 +349,7 @@ def group_notes(actions: list[dict[str, str]]) -> list[str]:
 
 
 def native_toggle_notes(catalog: Catalog) -> list[str]:
-    """How the native features the blueprints use reach agents (README "How features work")."""
+    """How the native features the blueprints use reach agents (docs/features.md, "How features work")."""
     native = sorted({f for lb in catalog.blueprints for f in lb.supported_features} & NATIVE_FEATURES)
     if not native:
         return []

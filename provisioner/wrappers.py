@@ -4,7 +4,7 @@ Open WebUI runs the filters of the model a chat names, not of its base model, so
 wrapper the feature filter does not run: Open WebUI's own toggles are not stripped (it may run
 its own web search, image generation or code interpreter if the wrapper's capabilities and the
 instance allow it) and the agent receives no requested features from it. `diff` and `list`
-name every wrapper so an admin can decide (README "Models that wrap an agent").
+name every wrapper so an admin can decide (docs/features.md, "Models that wrap an agent").
 """
 
 from __future__ import annotations
