@@ -18,7 +18,11 @@ from .grants import PUBLIC_GRANT
 
 Version = tuple[int, int, int]
 
-MINIMUM: Version = (0, 6, 0)
+# The first release provision can read: before 0.6.19 there is no `GET /api/v1/models/export`
+# (the rows cannot be listed), and before 0.6.27 the function export ignores `include_valves`, so
+# the pipe's stored valves (its agents, keys and signing keys) read as empty and every sync would
+# write new keys. Checked in each release's wheel (routers/models.py, routers/functions.py).
+MINIMUM: Version = (0, 6, 27)
 # The exact releases the suite runs the core cycle against (tests/e2e/test_version_matrix.py);
 # anything else gets the "outside the tested range" warning.
 TESTED: tuple[str, ...] = ("0.6.43", "0.7.2", "0.8.12", "0.9.6", "0.10.2", "0.11.4", "0.12.4")
@@ -86,7 +90,7 @@ _PINNED_VERSION: Version = parse_version(PINNED) or (0, 0, 0)
 
 
 def select(version_text: str) -> Compat:
-    """The Compat for a version string from `/api/version`; refuses releases before 0.6.0.
+    """The Compat for a version string from `/api/version`; refuses releases before MINIMUM.
 
     An unreadable version is treated as the pinned release (and warned about as untested).
     """
@@ -95,8 +99,9 @@ def select(version_text: str) -> Compat:
         return _row(_PINNED_VERSION, version_text or "(unknown version)")
     if parsed < MINIMUM:
         raise ConfigError(
-            f"Open WebUI {version_text} is not supported: provision needs 0.6.0 or later "
-            f"(tested: {', '.join(TESTED)}). Upgrade Open WebUI."
+            f"Open WebUI {version_text} is not supported: provision needs {'.'.join(map(str, MINIMUM))} or later "
+            f"(earlier releases list no function valves, and before 0.6.19 no model rows; "
+            f"tested: {', '.join(TESTED)}). Upgrade Open WebUI."
         )
     return _row(parsed, version_text)
 

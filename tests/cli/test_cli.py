@@ -161,9 +161,17 @@ def test_plain_http_to_remote_host_is_refused(capsys, monkeypatch: pytest.Monkey
 
 
 def test_old_server_version_warns_but_continues(capsys, fake: FakeOpenWebUI) -> None:
-    fake.version = "0.6.5"
+    fake.version = "0.6.30"
     code, _, err = run(capsys, "diff", *SAMPLES)
     assert code == 0 and "outside the tested range" in err
+
+
+def test_a_release_too_old_to_read_is_refused_before_anything_is_written(capsys, fake: FakeOpenWebUI) -> None:
+    fake.version = "0.6.26"  # lists functions without their valves: a sync would make new keys
+    code, out, err = run(capsys, "sync", *SAMPLES, "--yes")
+    assert code == 1 and out == ""
+    assert "Open WebUI 0.6.26 is not supported: provision needs 0.6.27 or later" in err
+    assert fake.models == {} and fake.functions == {}
 
 
 def test_validate_json_lists_the_problems_on_stdout(capsys, tmp_path: Path) -> None:

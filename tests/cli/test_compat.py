@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from tests.support.run_cli import run_cli
 
 TOKEN = "sk-compat-test-token-0123456789"
 BUNDLE = ["--bundle", str(REPO / "owui_functions")]
-RANGES = ["0.6.0", "0.6.43", "0.7.2", "0.8.12", "0.9.6", "0.10.2", "0.11.0", "0.11.3", "0.11.4", "0.12.0", "0.12.4"]
+RANGES = ["0.6.27", "0.6.43", "0.7.2", "0.8.12", "0.9.6", "0.10.2", "0.11.0", "0.11.3", "0.11.4", "0.12.0", "0.12.4"]
 
 
 run = functools.partial(run_cli, secrets=(TOKEN,))
@@ -44,7 +45,7 @@ def access_blueprints(root: Path) -> list[str]:
 @pytest.mark.parametrize(
     ("version", "list_all", "access_control", "access_in_update", "priority_in_valves"),
     [
-        ("0.6.0", False, True, True, True),
+        ("0.6.27", False, True, True, True),
         ("0.6.43", False, True, True, True),
         ("0.7.2", False, True, True, True),
         ("0.8.12", False, False, True, True),
@@ -64,9 +65,11 @@ def test_each_release_range_selects_its_row(version, list_all, access_control, a
     )
 
 
-def test_releases_before_0_6_are_refused_by_name() -> None:
-    with pytest.raises(ConfigError, match=r"Open WebUI 0\.5\.20 is not supported: provision needs 0\.6\.0"):
-        compat.select("0.5.20")
+@pytest.mark.parametrize("version", ["0.5.20", "0.6.0", "0.6.5", "0.6.26"])
+def test_releases_before_0_6_27_are_refused_by_name(version: str) -> None:
+    """0.6.26 and earlier list functions without their valves (and before 0.6.19 no model rows)."""
+    with pytest.raises(ConfigError, match=rf"Open WebUI {re.escape(version)} is not supported: provision needs 0\.6\.27 or later"):
+        compat.select(version)
 
 
 def test_only_the_exact_releases_the_suite_runs_count_as_tested() -> None:
@@ -205,7 +208,7 @@ def test_the_untested_warning_covers_exactly_the_untested_releases(capsys, fake:
 # -- 0.6/0.7: an empty or missing access_control is private, never public ------------------------
 
 
-@pytest.mark.parametrize("version", ["0.6.5", "0.7.2"])
+@pytest.mark.parametrize("version", ["0.6.43", "0.7.2"])
 @pytest.mark.parametrize("row", [{"id": "x"}, {"id": "x", "access_control": {}}, {"id": "x", "access_control": {"read": {}}}])
 def test_a_row_with_empty_or_missing_access_control_is_observed_as_private(version: str, row: dict) -> None:
     """On 0.6/0.7 only `access_control: null` is public; reading `{}` or a missing key as public
@@ -215,7 +218,7 @@ def test_a_row_with_empty_or_missing_access_control_is_observed_as_private(versi
     assert compat.PUBLIC_GRANT not in grants
 
 
-@pytest.mark.parametrize("version", ["0.6.5", "0.7.2"])
+@pytest.mark.parametrize("version", ["0.6.43", "0.7.2"])
 @pytest.mark.parametrize("body", [{"id": "x"}, {"id": "x", "access_grants": []}, {"id": "x", "access_grants": None}])
 def test_a_write_without_grants_sends_a_private_access_control_never_null_or_empty(version: str, body: dict) -> None:
     """0.6/0.7 make a row public when the write's access_control is null (or absent): a private

@@ -240,7 +240,9 @@ def release_rows(instance: OpenWebUIInstance, table: compat.Compat) -> list[dict
 # Defined only when older patches are selected: a default run shows no empty-parameter skip.
 if selected_older_patches():
     @pytest.mark.parametrize("version", selected_older_patches())
-    def test_an_older_patch_release_starts_signs_in_and_lists_models(version: str) -> None:
+    def test_an_older_patch_release_starts_signs_in_and_lists_models(
+        version: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         instance = started(OpenWebUIInstance(f"older-{version}-{os.getpid()}", version=version), f"Open WebUI {version}")
         try:
             admin = json.loads((instance.instance_dir / "admin.json").read_text(encoding="utf-8"))
@@ -252,8 +254,18 @@ if selected_older_patches():
             with instance.client() as http:  # the API key the script minted
                 models = http.get("/api/models")
                 assert models.status_code == 200 and isinstance(models.json()["data"], list), models.text[:300]
+            # provision reads the release, or refuses it by name (compat.MINIMUM) before any write.
+            monkeypatch.setenv("OPENWEBUI_URL", instance.url)
+            monkeypatch.setenv("OPENWEBUI_TOKEN", instance.token)
+            monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
+            code, out, err = provision(capsys, "diff", "-p", str(REPO / "blueprints"), "--bundle", str(REPO / "owui_functions"))
+            if compat.parse_version(version) < compat.MINIMUM:
+                assert code == 1 and f"Open WebUI {version} is not supported: provision needs 0.6.27 or later" in err, out + err
+            else:
+                assert code == 0, out + err
         finally:
             instance.purge()
+
 
 
 def test_drift_is_reported_on_every_release_and_named_where_history_is_kept(
