@@ -56,3 +56,16 @@ def test_by_default_it_writes_the_versions_page_which_holds_the_markers() -> Non
     assert text.count(script.START) == 1 and text.count(script.END) == 1
     assert text.index(script.START) < text.index(script.END)
     assert script.START not in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_step_that_passed_its_own_way_says_how(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    steps = {"sync": "pass", "chat with a file": "pass (the page saves the usage; an extra source (empty))"}
+    (results / "0.6.43.json").write_text(json.dumps({"version": "0.6.43", "recorded_at": 0, "steps": steps}))
+    page = tmp_path / "versions.md"
+    script = load_script()
+    page.write_text(f"{script.START}\n{script.END}\n")
+    assert script.main(["--results", str(results), "--page", str(page)]) == 0
+    assert ("| 0.6.43 | sync, chat with a file | works, with chat with a file: the page saves the usage; "
+            "an extra source (empty) |") in page.read_text()
