@@ -17,15 +17,12 @@ through Markdown, whose `details` extension turns `<details type="tool_calls">` 
 from __future__ import annotations
 
 import html
-import http.client
 import json
 import os
 import re
-import threading
 import time
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -35,6 +32,7 @@ import provisioner.cli as cli
 from tests.support.agui_server import harness
 from tests.support.builders import REPO, blueprint, closed_port, write_blueprint_dir, write_function_dir
 from tests.support.chat_support import TOGGLE, api_chat, my_user_id, stored_message, ui_turn
+from tests.support.header_tap import HeaderTap
 from tests.support.owui_instance import SERVER_KEY, SERVER_KEY_ENV, OpenWebUIInstance, unavailable
 
 PIPE_FILE = REPO / "owui_functions" / "aihub_agent_pipe.py"
@@ -46,55 +44,6 @@ LEAD_IN = "Let me look up the weather."
 SUMMARY = "It is sunny in Paris."
 VERSIONS = ("1.7.0", "1.0.0rc8")
 BLUEPRINT_IDS = {"1.7.0": "weather", "1.0.0rc8": "weather-rc8"}
-
-
-# --- a header tap: the harness records bodies, not headers ----------------------------------------
-
-
-class HeaderTap:
-    """A loopback forwarder in front of the AG-UI server that records each request's headers.
-
-    The scripted server records the RunAgentInput body only; this sits on the wire in front of
-    it, so a test can see the `Authorization` header the pipe sent while the run still reaches
-    the real server and streams back unchanged.
-    """
-
-    def __init__(self, upstream: str) -> None:
-        self.upstream = urlsplit(upstream)
-        self.headers: list[dict[str, str]] = []
-        tap = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                tap.headers.append({k.lower(): v for k, v in self.headers.items()})
-                forward = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
-                upstream = http.client.HTTPConnection(tap.upstream.hostname, tap.upstream.port, timeout=60)
-                try:
-                    upstream.request("POST", self.path, body=body, headers=forward)
-                    response = upstream.getresponse()
-                    self.send_response(response.status)
-                    for name, value in response.getheaders():
-                        if name.lower() not in ("transfer-encoding", "content-length", "connection"):
-                            self.send_header(name, value)
-                    self.send_header("Connection", "close")  # HTTP/1.0: the body ends when we close
-                    self.end_headers()
-                    while chunk := response.read1(65536):
-                        self.wfile.write(chunk)
-                        self.wfile.flush()
-                finally:
-                    upstream.close()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 # --- fixtures -------------------------------------------------------------------------------------
