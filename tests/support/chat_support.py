@@ -144,15 +144,14 @@ def api_chat(owui: OpenWebUIInstance, model: str, messages: list[dict[str, Any]]
     return response.json()["choices"][0]["message"]["content"]
 
 
-def ui_turn(owui: OpenWebUIInstance, model: str, text: str, *, chat_id: str | None, parent_id: str | None,
-            first: bool) -> tuple[str, str, str]:
-    """Send one message as the 0.12.4 browser does and wait for the stored answer.
-
-    Returns (chat id, user message id, assistant message id).
-    """
-    user_id, assistant_id = str(uuid.uuid4()), str(uuid.uuid4())
+def ui_body(model: str, text: str, *, user_id: str, assistant_id: str, parent_id: str | None, first: bool,
+            files: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The completion request the 0.12.4 browser posts for one message (no history: the server
+    loads it); `files` go on the user message and in the request, as the page sends an attachment."""
     user_message = {"id": user_id, "parentId": parent_id, "childrenIds": [], "role": "user", "content": text,
                     "timestamp": int(time.time()), "models": [model]}
+    if files is not None:
+        user_message["files"] = files
     body: dict[str, Any] = {
         "stream": True,
         "model": model,
@@ -170,6 +169,19 @@ def ui_turn(owui: OpenWebUIInstance, model: str, text: str, *, chat_id: str | No
         "background_tasks": {"title_generation": True, "tags_generation": True, "follow_up_generation": True}
         if first else {"follow_up_generation": True},
     }
+    if files is not None:
+        body["files"] = files  # the chat's files, the new message's among them
+    return body
+
+
+def ui_turn(owui: OpenWebUIInstance, model: str, text: str, *, chat_id: str | None, parent_id: str | None,
+            first: bool) -> tuple[str, str, str]:
+    """Send one message as the 0.12.4 browser does and wait for the stored answer.
+
+    Returns (chat id, user message id, assistant message id).
+    """
+    user_id, assistant_id = str(uuid.uuid4()), str(uuid.uuid4())
+    body = ui_body(model, text, user_id=user_id, assistant_id=assistant_id, parent_id=parent_id, first=first)
     if chat_id:
         body["chat_id"] = chat_id
     with owui.client(timeout=60) as http:
@@ -182,15 +194,24 @@ def ui_turn(owui: OpenWebUIInstance, model: str, text: str, *, chat_id: str | No
     return chat_id, user_id, assistant_id
 
 
-def stored_message(owui: OpenWebUIInstance, chat_id: str, message_id: str, timeout: float = 60) -> dict[str, Any]:
-    """The stored message once Open WebUI marked it done (the background task finished)."""
+def stored_message(owui: OpenWebUIInstance, chat_id: str, message_id: str, timeout: float = 60,
+                   token: str | None = None) -> dict[str, Any]:
+    """The stored message once Open WebUI marked it done (the background task finished), read as
+    the chat's user (`token`; default: the admin's API key).
+
+    Open WebUI 0.6 and 0.7 never store `done` (their page keeps it): there the message counts as
+    finished once its answer is stored and the chat has no task left.
+    """
     deadline = time.monotonic() + timeout
     message: dict[str, Any] = {}
-    with owui.client() as http:
+    with owui.client(token=token) as http:
         while time.monotonic() < deadline:
             chat = http.get(f"/api/v1/chats/{chat_id}").raise_for_status().json()
             message = chat["chat"]["history"]["messages"].get(message_id) or {}
             if message.get("done"):
                 return message
+            if message.get("content") or message.get("output"):
+                if not http.get(f"/api/tasks/chat/{chat_id}").raise_for_status().json().get("task_ids"):
+                    return message
             time.sleep(0.2)
     pytest.fail(f"the answer was not stored as done within {timeout:g}s; last seen: {message}\n{owui.log_tail()}")
