@@ -5,27 +5,37 @@ Which releases: `AIHUB_OWUI_MATRIX` = `all` (every release in provisioner.compat
 Each release gets a fresh server from `scripts/openwebui-local start --version X` (installed once
 per version under the cache dir) and runs: validate, diff, sync, idempotent re-sync, access
 (public, private, groups), a change, the feature filter and a toggle filter in the right order,
-the pipe answering, prune. Each step's result goes to `<AIHUB_COMPAT_RESULTS>/<version>.json`
-(default `.compat/`), which `scripts/compat-table` turns into the table in
-docs/openwebui-versions.md.
+the pipe answering, a member of a group chatting with a document (the bytes, both signed
+identities, a source and the usage on the stored message), prune. Each step's result goes to
+`<AIHUB_COMPAT_RESULTS>/<version>.json` (default `.compat/`), which `scripts/compat-table` turns
+into the table in docs/openwebui-versions.md.
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import hashlib
 import json
 import os
+import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
+import jwt
 import pytest
 import yaml
 
 from provisioner import compat
 
 from tests.support.builders import REPO, samples_on
-from tests.support.chat_support import AGENT_ANSWER, provision
-from tests.support.owui_instance import OpenWebUIInstance, OpenWebUIUnavailable, started, unavailable
+from tests.support.chat_support import AGENT_ANSWER, provision, stored_message, ui_body
+from tests.support.header_tap import HeaderTap
+from tests.support.owui_instance import (
+    FORWARD_JWT_SECRET, OpenWebUIInstance, OpenWebUIUnavailable, started, unavailable,
+)
 
 MATRIX_ENV = "AIHUB_OWUI_MATRIX"
 # Older patch releases that get a short check (start, sign in, list models) beside the newest
@@ -36,9 +46,10 @@ MATRIX_ENV = "AIHUB_OWUI_MATRIX"
 OLDER_PATCHES = ("0.6.5", "0.6.26", "0.8.0", "0.10.0")
 OLDER_ENV = "AIHUB_OWUI_OLDER"
 RESULTS_DIR = Path(os.environ.get("AIHUB_COMPAT_RESULTS") or REPO / ".compat")
+FILE_CHAT = "chat with a file"
 STEPS = (
     "validate", "diff", "sync", "idempotent re-sync", "access", "change",
-    "filter order", "pipe answers", "prune",
+    "filter order", "pipe answers", FILE_CHAT, "prune",
 )
 DOCUMENTS = "aihub_agent_pipe.document-analyst.default"
 POLICY = "aihub_agent_pipe.policy-faq.default"
@@ -46,6 +57,13 @@ TIER1 = "aihub_agent_pipe.support-desk.tier1"
 TIER2 = "aihub_agent_pipe.support-desk.tier2"
 BILLING = "aihub_agent_pipe.support-desk.billing"
 TOGGLE = "aihub_toggle_user_files"
+# Open WebUI's own user-info forwarding with an HS256 secret, on every release: the pipe reads it
+# from the server's environment. The pipe's EdDSA key is the one sync makes (`provision jwks`).
+FORWARD_ENV = {"ENABLE_FORWARD_USER_INFO_HEADERS": "true", "FORWARD_USER_INFO_HEADER_JWT_SECRET": FORWARD_JWT_SECRET}
+DOCUMENT = b"%PDF-1.4\n% the matrix's report\n" + bytes(range(256))
+CITED = "scenario:cited"  # tests/support/agui_server/app.py: a tool round, a cited answer, usage per model call
+CITED_ANSWER = "It is sunny in Paris."
+CITED_URL = "https://weather.example.org/paris?d=today"
 
 
 def selected_versions() -> list[str]:
@@ -76,7 +94,11 @@ def fresh_results() -> None:
 
 
 class StepLog:
-    """Each step's outcome, written to the results file whatever happens."""
+    """Each step's outcome, written to the results file whatever happens.
+
+    A step passes as `pass`, or as `pass (note; ...)` when the release did something its own way
+    and the step says which (the notes a step appends to the list `run` yields).
+    """
 
     def __init__(self, version: str) -> None:
         self.version = version
@@ -86,12 +108,17 @@ class StepLog:
     def run(self, name: str):
         log = self
 
+        notes: list[str] = []
+
         class _Step:
-            def __enter__(self) -> None:
-                return None
+            def __enter__(self) -> list[str]:
+                return notes
 
             def __exit__(self, kind, exc, tb) -> bool:
-                log.results[name] = "pass" if kind is None else f"FAIL: {str(exc).splitlines()[0][:160] if str(exc) else kind.__name__}"
+                if kind is None:
+                    log.results[name] = f"pass ({'; '.join(notes)})" if notes else "pass"
+                else:
+                    log.results[name] = f"FAIL: {str(exc).splitlines()[0][:160] if str(exc) else kind.__name__}"
                 log.write()
                 return False
 
@@ -107,7 +134,7 @@ class StepLog:
 @pytest.fixture(scope="module", params=selected_versions())
 def release(request: pytest.FixtureRequest) -> Iterator[OpenWebUIInstance]:
     version = request.param
-    instance = OpenWebUIInstance(f"matrix-{version}-{os.getpid()}", version=version)
+    instance = OpenWebUIInstance(f"matrix-{version}-{os.getpid()}", version=version, extra_env=FORWARD_ENV)
     try:
         instance.start(reuse_data=False, timeout=300.0)
     except OpenWebUIUnavailable as exc:
@@ -124,6 +151,14 @@ def release(request: pytest.FixtureRequest) -> Iterator[OpenWebUIInstance]:
         print(f"\nOpen WebUI {version} log kept at {instance.log_file}")
     else:
         instance.purge()
+
+
+@pytest.fixture(scope="module")
+def tap(agui_server: Any) -> Iterator[HeaderTap]:
+    """The agents' way to the scripted server, recording each request's headers (the identities)."""
+    tap = HeaderTap(agui_server.url)
+    yield tap
+    tap.close()
 
 
 def matrix_bundle(tmp: Path, agent_url: str) -> tuple[list[str], Path]:
@@ -150,7 +185,7 @@ def chat(instance: OpenWebUIInstance, agui_server: Any, model: str, **extra: Any
     return runs[0]["forwardedProps"]["features"]
 
 
-def test_core_cycle(release: OpenWebUIInstance, agui_server: Any, tmp_path: Path, capsys,
+def test_core_cycle(release: OpenWebUIInstance, agui_server: Any, tap: HeaderTap, tmp_path: Path, capsys,
                     monkeypatch: pytest.MonkeyPatch) -> None:
     version = release.version or compat.PINNED
     steps = StepLog(version)
@@ -158,10 +193,14 @@ def test_core_cycle(release: OpenWebUIInstance, agui_server: Any, tmp_path: Path
     monkeypatch.setenv("OPENWEBUI_URL", release.url)
     monkeypatch.setenv("OPENWEBUI_TOKEN", release.token)
     monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
-    args, root = matrix_bundle(tmp_path, agui_server.agent_url)
+    args, root = matrix_bundle(tmp_path, f"{tap.url}/agent")
     with release.client() as http:
         group = http.post("/api/v1/groups/create", json={"name": "Support", "description": "matrix"})
         group_id = group.raise_for_status().json()["id"]
+        member = http.post("/api/v1/auths/add", json={"name": "Ada Member", "email": "matrix-member@example.org",
+                                                       "password": uuid.uuid4().hex, "role": "user"})
+        member = member.raise_for_status().json()
+        http.post(f"/api/v1/groups/id/{group_id}/users/add", json={"user_ids": [member["id"]]}).raise_for_status()
 
     with steps.run("validate"):
         code, out, err = provision(capsys, "validate", *args)
@@ -206,6 +245,8 @@ def test_core_cycle(release: OpenWebUIInstance, agui_server: Any, tmp_path: Path
         assert chat(release, agui_server, POLICY, features={"web_search": True}) == []
     with steps.run("pipe answers"):
         assert chat(release, agui_server, TIER1) == []
+    with steps.run(FILE_CHAT) as notes:
+        notes += chat_with_a_file(release, agui_server, tap, member, group_id, capsys)
     with steps.run("prune"):
         (root / "support_desk.yaml").unlink()
         code, out, err = provision(capsys, "sync", "--yes", "--prune", *args)
@@ -215,6 +256,150 @@ def test_core_cycle(release: OpenWebUIInstance, agui_server: Any, tmp_path: Path
         with release.client() as http:
             served = {m["id"] for m in http.get("/api/models").raise_for_status().json()["data"]}
         assert TIER1 not in served and DOCUMENTS in served
+
+
+def chat_with_a_file(release: OpenWebUIInstance, agui_server: Any, tap: HeaderTap, member: dict[str, Any],
+                     group_id: str, capsys) -> list[str]:
+    """A member of group Support uploads a document and chats with the Document Analyst as the page
+    does. The agent gets the bytes and two identities that verify (Open WebUI's HS256 JWT with the
+    server's secret, the pipe's EdDSA token with `provision jwks`); the source and the usage it
+    sends are on the stored message. Returns what this release does its own way."""
+    notes: list[str] = []
+    version = compat.parse_version(release.version or compat.PINNED) or (0, 0, 0)
+    code, out, err = provision(capsys, "jwks", "-o", "json")
+    assert code == 0, out + err
+    keys = jwt.PyJWKSet.from_dict(json.loads(out))
+    with release.client(token=member["token"]) as http:
+        uploaded = http.post("/api/v1/files/", params={"process": "false"},
+                             files={"file": ("report.pdf", DOCUMENT, "application/pdf")})
+    assert uploaded.status_code == 200, uploaded.text[:300]
+    file = uploaded.json()
+    ref = {"type": "file", "id": file["id"], "name": "report.pdf", "status": "uploaded", "size": len(DOCUMENT),
+           "content_type": "application/pdf"}
+    agui_server.clear()
+    tap.headers.clear()
+    chat_id, answer_id, stored = page_turn(release, member["token"], version, ref, notes)
+
+    (run,) = agui_server.recorded()
+    parts = [p for p in run["messages"][-1]["content"] if isinstance(p, dict) and p.get("type") == "document"]
+    assert [base64.b64decode(p["source"]["value"]) for p in parts] == [DOCUMENT], run["messages"][-1]
+    seen = [m for call in agui_server.model_calls() for message in call for m in message["media"]]
+    assert hashlib.sha256(DOCUMENT).hexdigest() in {m["sha256"] for m in seen}, seen  # the agent's model got it
+    assert "<source" not in json.dumps(run["messages"]), run["messages"]  # no retrieval text in the prompt
+    (headers,) = tap.headers
+    claims = jwt.decode(headers["x-openwebui-user-jwt"], FORWARD_JWT_SECRET, algorithms=["HS256"])
+    assert (claims["sub"], claims["groups"], claims["chat_id"], claims["message_id"]) == (
+        member["id"], [{"id": group_id, "name": "Support"}], chat_id, answer_id), claims
+    token = headers["x-aihub-identity"]
+    signed = jwt.decode(token, keys[jwt.get_unverified_header(token)["kid"]].key, algorithms=["EdDSA"],
+                        audience=DOCUMENTS)
+    assert (signed["sub"], signed["groups"], signed["message_id"]) == (member["id"], claims["groups"], answer_id)
+
+    assert CITED_ANSWER in (stored.get("content") or json.dumps(stored.get("output"))), stored
+    usage = stored.get("usage") or {}
+    assert (usage.get("input_tokens"), usage.get("output_tokens")) == (30, 9), stored
+    sources = stored.get("sources") or []
+    theirs = [s for s in sources if s["source"].get("url") != CITED_URL]
+    assert len(sources) - len(theirs) == 1, sources  # the agent's source, once
+    if theirs and version < (0, 7, 0):  # 0.7 added the row's file_context switch the pipe's rows turn off
+        assert [(s["source"].get("id"), s.get("document")) for s in theirs] == [(file["id"], [])], theirs
+        notes.append("0.6 runs its own retrieval on the file (no file_context switch before 0.7): it finds "
+                     "nothing, and its empty source for the file sits beside the agent's")
+    else:
+        assert theirs == [], theirs
+    return notes
+
+
+def page_turn(release: OpenWebUIInstance, token: str, version: compat.Version, ref: dict[str, Any],
+              notes: list[str]) -> tuple[str, str, dict[str, Any]]:
+    """One message with the file, sent as that release's chat page sends it: the chat saved first,
+    the answer made in the background for the page's socket. Returns (chat id, answer id, the
+    stored answer)."""
+    user_id, answer_id = str(uuid.uuid4()), str(uuid.uuid4())
+    body = ui_body(DOCUMENTS, CITED, user_id=user_id, assistant_id=answer_id, parent_id=None, first=False,
+                   files=[ref])
+    if version < (0, 10, 0):
+        body.pop("message_ids")  # 0.9 reads it as a dict of model -> message id, and before 0.9 not at all
+    if version < (0, 9, 0):  # that page sends the history, and the user message as parent_message
+        body.update(messages=[{"role": "user", "content": CITED}], parent_message=body.pop("user_message"))
+    user = {**(body.get("user_message") or body["parent_message"]), "childrenIds": [answer_id]}
+    answer = {"id": answer_id, "parentId": user_id, "childrenIds": [], "role": "assistant", "content": "",
+              "model": DOCUMENTS}
+    chat = {"title": "matrix", "models": [DOCUMENTS], "messages": [user, answer],
+            "history": {"messages": {user_id: user, answer_id: answer}, "currentId": answer_id}}
+    page = PageSocket(release.url, token)
+    try:
+        body["session_id"] = page.sid
+        with release.client(token=token, timeout=60) as http:
+            chat_id = http.post("/api/v1/chats/new", json={"chat": chat}).raise_for_status().json()["id"]
+            body["chat_id"] = chat_id
+            started = http.post("/api/chat/completions", json=body)
+        assert started.status_code == 200 and started.json().get("status") is True, started.text[:300]
+        stored = stored_message(release, chat_id, answer_id, token=token)
+        if version < (0, 8, 0):
+            page.save(release, chat_id, stored, token)
+            notes.append("0.6 and 0.7 store no usage or sources: the page's save stores them")
+            stored = stored_message(release, chat_id, answer_id, token=token)
+    finally:
+        page.close()
+    return chat_id, answer_id, stored
+
+
+class PageSocket:
+    """Open WebUI's socket as the chat page holds it, signed in as the user: every event of each
+    message is kept. Open WebUI 0.6 and 0.7 store no usage and no sources themselves; the page
+    puts what these events bring on the message and saves the chat (`save`)."""
+
+    def __init__(self, url: str, token: str) -> None:
+        import socketio  # python-socketio, the test extra
+
+        self.events: dict[str, list[dict[str, Any]]] = {}
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.client = socketio.AsyncClient()
+        self.client.on("events", self._on_event)
+        self._run(self.client.connect(url, socketio_path="/ws/socket.io", transports=["websocket"],
+                                      auth={"token": token}, wait_timeout=30))
+
+    @property
+    def sid(self) -> str:
+        return self.client.get_sid()
+
+    def _run(self, coroutine: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(60)
+
+    async def _on_event(self, event: dict[str, Any]) -> None:
+        self.events.setdefault(event.get("message_id") or "", []).append(event.get("data") or {})
+
+    def beside_the_answer(self, message_id: str) -> dict[str, Any]:
+        """The usage and sources the page puts on the message from its events (Chat.svelte)."""
+        found: dict[str, Any] = {"sources": []}
+        for envelope in self.events.get(message_id, []):
+            kind, data = envelope.get("type"), envelope.get("data") or {}
+            if kind == "chat:completion" and data.get("usage"):
+                found["usage"] = data["usage"]
+            if kind == "chat:completion" and data.get("sources"):
+                found["sources"] = list(data["sources"])
+            if kind in ("source", "citation"):
+                found["sources"].append(data)
+        return found
+
+    def save(self, release: OpenWebUIInstance, chat_id: str, message: dict[str, Any], token: str) -> None:
+        """Save the chat with the finished message, as the page does when the answer is done."""
+        message = {**message, **self.beside_the_answer(message["id"]), "done": True}
+        with release.client(token=token) as http:
+            chat = http.get(f"/api/v1/chats/{chat_id}").raise_for_status().json()["chat"]
+            chat["history"]["messages"][message["id"]] = message
+            chat["messages"] = [message if m.get("id") == message["id"] else m for m in chat.get("messages") or []]
+            http.post(f"/api/v1/chats/{chat_id}", json={"chat": chat}).raise_for_status()
+
+    def close(self) -> None:
+        try:
+            self._run(self.client.disconnect())
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(5)
 
 
 def access_of(row: dict[str, Any], table: compat.Compat) -> list[tuple[str, str]]:
