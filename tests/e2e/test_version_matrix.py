@@ -295,6 +295,7 @@ def chat_with_a_file(release: OpenWebUIInstance, agui_server: Any, tap: HeaderTa
                         audience=DOCUMENTS)
     assert (signed["sub"], signed["groups"], signed["message_id"]) == (member["id"], claims["groups"], answer_id)
 
+    # 0.10.2 keeps the answer as `output` items only, with no `content`
     assert CITED_ANSWER in (stored.get("content") or json.dumps(stored.get("output"))), stored
     usage = stored.get("usage") or {}
     assert (usage.get("input_tokens"), usage.get("output_tokens")) == (30, 9), stored
