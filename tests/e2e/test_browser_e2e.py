@@ -26,7 +26,7 @@ import yaml
 import provisioner.cli as cli
 from provisioner.features import is_native
 from provisioner.loader import Catalog, load_catalog
-from tests.support.browser_support import ChatPage, Toggle, chromium_session
+from tests.support.browser_support import ChatPage, Toggle, chromium_session, logged_in_page
 from tests.support.builders import REPO, closed_port, samples_on, write_function_dir
 from tests.support.chat_support import AGENT_ANSWER, AGENT_PIPE
 from tests.support.owui_instance import unavailable
@@ -212,11 +212,7 @@ def browser(site: Site) -> Iterator[Any]:
 
 
 def _logged_in(browser: Any, site: Site, email: str, password: str) -> Iterator[ChatPage]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = ChatPage(context.new_page(), site.owui.url)
-    page.login(email, password)
-    yield page
-    context.close()
+    yield from logged_in_page(browser, site.owui, login={"email": email, "password": password})
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ samples are synced into the session instance with their URLs moved to those port
 from __future__ import annotations
 
 import base64
-import json
 import math
 import os
 import re
@@ -28,7 +27,7 @@ import pytest
 
 from demo_agents.answers import growth_chart
 from demo_agents.control import is_demo_agents, listening, read_state
-from tests.support.browser_support import ChatPage, chromium_session
+from tests.support.browser_support import ChatPage, chromium_session, logged_in_page
 from tests.support.builders import REPO, SAMPLE_MODEL_IDS, closed_port, write_function_dir
 from tests.support.chat_support import AGENT_PIPE, api_chat, provision, stored_message, ui_turn
 from tests.support.owui_instance import unavailable
@@ -113,15 +112,7 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def page(synced: Any, browser: Any, request: pytest.FixtureRequest) -> Iterator[ChatPage]:
     """The admin's tab on the synced instance; on failure saved under test-artifacts/."""
-    login = json.loads((synced.instance_dir / "admin.json").read_text(encoding="utf-8"))
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    chat = ChatPage(context.new_page(), synced.url)
-    chat.login(login["email"], login["password"])
-    yield chat
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        chat.save_artifacts(request.node.name)
-    context.close()
+    yield from logged_in_page(browser, synced, request)
 
 
 def test_demo_agents_answer_in_the_browser_and_the_refund_waits_for_confirm(page: ChatPage) -> None:

@@ -12,14 +12,13 @@ info button shows.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.support.browser_support import ChatPage, chromium_session
+from tests.support.browser_support import ChatPage, chromium_session, logged_in_page
 from tests.support.builders import blueprint, write_blueprint_dir, write_function_dir
 from tests.support.chat_support import AGENT_PIPE, provision
 from tests.support.owui_instance import unavailable
@@ -44,15 +43,7 @@ def page(owui: Any, agui_server: Any, browser: Any, tmp_path: Any, capsys: pytes
     code, out, err = provision(capsys, "sync", "-p", str(root), "--bundle",
                                str(write_function_dir(tmp_path / "functions", root, AGENT_PIPE)))
     assert code == 0, out + err
-    admin = json.loads((owui.instance_dir / "admin.json").read_text(encoding="utf-8"))
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    chat = ChatPage(context.new_page(), owui.url)
-    chat.login(admin["email"], admin["password"])
-    yield chat
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        chat.save_artifacts(request.node.name)
-    context.close()
+    yield from logged_in_page(browser, owui, request)
 
 
 def _ask_and_answer(page: ChatPage, button: str) -> None:

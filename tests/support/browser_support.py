@@ -9,11 +9,12 @@ a button with its icon), the model selector `#model-selector-model-button` (one 
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -278,3 +279,19 @@ class ChatPage:
         except Exception as exc:  # a crashed page must not hide the test's own failure
             html.write_text(f"could not save the page: {exc}", encoding="utf-8")
         return [png, html]
+
+
+def logged_in_page(browser: Any, instance: Any, request: Any = None, *, login: Mapping[str, str] | None = None) -> Iterator[ChatPage]:
+    """A tab of its own, signed in to ``instance`` (the admin of scripts/openwebui-local unless
+    ``login`` names another user); for a fixture to ``yield from``. With the test's ``request``,
+    a failed test's screenshot and DOM go to test-artifacts/."""
+    if login is None:
+        login = json.loads((instance.instance_dir / "admin.json").read_text(encoding="utf-8"))
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = ChatPage(context.new_page(), instance.url)
+    page.login(login["email"], login["password"])
+    yield page
+    report = getattr(getattr(request, "node", None), "rep_call", None)
+    if report is not None and report.failed:
+        page.save_artifacts(request.node.name)
+    context.close()
