@@ -14,18 +14,10 @@ from typing import Any
 
 from demo_agents.answers import AGENTS, answer, parse_request
 from demo_agents.wire import to_agui, to_openai
-from tests.support.sse_handler import SSEHandler
+from demo_agents.sse_handler import SSEHandler
 
 
 class DemoHandler(SSEHandler):
-    def send_json(self, body: Any, status: int = 200) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
     def do_GET(self) -> None:  # noqa: N802 (http.server naming)
         path = self.path.split("?", 1)[0].rstrip("/")
         if path == "/health":

@@ -26,7 +26,7 @@ import pytest
 
 from tests.support.builders import blueprint, write_blueprint_dir, write_function_dir
 from tests.support.chat_support import AGENT_PIPE, my_user_id, provision, stored_message, ui_turn
-from tests.support.sse_handler import SSEHandler
+from demo_agents.sse_handler import SSEHandler
 
 CALLS = ["web_research", "read_user_files", "summarise"]  # as test_agent_pipe_e2e (its toggle exists)
 AGUI_MODEL = "aihub_agent_pipe.cited-agui.default"

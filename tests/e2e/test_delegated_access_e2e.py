@@ -28,7 +28,7 @@ from tests.support.builders import CAPABILITIES, FEATURES, write_function_dir
 from tests.support.chat_support import AGENT_PIPE
 from tests.support.oidc_provider import OIDCProvider
 from tests.support.owui_instance import OpenWebUIInstance, started
-from tests.support.sse_handler import SSEHandler, serve_loopback, stop_loopback
+from demo_agents.sse_handler import SSEHandler, serve_loopback, stop_loopback
 
 HEADER = "X-Drive-Token"
 EMAIL = "olga.oauth@example.org"

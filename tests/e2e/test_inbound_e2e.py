@@ -34,7 +34,7 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from tests.support.builders import CAPABILITIES, FEATURES, write_function_dir
 from tests.support.chat_support import AGENT_PIPE
 from tests.support.owui_instance import FORWARD_JWT_SECRET, IDENTITY_KID, IDENTITY_PEM
-from tests.support.sse_handler import SSEHandler
+from demo_agents.sse_handler import SSEHandler
 
 TRIPWIRE = Path(__file__).parent / "fixtures" / "retrieval_tripwire.py"
 TRIPWIRE_ID = "zz_test_retrieval_tripwire"

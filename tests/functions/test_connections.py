@@ -19,7 +19,7 @@ import pytest
 from tests.support.loading import load_file
 from tests.support.pipe_support import PIPE_FILE, FINISHED, T, drive, events, make_pipe, pipe_module
 from tests.support.slow_agent import SlowAgent
-from tests.support.sse_handler import SSEHandler
+from demo_agents.sse_handler import SSEHandler
 
 HOLDER = pipe_module._POOL_HOLDER
 TURN = events(T("Hi"), FINISHED)

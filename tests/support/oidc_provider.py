@@ -14,14 +14,13 @@ import secrets
 import time
 import urllib.parse
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
-from tests.support.sse_handler import serve_loopback, stop_loopback
+from demo_agents.sse_handler import SSEHandler, serve_loopback, stop_loopback
 
 KID = "test-oidc-key"
 
@@ -42,7 +41,7 @@ class OIDCProvider:
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         provider = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(SSEHandler):
             def log_message(self, *args: Any) -> None:  # quiet: the suite's output stays readable
                 pass
 
@@ -50,27 +49,27 @@ class OIDCProvider:
                 path, _, query = self.path.partition("?")
                 params = dict(urllib.parse.parse_qsl(query))
                 if path == "/.well-known/openid-configuration":
-                    self._json(provider.metadata())
+                    self.send_json(provider.metadata())
                 elif path == "/jwks":
-                    self._json({"keys": [provider.jwk()]})
+                    self.send_json({"keys": [provider.jwk()]})
                 elif path == "/authorize":
                     self._authorize(params)
                 elif path == "/userinfo":
                     self._userinfo()
                 else:
-                    self._json({"error": "not_found"}, 404)
+                    self.send_json({"error": "not_found"}, 404)
 
             def do_POST(self) -> None:  # noqa: N802
                 size = int(self.headers.get("Content-Length") or 0)
                 form = dict(urllib.parse.parse_qsl(self.rfile.read(size).decode()))
                 if self.path.partition("?")[0] == "/token":
-                    self._json(*provider.token(form, self.headers.get("Authorization", "")))
+                    self.send_json(*provider.token(form, self.headers.get("Authorization", "")))
                 else:
-                    self._json({"error": "not_found"}, 404)
+                    self.send_json({"error": "not_found"}, 404)
 
             def _authorize(self, params: dict[str, str]) -> None:
                 if params.get("client_id") != provider.client_id or params.get("response_type") != "code":
-                    self._json({"error": "invalid_request"}, 400)
+                    self.send_json({"error": "invalid_request"}, 400)
                     return
                 code = secrets.token_urlsafe(16)
                 provider.codes[code] = {"nonce": params.get("nonce"), "redirect_uri": params.get("redirect_uri")}
@@ -83,17 +82,9 @@ class OIDCProvider:
             def _userinfo(self) -> None:
                 token = self.headers.get("Authorization", "").removeprefix("Bearer ")
                 if token not in provider.issued:
-                    self._json({"error": "invalid_token"}, 401)
+                    self.send_json({"error": "invalid_token"}, 401)
                     return
-                self._json(provider.claims())
-
-            def _json(self, body: dict[str, Any], status: int = 200) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_json(provider.claims())
 
         self.server, self.url = serve_loopback(Handler)
         return self

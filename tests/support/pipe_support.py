@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.loading import load_file
-from tests.support.sse_handler import SSEHandler
+from demo_agents.sse_handler import SSEHandler
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPE_FILE = ROOT / "owui_functions" / "aihub_agent_pipe.py"

@@ -12,7 +12,7 @@ import threading
 import time
 from http.server import ThreadingHTTPServer
 
-from tests.support.sse_handler import SSEHandler
+from demo_agents.sse_handler import SSEHandler
 
 
 class SlowAgent:

@@ -1,5 +1,6 @@
-"""The HTTP side of the loopback agents the tests run: a quiet HTTP/1.1 handler that answers
-with a chunked ``text/event-stream``, as AG-UI and OpenAI-compatible servers do."""
+"""The HTTP side of the loopback agents (the demo agents and the tests' own): a quiet HTTP/1.1
+handler that answers with a chunked ``text/event-stream``, as AG-UI and OpenAI-compatible servers
+do, or with one JSON body. Standard library only: the demo agents run before any venv exists."""
 
 from __future__ import annotations
 
@@ -17,6 +18,14 @@ class SSEHandler(BaseHTTPRequestHandler):
 
     def read_body(self) -> bytes:
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def send_json(self, body: Any, status: int = 200) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def start_stream(self, *headers: tuple[str, str]) -> None:
         self.send_response(200)
