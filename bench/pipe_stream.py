@@ -15,7 +15,7 @@ Not a test. Run from the project root:
    directly with one long-lived aiohttp client (the pipe's library; the best case for a direct
    reader), (a') the same with a new client and connection per request (what the pipe did before
    it shared a client), (a'') one long-lived httpx client, (b) through pipe() until its first
-   yielded chunk (its shared client, building the request from Open WebUI's body, the recorder).
+   yielded chunk (an agent with `identity: none`; its shared client, building the request from Open WebUI's body, the recorder).
    Each reads its stream to the end, as a chat does, so a kept-alive connection can serve the
    next request. Interleaved in one run; medians compared.
    (b') the same with what a chat of issue 19 adds on every request: Open WebUI's HS256 user JWT
@@ -226,6 +226,16 @@ def with_identity(pipe: ModuleType, instance: Any) -> Any:
     return instance
 
 
+def without_identity(instance: Any) -> Any:
+    """The pipe for an agent that asks for no identity (``identity: none``). Open WebUI's
+    forwarding settings are the process's (with_identity sets them), so only this keeps a chat
+    without them beside one with them; the store is the bench's, as with_identity's."""
+    agents = json.loads(instance.valves.AGENTS)
+    instance.valves.AGENTS = json.dumps([{**agent, "identity": "none"} for agent in agents])
+    instance.store = BenchStore()
+    return instance
+
+
 REQUEST = {"threadId": "t", "runId": "r", "messages": [], "tools": [], "context": [], "state": {}, "forwardedProps": {}}
 
 
@@ -288,7 +298,7 @@ async def bench_network(
     client = aiohttp.ClientSession()  # the direct reader's best case: one client, kept alive
     other = httpx.AsyncClient()
     try:
-        instance = make_pipe(pipe, short.url)
+        instance = without_identity(make_pipe(pipe, short.url))
         identified = with_identity(pipe, make_pipe(pipe, short.url))
         for _ in range(3):  # warm up imports, connections, caches
             await first_token_direct(client, short.url)
@@ -327,10 +337,7 @@ async def bench_network(
 async def turn_cost(pipe: ModuleType, count: int = 2000) -> dict[str, float]:
     """CPU per chat of what issue 19 adds before the request goes out (``Pipe.turn`` and the
     file-less ``inbound_files``), in microseconds, with and without the identity tokens."""
-    plain = make_pipe(pipe, "http://127.0.0.1:9/agent")
-    agents = json.loads(plain.valves.AGENTS)
-    plain.valves.AGENTS = json.dumps([{**agent, "identity": "none"} for agent in agents])
-    plain.store = BenchStore()
+    plain = without_identity(make_pipe(pipe, "http://127.0.0.1:9/agent"))
     identified = with_identity(pipe, make_pipe(pipe, "http://127.0.0.1:9/agent"))
     out = {}
     for name, instance in (("plain_us", plain), ("identity_us", identified)):
