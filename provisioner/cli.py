@@ -26,7 +26,7 @@ from .apply import ApplyReport, apply_plan
 from .client import OpenWebUIClient, check_url, http_log
 from .desired import build_desired, insecure_backends
 from .errors import ApplyError, BlueprintError, ConfigError, ProvisionError
-from .function_files import write_toggle_files
+from .toggle_filters import write_toggle_files
 from .contract import PIPE_FUNCTION_ID
 from .identity_keys import SERVER_KEY_ID
 from .loader import Catalog, load_catalog

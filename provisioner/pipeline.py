@@ -33,7 +33,7 @@ from .contract import BUNDLE_PREFIX, FEATURE_FILTER_ID
 from .desired import build_desired, history_signing_key
 from .errors import BlueprintError, ConfigError, Problem
 from .features import NATIVE_FEATURES
-from .function_files import FunctionFile, bundle_dir, load_function_files, rendered_toggle_functions, skipped_function_files
+from .function_files import FunctionFile, bundle_dir, load_function_files, skipped_function_files
 from .identity_keys import live_identity_keys, next_identity_keys
 from .orphans import keep_orphan_agents
 from .loader import Catalog, load_catalog
@@ -42,7 +42,7 @@ from .plan import Plan, make_plan
 from .state import InstanceState, Kind
 from .targets import TARGETS_FILE, Target, load_targets_config
 from .text import visible
-from .toggle_filters import toggle_filter_id
+from .toggle_filters import rendered_toggle_functions, toggle_filter_id
 from .token_file import read_token_file
 from .variables import TOKEN_IN_USE, Variables, variables_for
 from .version import __version__

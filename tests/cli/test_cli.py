@@ -43,7 +43,7 @@ def test_toggle_filters_are_rendered_not_read_from_disk(capsys, tmp_path: Path) 
 
 
 def test_generate_writes_what_sync_renders(capsys, tmp_path: Path) -> None:
-    from provisioner.function_files import rendered_toggle_functions
+    from provisioner.toggle_filters import rendered_toggle_functions
     from provisioner.loader import load_catalog
 
     root = write_blueprint_dir(tmp_path / "bp")

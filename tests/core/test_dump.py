@@ -12,7 +12,7 @@ import yaml
 from provisioner.desired import PIPE_FUNCTION_ID, build_desired
 from provisioner.dump import DumpSelectionError, dump_rows, select_rows, write_dump
 from provisioner.errors import ProvisionError
-from provisioner.function_files import rendered_toggle_functions
+from provisioner.toggle_filters import rendered_toggle_functions
 from provisioner.loader import load_catalog
 from provisioner.state import set_path
 

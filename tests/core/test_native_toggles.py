@@ -7,7 +7,7 @@ import base64
 from pathlib import Path
 
 from provisioner.features import NATIVE_FEATURES, NATIVE_TOGGLES
-from provisioner.function_files import expected_toggle_files, rendered_toggle_functions
+from provisioner.toggle_filters import expected_toggle_files, rendered_toggle_functions
 from provisioner.loader import load_catalog
 from tests.support.builders import REPO, blueprint, write_blueprint_dir
 from tests.support.loading import load_source
