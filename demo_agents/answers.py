@@ -332,8 +332,12 @@ def _refund_resumed(request: Request) -> Turn:
         call = Call(call_id, REFUND_TOOL, {}, json.dumps({"refunded_eur": 49.9, "status": "done"}))
         return Turn(lead="", calls=[call], answer="Done: the duplicate charge of 49.90 EUR is refunded. "
                                                   "The customer sees it in three to five working days.")
-    call = Call(call_id, REFUND_TOOL, {}, json.dumps({"status": "not run", "reason": "declined"}))
-    return Turn(lead="", calls=[call], answer="I did not refund anything, as you declined. Nothing was changed.")
+    # Not approved: declined, or nobody answered (the pipe sends both as approved: false, since
+    # Agent Framework ends a run whose approval is "cancelled" in an error), so say neither.
+    reason = "not approved" if entry.get("status") == "resolved" else "no answer"
+    call = Call(call_id, REFUND_TOOL, {}, json.dumps({"status": "not run", "reason": reason}))
+    return Turn(lead="", calls=[call], answer="I did not refund anything: the refund was not approved. "
+                                              "Nothing was changed.")
 
 
 SCRIPTS = {

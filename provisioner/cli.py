@@ -49,7 +49,7 @@ from .state import Kind
 from .stopping import exit_code as signal_exit_code
 from .stopping import stop_requests
 from .targets import TARGETS_FILE, Target, select_target, targets_problems
-from .text import visible
+from .text import counted, visible
 from .variables import Variables
 from .version import __version__
 from .wrappers import find_wrappers
@@ -128,7 +128,7 @@ AdoptOpt = Annotated[
     ),
 ]
 DetailedOpt = Annotated[
-    bool, typer.Option("--detailed-exitcode", help="Exit 2 when there are changes, 0 when none.")
+    bool, typer.Option("--detailed-exitcode", help="Exit 2 when the plan has changes, 0 when none (sync: only with --dry-run).")
 ]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Seconds per HTTP request.")]
 ParallelismOpt = Annotated[
@@ -148,7 +148,7 @@ TargetOpt = Annotated[
         "--target",
         envvar="PROVISION_TARGET",
         metavar="NAME",
-        help="A target of the targets file: its URL, token and ${NAME} variables replace --url and the token settings.",
+        help="A target of the targets file: where to connect (instead of --url), its token and its ${NAME} variables.",
     ),
 ]
 TargetsFileOpt = Annotated[
@@ -316,8 +316,8 @@ def validate(
         sys.stdout.write(json.dumps({"valid": True, **counts, "notes": notes}) + "\n")
     else:
         out.print(
-            f"Valid: {counts['blueprints']} blueprints, {counts['agents']} agents, "
-            f"{counts['functions']} functions.",
+            f"Valid: {counted(counts['blueprints'], 'blueprint')}, {counted(counts['agents'], 'agent')}, "
+            f"{counted(counts['functions'], 'function')}.",
             soft_wrap=True,
         )
     return EXIT_OK
@@ -698,7 +698,7 @@ def generate(
     path: PathOpt = Path("blueprints"),
     no_color: NoColorOpt = False,
 ) -> int:
-    """Write the toggle filters sync renders (one per custom feature) into a directory, to read them."""
+    """Write the toggle filters sync renders (one per feature an agent can show) into a directory, to read them."""
     out, err = _consoles(no_color)
     catalog = load_catalog(path, target_variables(None, strict=False))
     print_notes(catalog, err)

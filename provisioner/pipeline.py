@@ -354,7 +354,7 @@ def native_toggle_notes(catalog: Catalog) -> list[str]:
     if not native:
         return []
     return [
-        f"{', '.join(native)} reach agents as the bundle's own toggles "
+        f"{', '.join(native)} {'reaches' if len(native) == 1 else 'reach'} agents as the bundle's own toggles "
         f"({', '.join(toggle_filter_id(f) for f in native)}), on any instance configuration; "
         "Open WebUI's own toggles for them stay off on agent rows, so it never runs them for an agent."
     ]

@@ -40,3 +40,8 @@ def visible(text: str, keep: str = "") -> str:
 def _escape(char: str) -> str:
     code = ord(char)
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def counted(count: int, noun: str) -> str:
+    """'1 blueprint', '4 blueprints': a count with its noun in the right number (English plurals in -s)."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

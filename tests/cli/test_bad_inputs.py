@@ -99,7 +99,7 @@ def test_what_only_the_instance_knows_passes_validate(case: Case, workspace: Pat
     # Groups and the backends' key variables are resolved by diff and sync, not offline; the
     # e2e test checks that sync stops on these before writing anything.
     code, out, err = run(capsys, "validate", *ARGS)
-    assert code == 0 and out.startswith("Valid: 1 blueprints"), err
+    assert code == 0 and out.startswith("Valid: 1 blueprint,"), err
 
 
 def test_hardening_leaves_ordinary_yaml_alone(tmp_path: Path) -> None:

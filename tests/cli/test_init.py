@@ -37,7 +37,7 @@ def test_init_writes_a_repo_that_validates_with_default_options(tmp_path: Path, 
     monkeypatch.delenv("PROVISION_TARGET", raising=False)
     code, out, err = run(capsys, "validate")  # the installed bundle, functions/, targets.yaml: all defaults
     assert code == 0, err
-    assert out.startswith("Valid: 1 blueprints, 1 agents, 5 functions.")  # filter, pipe, 2 toggles, pii_redaction
+    assert out.startswith("Valid: 1 blueprint, 1 agent, 5 functions.")  # filter, pipe, 2 toggles, pii_redaction
     code, out, err = run(capsys, "validate", "--target", "production")  # every ${NAME} resolves
     assert code == 0, err
 
