@@ -294,7 +294,7 @@ class Naive:
         self.http = http  # the single-object reads (a missing object answers 401 or 404)
 
     def desired(self, inputs: Inputs, token: str) -> InstanceState:
-        groups, _ = resolve_groups(inputs.catalog, self.client, prune=False, missing_groups="fail")
+        groups, _ = resolve_groups(inputs.catalog, self.client, prune=False, mode="fail")
         compat = self.client.compat
         observed = observe(self.client.list_models(), self.client.list_functions(), compat)
         return desired_state(inputs, observed, groups, token=token, compat=compat)[0]

@@ -2171,7 +2171,7 @@ _HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
 #     holds the file's URL, never its bytes. One over the MAX_IMAGE_MB valve gets a line instead.
 #   - steps: a status line update per step, sent only when nothing else showed up within
 #     STEP_DELAY_SECONDS (StatusLine.send): a fast agent's steps cost no socket message.
-# What the agent sends for them (README, "What the agent shows besides its answer"):
+# What the agent sends for them (docs/agent-pipe.md, "What the agent shows besides its answer"):
 #   AG-UI: RUN_FINISHED/RUN_ERROR ``usage``; CUSTOM "usage" (Agent Framework 1.7.0: the run's
 #   usage so far, each report replacing the one before);
 #   CUSTOM "aihub.source" {url, title, snippet} (or a list of them); CUSTOM "aihub.image"

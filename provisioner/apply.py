@@ -1,5 +1,8 @@
 """Carry out a Plan against Open WebUI. Consumes only the plan: it never re-reads blueprints.
 
+Groups the plan shows as to create (missing_groups: create) are created first, once the plan is
+confirmed, and their real ids replace the plan's placeholders in the rows' grants.
+
 Phases run in dependency order (models reference filters, so functions come first; deletes
 last), and the first failure stops the run: nothing after it is started, and the report
 says what was applied and what was not, so the next `sync` can finish the job.
@@ -193,8 +196,13 @@ def _create_missing_groups(plan: Plan, client: OpenWebUIClient, report: ApplyRep
         report.groups_created.append(name)
         ids[placeholder_id(name)] = str(created.get("id") or "")
     if not all(ids.values()):  # an answer without the id: the listing has it
-        by_name = {str(g.get("name")): str(g.get("id")) for g in client.list_groups()}
+        by_name = {str(g.get("name")): str(g.get("id") or "") for g in client.list_groups()}
         ids = {placeholder_id(name): by_name.get(name, "") for name in report.groups_created}
+    if missing := [name for name in report.groups_created if not ids[placeholder_id(name)]]:
+        # A grant must never name "" (nobody): stop before the first row.
+        report.group_error = f"Open WebUI gave no id for the group(s) {', '.join(map(repr, missing))}"
+        report.results.extend(ChangeResult(c, "not attempted") for c in plan.changes)
+        raise ApplyError(report)
     changes = tuple(
         dataclasses.replace(
             c,

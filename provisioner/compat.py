@@ -29,7 +29,6 @@ TESTED: tuple[str, ...] = ("0.6.43", "0.7.2", "0.8.12", "0.9.6", "0.10.2", "0.11
 PINNED = "0.12.4"
 
 
-
 @dataclass(frozen=True)
 class Compat:
     """How provision talks to one Open WebUI release.

@@ -24,7 +24,7 @@ from .contract import (  # noqa: F401  (ids re-exported: callers import them fro
 )
 from .errors import BlueprintError, Problem
 from .function_files import FunctionFile
-from .grants import PUBLIC_GRANT, normalize_grants  # noqa: F401  (normalize_grants re-exported)
+from .grants import PUBLIC_GRANT, normalize_grants
 from .loader import Catalog, LoadedBlueprint
 from .state import BUNDLE_PREFIX, MANAGED_BY, MARKER_KEY, InstanceState, ObjectState
 from .toggle_filters import toggle_filter_id

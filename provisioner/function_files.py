@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BlueprintError, Problem
-from .hashing import content_hash  # noqa: F401  (re-exported)
+from .hashing import content_hash
 from .loader import not_a_file, unread_files
 from .paths import resolved_inside
 from .text import describe

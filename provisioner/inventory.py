@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from .contract import AGENTS_VALVE, MARKER_KEY, TOGGLE_FILTER_PREFIX, agent_of_model
+from .contract import AGENTS_VALVE, MARKER_KEY, TOGGLE_FILTER_PREFIX, agent_key, agent_of_model
 from .orphans import agent_entries
 from .state import is_managed
 
@@ -25,7 +24,7 @@ def managed_agents(
         entries.append(
             {
                 "id": row.get("id"),
-                "agent": f"{marker.get('blueprint')}.{marker.get('agent')}",
+                "agent": agent_key(str(marker.get('blueprint')), str(marker.get('agent'))),
                 "name": row.get("name"),
                 "features": list(marker.get("features") or []),
                 "defaults": [

@@ -28,7 +28,7 @@ from .errors import BlueprintError, Problem
 from .features import NATIVE_FEATURES, RESERVED_FEATURE_NAMES
 from .icons import resolve_icon
 from .owui_capabilities import CAPABILITY_KEYS, OVERRIDABLE_DEFAULTS
-from .schema_problems import describe_value, pydantic_problems, suggest  # noqa: F401  (suggest re-exported)
+from .schema_problems import describe_value, pydantic_problems, suggest
 from .urls import plain_http_host
 from .variables import Variables, expand, secret_problems
 from .yaml_source import PathKey, SourceFile, format_path, read_yaml

@@ -39,6 +39,7 @@ from .orphans import keep_orphan_agents
 from .loader import Catalog, load_catalog
 from .observed import observe
 from .plan import Plan, make_plan
+from .groups import missing_group_notes, missing_groups, named_groups, placeholder_id, stale_own_groups
 from .state import InstanceState, Kind
 from .targets import TARGETS_FILE, Target, load_targets_config
 from .text import visible
@@ -86,7 +87,7 @@ def load_inputs(
     """Offline checks shared by every command: blueprints, the bundle, the user's functions.
 
     The functions uploaded are the bundle's files (installed with provision, or `bundle`), one
-    toggle filter rendered per custom feature, and the files in `functions_dir` when it exists.
+    toggle filter rendered per feature an agent can show, and the files in `functions_dir` when it exists.
     `variables` resolve ${NAME} (None: only their syntax is checked).
     """
     problems: list[Problem] = []
@@ -248,7 +249,7 @@ def prepare_plan(
     compat = client.compat
     for message in release_warnings(compat):
         warn(message)
-    groups, group_actions = resolve_groups(inputs.catalog, client, prune=options.prune, missing_groups=options.missing_groups)
+    groups, group_actions = resolve_groups(inputs.catalog, client, prune=options.prune, mode=options.missing_groups)
     rows = client.list_models()
     observed = observe(rows, client.list_functions(), compat)
     desired, kept_notes = desired_state(inputs, observed, groups, token=token, options=options, compat=compat, env=env)
@@ -305,28 +306,27 @@ def desired_state(
 
 
 def resolve_groups(
-    catalog: Catalog, client: OpenWebUIClient, *, prune: bool, missing_groups: str
+    catalog: Catalog, client: OpenWebUIClient, *, prune: bool, mode: str
 ) -> tuple[dict[str, str], list[dict[str, str]]]:
     """Group name -> id for the grants, and what happens to groups (groups.py): a missing group
     fails the plan (later, naming file and line), is skipped, or is to be created. Planning writes
     nothing: a group to create gets a placeholder id, and apply creates it (after the plan was
-    shown and confirmed) before any row is written, putting its real id into the grants."""
-    from .groups import missing_groups as missing_of, named_groups, placeholder_id, stale_own_groups
-
+    shown and confirmed) before any row is written, putting its real id into the grants. `mode`:
+    the target's missing_groups."""
     wanted = named_groups(catalog)
-    if not wanted and not (prune and missing_groups == "create"):
+    if not wanted and not (prune and mode == "create"):
         return {}, []
     live = client.list_groups()
     groups = {str(g.get("name")): str(g.get("id")) for g in live}
     actions: list[dict[str, str]] = []
-    missing = missing_of(catalog, groups)
-    if missing and missing_groups == "skip":
+    missing = missing_groups(catalog, groups)
+    if missing and mode == "skip":
         actions = [{"name": name, "action": "skip"} for name in missing]
-    elif missing and missing_groups == "create":
+    elif missing and mode == "create":
         for name in missing:
             groups[name] = placeholder_id(name)
             actions.append({"name": name, "action": "create"})
-    if prune and missing_groups == "create":
+    if prune and mode == "create":
         empty, kept = stale_own_groups(live, wanted)
         actions += [{"name": str(g.get("name")), "id": str(g.get("id")), "action": "delete"} for g in empty]
         actions += [{"name": str(g.get("name")), "id": str(g.get("id")), "action": "keep"} for g in kept]
@@ -335,8 +335,6 @@ def resolve_groups(
 
 def group_notes(actions: list[dict[str, str]]) -> list[str]:
     """One line per group action, for the plan's notes."""
-    from .groups import missing_group_notes
-
     notes: list[str] = []
     for a in actions:
         if a["action"] in ("skip", "create"):

@@ -249,7 +249,7 @@ def render_wrappers(wrappers: list[dict[str, Any]], err: Console) -> None:
     err.print(
         f"Warning: {len(wrappers)} workspace model(s) wrap an agent. The feature filter does not run "
         "for them, so Open WebUI's own toggles are not stripped and the agent gets no toggles from "
-        "them (README \"Models that wrap an agent\"):",
+        "them (docs/features.md, \"Models that wrap an agent\"):",
         soft_wrap=True,
     )
     for w in wrappers:
@@ -257,4 +257,3 @@ def render_wrappers(wrappers: list[dict[str, Any]], err: Console) -> None:
             f"  model {shown(w['id'])} (owner: {shown(w['owner'])}) wraps {shown(w['base_model_id'])}",
             soft_wrap=True,
         )
-

@@ -195,7 +195,7 @@ def expected_toggle_files(catalog: Catalog) -> dict[str, str]:
 
 
 def rendered_toggle_functions(catalog: Catalog) -> tuple[FunctionFile, ...]:
-    """One toggle filter per custom feature, rendered from its definition (never read from disk)."""
+    """The toggle filters expected_toggle_files names, parsed as function files (rendered, never read from disk)."""
     files: list[FunctionFile] = []
     for name, source in expected_toggle_files(catalog).items():
         problems: list[Problem] = []

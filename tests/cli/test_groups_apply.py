@@ -57,3 +57,33 @@ def test_apply_creates_a_missing_group_first_and_writes_its_real_id_and_fingerpr
         written = row["meta"]["aihub"]["written"]
         assert written["access_grants"] == digest(sorted(row["access_grants"], key=lambda g: g["principal_id"]))
         assert _legal_plan(tmp_path, client, {"Legal": "g1", "Audit": "g2"}).changes == ()
+
+
+def test_a_group_open_webui_gives_no_id_stops_apply_before_the_first_row(tmp_path) -> None:
+    """An answer without the id, and a listing without it either: no grant may name "" (nobody)."""
+    import dataclasses
+
+    import pytest
+    import respx
+
+    from provisioner.apply import apply_plan
+    from provisioner.client import OpenWebUIClient
+    from provisioner.errors import ApplyError
+    from provisioner.groups import placeholder_id
+    from tests.support.fake_owui import FakeOpenWebUI
+
+    with respx.mock(assert_all_called=False) as router:
+        fake = FakeOpenWebUI()
+        fake.mount(router)
+        client = OpenWebUIClient(base_url=fake.base_url, token="sk-test", sleep=lambda s: None, retries=1)
+        client.create_group = lambda form: {"name": form["name"]}  # answers without the id; none is listed
+        plan = _legal_plan(tmp_path, client, {n: placeholder_id(n) for n in ("Legal", "Audit")})
+        plan = dataclasses.replace(plan, groups=({"name": "Legal", "action": "create"},))
+
+        with pytest.raises(ApplyError) as raised:
+            apply_plan(plan, client)
+
+        report = raised.value.report
+        assert "gave no id for the group(s) 'Legal'" in report.failure_message()
+        assert fake.models == {} and fake.functions == {}  # no row written
+        assert {r.outcome for r in report.results} == {"not attempted"}
