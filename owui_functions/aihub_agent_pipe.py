@@ -442,42 +442,29 @@ def secret_forms(secret: str) -> set[str]:
         escaped,
         html.escape(secret, quote=False),
         escaped.replace("&quot;", "&#34;").replace("&#x27;", "&#39;"),  # markupsafe's (Jinja's) quotes
-        base64.b64encode(raw).decode("ascii"),
-        base64.urlsafe_b64encode(raw).decode("ascii"),
     }
+    if len(raw) >= SECRET_FRAGMENT:  # a shorter key's base64 is an ordinary word ("Z+a" is "With")
+        forms |= {base64.b64encode(raw).decode("ascii"), base64.urlsafe_b64encode(raw).decode("ascii")}
     forms |= {f.rstrip("=") for f in forms if f.endswith("=")}
     return {f for f in forms if f}
 
 
-# A percent-escape or a JSON \u escape, or the start of one at a delta's end.
-_ESCAPE = re.compile(r"(%[0-9A-Fa-f]{1,2}|\\u[0-9A-Fa-f]{1,4})")
+# The hex digits of a percent-escape or a JSON \u escape (or of the start of one at a delta's end).
+_ESCAPE_HEX = re.compile(r"(?<=%)[0-9A-Fa-f]{1,2}|(?<=\\u)[0-9A-Fa-f]{1,4}")
 
 
 def _form_pattern(form: str) -> str:
     """A form as a regex whose escapes match in either hex case, mixed too (%2f%2F, \\u00E9)."""
-    return "".join(
-        f"{re.escape(head)}(?i:{hex_digits})" if _ESCAPE.fullmatch(piece) else re.escape(piece)
-        for piece in _ESCAPE.split(form)
-        for head, hex_digits in [_escape_parts(piece)]
-    )
-
-
-def _escape_parts(piece: str) -> tuple[str, str]:
-    """('%', '2f') for a percent-escape, ('\\u', '00e9') for a JSON one; (piece, '') otherwise."""
-    for head in ("%", "\\u"):
-        if piece.startswith(head):
-            return head, piece[len(head) :]
-    return piece, ""
+    pattern, position = [], 0
+    for match in _ESCAPE_HEX.finditer(form):
+        pattern += [re.escape(form[position : match.start()]), f"(?i:{match.group(0)})"]
+        position = match.end()
+    return "".join([*pattern, re.escape(form[position:])])
 
 
 def _fold_hex(text: str) -> str:
     """Escapes' hex digits upper-cased, so a streamed tail compares with a form in any hex case."""
-
-    def upper(match: re.Match[str]) -> str:
-        head, hex_digits = _escape_parts(match.group(0))
-        return head + hex_digits.upper()
-
-    return _ESCAPE.sub(upper, text)
+    return _ESCAPE_HEX.sub(lambda match: match.group(0).upper(), text)
 
 
 class Scrubber:

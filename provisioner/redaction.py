@@ -44,9 +44,9 @@ def secret_forms(secret: str) -> set[str]:
         html.escape(secret, quote=True),
         html.escape(secret, quote=False),
         html.escape(secret, quote=True).replace("&#x27;", "&#39;").replace("&quot;", "&#34;"),
-        base64.b64encode(raw).decode("ascii"),
-        base64.urlsafe_b64encode(raw).decode("ascii"),
     }
+    if len(raw) >= SECRET_FRAGMENT:  # a shorter secret's base64 is an ordinary word ("Z+a" is "With")
+        forms |= {base64.b64encode(raw).decode("ascii"), base64.urlsafe_b64encode(raw).decode("ascii")}
     forms |= {f.rstrip("=") for f in forms if f.endswith("=")}
     return {f for f in forms if f}
 
@@ -62,7 +62,7 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     text = re.sub("|".join(re.escape(f) for f in forms), SENSITIVE, text, flags=re.IGNORECASE)
     views = _decoded_views(text)
     for secret in ordered:
-        for form in {secret, *_base64_forms(secret)}:
+        for form in {secret, *_base64_forms(secret)} if len(secret.encode()) >= SECRET_FRAGMENT else {secret}:
             size = min(SECRET_FRAGMENT, len(form))
             pieces = {form[i : i + size] for i in range(len(form) - size + 1)}
             if any(piece in view for view in views for piece in pieces):

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import httpx
 import pytest
-import respx
 
 import provisioner.client as client_module
-from tests.support.fake_owui import FakeOpenWebUI
+from tests.support.builders import REPO
+from tests.support.fake_owui import FakeOpenWebUI, fake_instance_for_cli
 from tests.support.loading import load_file
 
-REPO = Path(__file__).resolve().parents[2]
 TOKEN = "sk-bench-fake-token"
 
 
@@ -36,12 +34,8 @@ class FakeInstance:
 
 @contextmanager
 def fake_instance(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeInstance]:
-    fake = FakeOpenWebUI(base_url="http://127.0.0.1:9")
-    for name, value in {"OPENWEBUI_URL": fake.base_url, "OPENWEBUI_TOKEN": TOKEN, "CI": "true"}.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
-    with respx.mock(assert_all_called=False) as router:
-        fake.mount(router)
+    with fake_instance_for_cli(monkeypatch, TOKEN) as fake:
+        monkeypatch.setenv("CI", "true")  # the benchmark's syncs answer no prompt
         yield FakeInstance(fake)
 
 

@@ -5,6 +5,8 @@ provisioner.redaction and carries its own ``secret_forms`` and ``Scrubber``. Bot
 every form a server may echo it in, and withhold a text that keeps a piece of one. This pins that
 the copies mask the same: for each key and encoding, the pipe's ``Scrubber.error`` and provision's
 ``redact`` leave the same text (their placeholders read differently and are compared as one).
+Where they knowingly differ (a key in another letter case, a piece of an encoded key) is pinned
+by strict xfails below.
 
 The forms provision masks and the pipe's copy does not yet are listed in PIPE_LACKS, each a
 strict xfail: the test fails once the pipe masks one of them too, so the list cannot go stale.
@@ -111,6 +113,30 @@ def test_both_copies_withhold_a_text_that_keeps_a_raw_piece_of_the_key(where: st
     piece = {"start": KEY[:8], "middle": KEY[9:17], "end": KEY[-8:]}[where]
     text = f"input_value='...{piece}...'"
     assert _pipe(text, KEY) == _provision(text, KEY) == "<withheld>"
+
+
+# Where the copies knowingly differ: provision also masks the key in another letter case (it
+# matches forms ignoring case) and withholds a text holding a piece of an *encoded* key; the
+# pipe, which must decide delta by delta what can stream, matches only escapes' hex in any case
+# and withholds on raw pieces. Strict xfails: each fails once the pipe does the same.
+@pytest.mark.xfail(strict=True, reason="the pipe matches a key's letters in their own case only")
+def test_both_copies_mask_the_key_in_another_letter_case() -> None:
+    text = f"echo: {KEY.upper()} (end)"
+    assert _pipe(text, KEY) == _provision(text, KEY)
+
+
+@pytest.mark.xfail(strict=True, reason="the pipe withholds on raw pieces of a key only")
+@pytest.mark.parametrize("encode", [lambda k: quote(k, safe=""), _b64], ids=["url-encoded", "base64"])
+def test_both_copies_withhold_a_text_that_keeps_a_piece_of_an_encoded_key(encode) -> None:
+    text = f"input_value='...{encode(KEY)[4:16]}...'"
+    assert _pipe(text, KEY) == _provision(text, KEY) == "<withheld>"
+
+
+@pytest.mark.parametrize("key", ["Z+a", "~)^", ":yr"])
+def test_a_key_shorter_than_a_fragment_is_masked_only_as_itself_not_as_its_base64(key: str) -> None:
+    """Their base64 is an ordinary word ("With", "file", "Only"): masking it would eat text."""
+    text = f"Without a profile, Only {key} (end)"
+    assert _pipe(text, key) == _provision(text, key) == "Without a profile, Only <masked> (end)"
 
 
 def test_both_copies_leave_a_text_without_the_key_as_it_is() -> None:
