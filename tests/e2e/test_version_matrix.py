@@ -292,7 +292,7 @@ def chat_with_a_file(release: OpenWebUIInstance, agui_server: Any, tap: HeaderTa
         member["id"], [{"id": group_id, "name": "Support"}], chat_id, answer_id), claims
     token = headers["x-aihub-identity"]
     signed = jwt.decode(token, keys[jwt.get_unverified_header(token)["kid"]].key, algorithms=["EdDSA"],
-                        audience=DOCUMENTS)
+                        audience=DOCUMENTS, issuer="aihub-agent-pipe")
     assert (signed["sub"], signed["groups"], signed["message_id"]) == (member["id"], claims["groups"], answer_id)
 
     # 0.10.2 keeps the answer as `output` items only, with no `content`
