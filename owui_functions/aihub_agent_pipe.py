@@ -1364,25 +1364,33 @@ class SigningKey:
 
 
 def _b64url(data: bytes) -> str:
-    import base64
-
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def _jwt_input(header: Mapping[str, Any], claims: Mapping[str, Any]) -> bytes:
-    compact = functools.partial(json.dumps, separators=(",", ":"), ensure_ascii=False)
-    return f"{_b64url(compact(header).encode())}.{_b64url(compact(claims).encode())}".encode()
+# json.dumps with any argument of its own builds a new JSONEncoder per call (~4 µs a token here)
+_compact_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+@functools.lru_cache(maxsize=16)
+def _jwt_header(alg: str, kid: str = "") -> str:
+    """A JWT's first part, encoded once per algorithm and key id: it is the same for every chat."""
+    header = {"alg": alg, "typ": "JWT", **({"kid": kid} if kid else {})}
+    return _b64url(_compact_json(header).encode())
+
+
+def _jwt_input(header: str, claims: Mapping[str, Any]) -> bytes:
+    return f"{header}.{_b64url(_compact_json(claims).encode())}".encode()
 
 
 def mint_hs256(claims: Mapping[str, Any], secret: str) -> str:
     """Open WebUI's forwarded-user JWT (``_mint_forward_user_jwt``): HS256, ``typ: JWT``."""
-    signing_input = _jwt_input({"alg": "HS256", "typ": "JWT"}, claims)
-    signature = hmac.new(secret.encode(), signing_input, hashlib.sha256).digest()
+    signing_input = _jwt_input(_jwt_header("HS256"), claims)
+    signature = hmac.digest(secret.encode(), signing_input, "sha256")
     return f"{signing_input.decode()}.{_b64url(signature)}"
 
 
 def mint_eddsa(claims: Mapping[str, Any], key: SigningKey) -> str:
-    signing_input = _jwt_input({"alg": "EdDSA", "typ": "JWT", "kid": key.kid}, claims)
+    signing_input = _jwt_input(_jwt_header("EdDSA", key.kid), claims)
     return f"{signing_input.decode()}.{_b64url(key.key.sign(signing_input))}"
 
 
