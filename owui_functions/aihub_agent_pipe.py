@@ -1101,6 +1101,14 @@ async def _call(function: Callable[..., Any], *args: Any) -> Any:
     return await result if asyncio.iscoroutine(result) else result
 
 
+def _takes_keyword(function: Callable[..., Any], name: str) -> bool:
+    """Whether a function of Open WebUI's takes a keyword this release may not have."""
+    try:
+        return name in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 class OpenWebUIStore:
     """Open WebUI's own records (chats, files, users, groups), read through its modules.
 
@@ -1159,10 +1167,15 @@ class OpenWebUIStore:
         return user is not None and bool(await _call(has_access_to_file, file_id, "read", user))
 
     async def groups(self, user_id: str) -> list[dict[str, str]]:
-        """The user's groups (ids and names), as Open WebUI's own headers read them."""
+        """The user's groups (ids and names), as Open WebUI's own access rules count them: where
+        groups nest (0.12), a member of a group is a member of every group above it as well."""
         from open_webui.models.groups import Groups
 
-        found = await _call(Groups.get_groups_by_member_id, user_id)
+        lookup = Groups.get_groups_by_member_id
+        if _takes_keyword(lookup, "include_inherited"):
+            found = await _call(functools.partial(lookup, user_id, include_inherited=True))
+        else:
+            found = await _call(lookup, user_id)
         return [{"id": _str(g.id), "name": _str(g.name)} for g in found or ()]
 
     async def read(self, record: StoredFile, limit: int) -> tuple[int, tuple[bytes, ...]]:

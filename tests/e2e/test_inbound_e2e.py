@@ -40,6 +40,7 @@ TRIPWIRE = Path(__file__).parent / "fixtures" / "retrieval_tripwire.py"
 TRIPWIRE_ID = "zz_test_retrieval_tripwire"
 ANSWER = "Files received."
 GROUP = "Finance Analysts"
+PARENT_GROUP = "Finance"  # GROUP nests in it (0.12): Open WebUI counts its members as Finance's too
 MEMBER_EMAIL = "inbound-member@example.org"
 DOCUMENT = b"%PDF-1.4\n% the quarterly report, version one\n" + bytes(range(256)) * 4
 IMAGE = b"\x89PNG\r\n\x1a\n" + hashlib.sha256(b"chart").digest() * 16
@@ -99,6 +100,7 @@ class Site:
     member_id: str
     member_token: str
     group_id: str
+    parent_group_id: str
     tripwire_log: Path
 
     def member(self, timeout: float = 60):
@@ -159,14 +161,18 @@ def site(openwebui, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         http.post(f"/api/v1/functions/id/{TRIPWIRE_ID}/toggle").raise_for_status()
         http.post(f"/api/v1/functions/id/{TRIPWIRE_ID}/toggle/global").raise_for_status()
         http.post(f"/api/v1/functions/id/{TRIPWIRE_ID}/valves/update", json={"path": str(log)}).raise_for_status()
-        group = http.post("/api/v1/groups/create", json={"name": GROUP, "description": ""}).raise_for_status().json()
+        parent = http.post("/api/v1/groups/create", json={"name": PARENT_GROUP, "description": ""}).raise_for_status()
+        group = http.post("/api/v1/groups/create", json={"name": GROUP, "description": "",
+                                                         "parent_group_id": parent.json()["id"]})
+        group = group.raise_for_status().json()
+        assert group.get("parent_group_id") == parent.json()["id"], group  # the release nests groups
         for user in http.get("/api/v1/users/", params={"query": MEMBER_EMAIL}).raise_for_status().json().get("users", []):
             if user["email"] == MEMBER_EMAIL:  # left by an interrupted run on a kept instance
                 http.delete(f"/api/v1/users/{user['id']}").raise_for_status()
         member = http.post("/api/v1/auths/add", json={"name": "Ada Member", "email": MEMBER_EMAIL,
                                                        "password": password, "role": "user"}).raise_for_status().json()
         http.post(f"/api/v1/groups/id/{group['id']}/users/add", json={"user_ids": [member["id"]]}).raise_for_status()
-    yield Site(openwebui, agent, member["id"], member["token"], group["id"], log)
+    yield Site(openwebui, agent, member["id"], member["token"], group["id"], parent.json()["id"], log)
     agent.stop()
     with openwebui.client() as http:
         http.delete(f"/api/v1/users/{member['id']}")
@@ -301,7 +307,9 @@ def test_a_members_document_and_image_reach_the_agent_with_a_verifiable_identity
     claims = jwt.decode(headers["x-openwebui-user-jwt"], FORWARD_JWT_SECRET, algorithms=["HS256"])
     assert (claims["sub"], claims["email"], claims["role"], claims["iss"]) == (
         site.member_id, MEMBER_EMAIL, "user", "open-webui")
-    assert claims["groups"] == [{"id": site.group_id, "name": GROUP}]
+    # the group the member is in, and the group it nests in, as Open WebUI's own access rules count them
+    assert sorted(claims["groups"], key=lambda g: g["name"]) == [
+        {"id": site.parent_group_id, "name": PARENT_GROUP}, {"id": site.group_id, "name": GROUP}]
     assert (claims["model"], claims["chat_id"], claims["message_id"]) == (model, chat.id, answer_1)
     token = headers["x-aihub-identity"]
     assert jwt.get_unverified_header(token)["kid"] == IDENTITY_KID

@@ -397,3 +397,51 @@ def test_the_servers_settings_are_read_once_per_process_as_open_webui_reads_its_
     pipe.store = Groups()
     asyncio.run(drive(pipe, "docs.analyst", [{"role": "user", "content": "q"}], metadata=dict(META), user=USER))
     assert all("x-openwebui-user-jwt" in {k.lower() for k in r["headers"]} for r in sse_stub.requests)
+
+
+# --- the groups claim as Open WebUI's store reads it -----------------------------------------------
+
+
+class _Group:
+    def __init__(self, gid: str, name: str) -> None:
+        self.id, self.name = gid, name
+
+
+def _groups_module(monkeypatch: pytest.MonkeyPatch, groups: Any) -> None:
+    """``open_webui.models.groups`` with the ``Groups`` given, as the pipe imports it."""
+    module = types.ModuleType("open_webui.models.groups")
+    module.Groups = groups
+    for name in ("open_webui", "open_webui.models"):
+        monkeypatch.setitem(sys.modules, name, sys.modules.get(name) or types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "open_webui.models.groups", module)
+
+
+def test_groups_where_they_nest_count_every_group_above(monkeypatch: pytest.MonkeyPatch) -> None:
+    """0.12 nests groups, and its own access rules count a member of "EU" as one of its parent
+    "Finance" too (``include_inherited=True``); the claim must say the same, or an agent that
+    checks "Finance" denies a user Open WebUI lets in."""
+    calls: list[dict[str, Any]] = []
+
+    class Groups:  # 0.12: asynchronous, with include_inherited
+        @staticmethod
+        async def get_groups_by_member_id(user_id: str, db: Any = None, *, include_inherited: bool = False):
+            calls.append({"user_id": user_id, "include_inherited": include_inherited})
+            direct = [_Group("g-eu", "EU")]
+            return direct + [_Group("g-fin", "Finance")] if include_inherited else direct
+
+    _groups_module(monkeypatch, Groups)
+    found = asyncio.run(P.OpenWebUIStore().groups("u-42"))
+    assert found == [{"id": "g-eu", "name": "EU"}, {"id": "g-fin", "name": "Finance"}]
+    assert calls == [{"user_id": "u-42", "include_inherited": True}]
+
+
+def test_groups_of_a_release_without_nesting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """0.6: synchronous, no include_inherited keyword (passing it would raise TypeError)."""
+
+    class Groups:
+        @staticmethod
+        def get_groups_by_member_id(user_id: str):
+            return [_Group("g-1", "Finance")] if user_id == "u-42" else []
+
+    _groups_module(monkeypatch, Groups)
+    assert asyncio.run(P.OpenWebUIStore().groups("u-42")) == [{"id": "g-1", "name": "Finance"}]
