@@ -54,6 +54,13 @@ page's title, tags and follow-up tasks are not asked for. Needs python-socketio:
 backend and the paced pipe alike; not in the chats in a row). By default it answers after one
 token's time (5 ms), which puts everything Open WebUI adds in front of an agent in full view.
 
+``--identity`` runs it all as issue 19's chats are: Open WebUI forwards the user (its
+``ENABLE_FORWARD_USER_INFO_HEADERS`` with a JWT secret, so (a) carries its HS256 JWT too), the
+pipe has an identity signing key, and the admin who chats is in two groups. Each pipe chat then
+also reads the user's groups from Open WebUI's database and mints two tokens. A sixth way,
+(f) pipe-agui-anon, is (c) for an agent with ``identity: none``: (c) next to (f) is what the
+identity costs a chat.
+
 ``--topology ha`` runs it all on scripts/openwebui-local's production topology (PostgreSQL, Redis
 for the socket, two replicas): every chat goes to the first replica, whose process is the one
 measured.
@@ -95,6 +102,7 @@ WAYS = {
     "pipe-floor": "bench_paced_pipe.floor",
     "pipe-minimal": "bench_minimal_pipe.minimal",
 }
+IDENTITY_WAY = ("pipe-agui-anon", "aihub_agent_pipe.bench.agui_anon")  # with --identity only
 ROW_WAYS = ("openai-connection", "pipe-openai", "pipe-agui")  # the ways of the 1,000 chats in a row
 # A chat's first token, one chat at a time, in three parts on the machine's monotonic clock: the
 # client's request until the backend has the agent's request; the agent's own time to its first
@@ -159,6 +167,8 @@ def configure(http: httpx.Client, backend: str, rate: float, turn: Turn) -> None
         {"id": "bench.openai", "name": "Bench (OpenAI)", "transport": "openai", "url": f"{backend}/v1",
          "model": "bench-agent", "features": []},
         {"id": "bench.agui", "name": "Bench (AG-UI)", "transport": "agui", "url": f"{backend}/agui", "features": []},
+        {"id": "bench.agui_anon", "name": "Bench (AG-UI, no identity)", "transport": "agui", "url": f"{backend}/agui",
+         "features": [], "identity": "none"},
     ]
     install_pipe(http, "aihub_agent_pipe", "AI Hub Agent Pipe", PIPE_FILE,
                  {"AGENTS": json.dumps(agents), "API_KEYS": "{}", "TIMEOUT_SECONDS": 300})
@@ -167,6 +177,13 @@ def configure(http: httpx.Client, backend: str, rate: float, turn: Turn) -> None
     install_pipe(http, "bench_minimal_pipe", "Bench minimal relay pipe", MINIMAL_PIPE_FILE,
                  {"URL": f"{backend}/v1", "MODEL": "bench-agent"})
     listed = {m["id"] for m in http.get("/api/models", params={"refresh": "true"}).raise_for_status().json()["data"]}
+    if IDENTITY_WAY[0] in WAYS:  # --identity: the admin who chats is in two groups, as a platform's users are
+        users = http.get("/api/v1/users/").raise_for_status().json()
+        me = next(u["id"] for u in users.get("users", users) if u["role"] == "admin")  # the one who chats
+        for name in ("Bench Finance", "Bench Analysts"):
+            group = http.post("/api/v1/groups/create", json={"name": name, "description": "bench"})
+            group_id = group.raise_for_status().json()["id"]
+            http.post(f"/api/v1/groups/id/{group_id}/users/add", json={"user_ids": [me]}).raise_for_status()
     missing = set(WAYS.values()) - listed
     if missing:
         raise SystemExit(f"Open WebUI does not list {sorted(missing)} (it lists {sorted(listed)})")
@@ -396,6 +413,10 @@ async def concurrency_run(ask: Ask, backend: httpx.AsyncClient, pid: int, concur
         if concurrency == 1 and way in ("pipe-openai", "pipe-agui") and not errors[way] + errors[RELAY]:
             # the same round's chat of the minimal relay pipe: what the agent pipe adds, drift paired away
             out["ways"][way]["first_minus_minimal_ms"] = paired_difference(first[way], first[RELAY])
+    anon = IDENTITY_WAY[0]
+    if concurrency == 1 and anon in first and not errors["pipe-agui"] + errors[anon]:
+        # the same round's chat for an agent without identity: what the groups read and two tokens cost
+        out["ways"]["pipe-agui"]["first_minus_anon_ms"] = paired_difference(first["pipe-agui"], first[anon])
     base = out["ways"][BASELINE]
     for way in ways:
         row = out["ways"][way]
@@ -463,6 +484,10 @@ def print_concurrency(run: dict[str, Any]) -> None:
     if paired:
         print("  first token minus the minimal relay pipe's in the same round, median ms [95%]: "
               + "; ".join(f"{way} {d[0]:+.2f} [{d[1]:+.2f} to {d[2]:+.2f}]" for way, d in paired.items()))
+    if "first_minus_anon_ms" in run["ways"].get("pipe-agui", {}):
+        d = run["ways"]["pipe-agui"]["first_minus_anon_ms"]
+        print(f"  identity's cost: pipe-agui minus pipe-agui-anon in the same round, median ms [95%]: "
+              f"{d[0]:+.2f} [{d[1]:+.2f} to {d[2]:+.2f}]")
     phased = {way: r["first_token_phases_ms"] for way, r in run["ways"].items() if "first_token_phases_ms" in r}
     if phased:
         print(f"  first token in parts, medians in ms: {' / '.join(PHASES)}")
@@ -509,6 +534,18 @@ async def run_all(args: argparse.Namespace, url: str, token: str, pid: int, back
     return figures
 
 
+def identity_environment() -> dict[str, str]:
+    """Open WebUI's user forwarding with a JWT secret, and the pipe's EdDSA key, for --identity
+    (throwaway values for a throwaway instance)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    pem = Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+    return {"ENABLE_FORWARD_USER_INFO_HEADERS": "true", "FORWARD_USER_INFO_HEADER_JWT_SECRET": uuid.uuid4().hex * 2,
+            "AIHUB_IDENTITY_PRIVATE_KEY": pem, "AIHUB_IDENTITY_KEY_ID": "bench"}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--concurrency", type=int, nargs="*", default=[1, 10, 50], help="chats at a time")
@@ -529,6 +566,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topology", choices=("single", "ha"), default="single",
                         help="single: one Open WebUI on SQLite; ha: scripts/openwebui-local's PostgreSQL + Redis + "
                              "two replicas, every chat on the first replica (whose CPU is measured)")
+    parser.add_argument("--identity", action="store_true",
+                        help="Open WebUI forwards the user with an HS256 JWT, the pipe also signs an EdDSA token, the "
+                             "admin is in two groups; adds pipe-agui-anon (identity: none)")
     parser.add_argument("--name", default=f"bench-chat-{os.getpid()}", help="openwebui-local instance name")
     parser.add_argument("--keep", action="store_true", help="keep the instance running afterwards")
     parser.add_argument("--json", type=Path, help="write the figures here as JSON")
@@ -541,16 +581,22 @@ def main(argv: list[str] | None = None) -> int:
 
     from tests.support.owui_instance import throwaway_instance
 
+    extra_env: dict[str, str] = {}
+    if args.identity:
+        WAYS[IDENTITY_WAY[0]] = IDENTITY_WAY[1]
+        extra_env = identity_environment()
+
     figures: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "cpus": os.cpu_count()}
     backends: list[subprocess.Popen[str]] = []
     try:
         topology = None if args.topology == "single" else args.topology
-        with throwaway_instance(args.name, keep=args.keep, topology=topology) as owui:
+        with throwaway_instance(args.name, keep=args.keep, topology=topology, extra_env=extra_env) as owui:
             pid = int(owui.status()["pid"])
             if args.via == "browser" and not owui.admin_jwt:
                 raise SystemExit("--via browser: the instance's state has no admin session (JWT) for the socket")
             token = owui.admin_jwt if args.via == "browser" else owui.token
-            print(f"Open WebUI pid {pid} at {owui.url} ({args.topology}), via {args.via}; {2 * args.tokens} text tokens"
+            print(f"Open WebUI pid {pid} at {owui.url} ({args.topology}), via {args.via}"
+                  f"{', the user forwarded and signed (--identity)' if args.identity else ''}; {2 * args.tokens} text tokens"
                   f"{' and one tool call' if turn.tool_call else ''} per turn"
                   f"{f', the first after {turn.think_ms:g} ms' if turn.think_ms else ''}; "
                   f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")

@@ -232,9 +232,10 @@ def started(instance: OpenWebUIInstance, what: str, *, timeout: float = 300.0) -
 
 
 @contextlib.contextmanager
-def throwaway_instance(name: str, *, keep: bool = False, topology: str | None = None) -> Iterator[OpenWebUIInstance]:
+def throwaway_instance(name: str, *, keep: bool = False, topology: str | None = None,
+                       extra_env: dict[str, str] | None = None) -> Iterator[OpenWebUIInstance]:
     """A fresh instance for a script (the benchmarks): started, then purged unless `keep`."""
-    instance = OpenWebUIInstance(name, topology=topology)
+    instance = OpenWebUIInstance(name, topology=topology, extra_env=extra_env)
     try:
         instance.start(reuse_data=False, timeout=300.0)
     except OpenWebUIUnavailable as exc:
