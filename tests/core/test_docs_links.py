@@ -1,6 +1,6 @@
 """Every relative link in README.md, docs/ and bench/README.md points at a file that exists, and
 every #anchor at a heading of that file: the docs were split into pages, and a moved section must
-not leave a dead link behind."""
+not leave a dead link behind. The developers' guide's Layout block names every provisioner module."""
 
 from __future__ import annotations
 
@@ -114,3 +114,29 @@ def test_every_path_of_this_repo_in_code_exists(page: Path) -> None:
         if not any(REPO.glob(path)):
             missing.append(path)
     assert not missing, f"{page.relative_to(REPO)} names paths that do not exist: {missing}"
+
+
+def layout_modules() -> set[str]:
+    """The `provisioner/*.py` modules docs/development.md's Layout block names: every `name.py`
+    on the lines indented under `provisioner/`, up to the next top-level folder."""
+    text = (REPO / "docs" / "development.md").read_text(encoding="utf-8")
+    block = re.search(r"^## Layout\n+```\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
+    assert block, "docs/development.md has no fenced block under '## Layout'"
+    lines = block.group(1).splitlines()
+    assert lines[0].startswith("provisioner/"), "the Layout block no longer starts with provisioner/"
+    named: set[str] = set()
+    for line in lines[1:]:
+        if not line.startswith(" "):
+            break  # the next top-level folder (owui_functions/, ...)
+        named.update(re.findall(r"(?<![\w/])([A-Za-z_]\w*\.py)\b", line))
+    return named
+
+
+def test_the_layout_names_every_provisioner_module() -> None:
+    """A new module gets its line in the developers' guide, and a removed one loses it."""
+    modules = {p.name for p in (REPO / "provisioner").glob("*.py")}
+    named = layout_modules()
+    assert {"cli.py", "__init__.py"} <= named, "the Layout parser found too little"
+    missing, stale = sorted(modules - named), sorted(named - modules)
+    assert not missing, f"docs/development.md's Layout block does not name: {missing}"
+    assert not stale, f"docs/development.md's Layout block names modules that do not exist: {stale}"
