@@ -228,8 +228,7 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
             token_variables=token_variables(conn.token_env, opts.variables),
         )
         warn = lambda message: err.print(message, soft_wrap=True, markup=False)  # noqa: E731
-        prepared = prepare_plan(inputs, client, token=creds[1], options=options, on_warning=warn)
-        return prepared.plan, client
+        return prepare_plan(inputs, client, token=creds[1], options=options, on_warning=warn), client
     except BaseException:
         client.close()
         raise

@@ -5,12 +5,12 @@
     credentials      the checked URL and the admin token (read before loading: no ${NAME} may
                      expand to the token)
     connect          -> OpenWebUIClient (the only network seam: client.make_http_client)
-    prepare_plan     groups, listings -> observed, desired_state, make_plan, drift -> Prepared
+    prepare_plan     groups, listings -> observed, desired_state, make_plan, drift -> Plan
 
 `cli.py` parses options, calls these, renders and maps exit codes; apply.apply_plan carries the
 plan out. Tests and benchmarks call the same functions, so nothing rebuilds the chain from
-private names. Nothing here prints: warnings are returned (and handed to `on_warning` as they
-are found, so a caller can show them before a later error).
+private names. Nothing here prints: warnings are handed to `on_warning` as they are found, so a
+caller can show them before a later error.
 """
 
 from __future__ import annotations
@@ -216,12 +216,6 @@ class PlanOptions:
     token_variables: Collection[str] = ()  # variables that hold an admin token (token_variables())
 
 
-@dataclass(frozen=True)
-class Prepared:
-    plan: Plan
-    warnings: tuple[str, ...] = ()
-
-
 def prepare_plan(
     inputs: Inputs,
     client: OpenWebUIClient,
@@ -230,7 +224,7 @@ def prepare_plan(
     options: PlanOptions = PlanOptions(),
     env: Mapping[str, str] | None = None,
     on_warning: Warn | None = None,
-) -> Prepared:
+) -> Plan:
     """Read the instance and plan what must change for it to match `inputs`. Writes nothing.
 
     Reads, in order: the version (compat), the groups the blueprints name, every model row and
@@ -238,17 +232,11 @@ def prepare_plan(
     `token` is the admin token in use: no backend key may hold it. `env` holds the backends'
     API keys (default: the environment).
     """
-    warnings: list[str] = []
-
-    def warn(message: str) -> None:
-        warnings.append(message)
-        if on_warning:
-            on_warning(message)
-
     env = os.environ if env is None else env
     compat = client.compat
     for message in release_warnings(compat):
-        warn(message)
+        if on_warning:
+            on_warning(message)
     groups, group_actions = resolve_groups(inputs.catalog, client, prune=options.prune, mode=options.missing_groups)
     rows = client.list_models()
     observed = observe(rows, client.list_functions(), compat)
@@ -262,8 +250,7 @@ def prepare_plan(
     )
     from .drift import plan_drift
 
-    plan = dataclasses.replace(plan, groups=tuple(group_actions), drift=tuple(plan_drift(plan, client, observed)))
-    return Prepared(plan, tuple(warnings))
+    return dataclasses.replace(plan, groups=tuple(group_actions), drift=tuple(plan_drift(plan, client, observed)))
 
 
 def release_warnings(compat: Compat) -> list[str]:
