@@ -62,13 +62,14 @@ def test_sigterm_mid_sync_finishes_the_write_in_flight_and_prints_the_json_repor
 
 def test_sigint_mid_sync_lists_what_was_done_and_not_done(fake: FakeOpenWebUI, capsys) -> None:
     creates = signal_on_model_create(fake, signal.SIGINT)
+    before = signal.getsignal(signal.SIGINT)  # SIG_IGN, not Python's default, under `nohup` or `cmd &`
     code, out, err = run(capsys, "sync", *SAMPLES, "--yes")
     assert code == 130
     assert "Applied:" not in out
     assert f"  applied        create model {creates[0]}" in err
     not_attempted = [line for line in err.splitlines() if line.startswith("  not attempted  create model ")]
     assert len(not_attempted) == 5 and len(creates) == 1  # the six sample agents, one written
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+    assert signal.getsignal(signal.SIGINT) is before  # handlers restored
 
 
 def test_a_stop_in_a_parallel_sync_starts_nothing_new(fake: FakeOpenWebUI, capsys) -> None:
