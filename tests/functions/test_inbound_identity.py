@@ -445,3 +445,55 @@ def test_groups_of_a_release_without_nesting(monkeypatch: pytest.MonkeyPatch) ->
 
     _groups_module(monkeypatch, Groups)
     assert asyncio.run(P.OpenWebUIStore().groups("u-42")) == [{"id": "g-1", "name": "Finance"}]
+
+
+# --- the groups read, at most every GROUPS_TTL_SECONDS per user ----------------------------------------
+
+
+def test_a_users_groups_are_read_once_for_the_chats_of_the_next_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The read costs Open WebUI ~4-5 ms of CPU a chat (bench/owui_chat.py --identity): a user's
+    next chats within GROUPS_TTL_SECONDS use what was read; after that, and for another user, it
+    is read again."""
+    clock = [1000.0]
+    monkeypatch.setattr(P.time, "monotonic", lambda: clock[0])
+    store, cache = Groups(), P.GroupsCache(ttl=30)
+    assert asyncio.run(cache.groups(store, "u-42")) == GROUPS
+    clock[0] += 29.9
+    assert asyncio.run(cache.groups(store, "u-42")) == GROUPS
+    assert asyncio.run(cache.groups(store, "u-7")) == GROUPS
+    assert store.asked == ["u-42", "u-7"]
+    clock[0] += 0.2  # u-42's read is 30.1 s old
+    store.found = [{"id": "g-3", "name": "Auditors"}]
+    assert asyncio.run(cache.groups(store, "u-42")) == [{"id": "g-3", "name": "Auditors"}]
+    assert store.asked == ["u-42", "u-7", "u-42"]
+
+
+def test_a_failed_groups_read_is_tried_again_at_the_next_chat() -> None:
+    store, cache = Groups(RuntimeError("db down")), P.GroupsCache()
+    with pytest.raises(RuntimeError):
+        asyncio.run(cache.groups(store, "u-42"))
+    store.found = GROUPS
+    assert asyncio.run(cache.groups(store, "u-42")) == GROUPS and store.asked == ["u-42", "u-42"]
+
+
+def test_the_cache_starts_again_past_its_size() -> None:
+    store, cache = Groups(), P.GroupsCache(users=2)
+    for user in ("a", "b", "c", "a"):
+        asyncio.run(cache.groups(store, user))
+    assert store.asked == ["a", "b", "c", "a"]  # c found it full: a was dropped with b
+
+
+def test_two_chats_of_one_user_read_the_groups_once(sse_stub: SSEStub) -> None:
+    """Through the pipe: the second chat's token carries the groups the first read."""
+    _reread_environment()
+    _answer(sse_stub, "agui")
+    pipe, store = make_pipe([_agent(sse_stub.url)]), Groups()
+    pipe.valves.IDENTITY_KEYS, pipe.store = KEYS_VALVE, store
+    for message_id in ("msg-a", "msg-b"):
+        asyncio.run(drive(pipe, "docs.analyst", [{"role": "user", "content": "Who am I?"}],
+                          metadata={**META, "message_id": message_id}, user=USER))
+    for request, message_id in zip(sse_stub.requests, ("msg-a", "msg-b"), strict=True):
+        token = {k.lower(): v for k, v in request["headers"].items()}["x-aihub-identity"]
+        claims = jwt.decode(token, PUBLIC, algorithms=["EdDSA"], audience=MODEL)
+        assert (claims["groups"], claims["message_id"]) == (GROUPS, message_id)
+    assert store.asked == ["u-42"]
