@@ -1551,7 +1551,8 @@ def traceparent() -> str:
                 return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
         except Exception:
             log.debug("aihub_agent_pipe: reading the current span failed", exc_info=True)
-    return f"00-{random_hex()}-{random_hex()[:16]}-01"
+    ids = os.urandom(24).hex()  # a trace id and a span id from one read
+    return f"00-{ids[:32]}-{ids[32:]}-01"
 
 
 def trace_id(parent: str) -> str:
@@ -1574,10 +1575,17 @@ def user_context(metadata: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     for name, key, description in _CONTEXT_VARIABLES:
         value = variables.get(name)
         if not (isinstance(value, str) and value.strip()) and key == "current_datetime":
-            value = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+            value = utc_time_text(int(time.time()))
         if isinstance(value, str) and value.strip():
             out.append((key, description, value.strip()[:200]))
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def utc_time_text(second: int) -> str:
+    """The server's time for a chat whose client set none; formatted once per second (strftime
+    cost an API client's first token ~10 µs)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(second))
 
 
 def oauth_header(agent: "AgentSpec", token: Any) -> dict[str, str]:
@@ -3287,11 +3295,13 @@ class Pipe:
                 except Exception as exc:  # the token still says who; without groups an agent denies more
                     log.warning("aihub_agent_pipe: reading the user's groups failed (%s), trace %s",
                                 type(exc).__name__, turn.trace_id)
-            claims = identity_claims(
-                user, groups, model=model, chat_id=turn.chat_id, message_id=turn.message_id,
-                now=int(time.time()), lifetime=settings.lifetime,
-            )
-            identity = identity_headers(agent, claims, settings, key)
+            identity: dict[str, str] = {}
+            if agent.identity != "none":
+                claims = identity_claims(
+                    user, groups, model=model, chat_id=turn.chat_id, message_id=turn.message_id,
+                    now=int(time.time()), lifetime=settings.lifetime,
+                )
+                identity = identity_headers(agent, claims, settings, key)
             delegated = oauth_header(agent, oauth_token)
         except PipeConfigError as exc:
             turn.failure = exc
@@ -3299,7 +3309,8 @@ class Pipe:
         turn.headers.update(identity)
         turn.headers.update(delegated)
         signed = [identity.get(settings.jwt_header, ""), identity.get(IDENTITY_HEADER, "")] if identity else []
-        turn.mask = TokenMask([*signed, *delegated.values(), *_oauth_secrets(oauth_token)])
+        if secrets := [*signed, *delegated.values(), *_oauth_secrets(oauth_token)]:
+            turn.mask = TokenMask(secrets)
         return turn
 
     # -- the request ----------------------------------------------------------------------------

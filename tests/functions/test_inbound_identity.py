@@ -307,6 +307,18 @@ def test_an_api_client_without_variables_still_gets_the_servers_time(sse_stub: S
     assert entry["description"] == "The current date and time" and entry["value"].endswith(" UTC")
 
 
+def test_the_servers_time_follows_the_clock_second_by_second(sse_stub: SSEStub, monkeypatch) -> None:
+    """It is formatted once per second (utc_time_text): a later chat must still get its own time."""
+    now = [0.0]
+    monkeypatch.setattr(pipe_module.time, "time", lambda: now[0])
+    stamps = []
+    for now[0] in (1796205000.2, 1796205000.9, 1796205061.5):
+        sse_stub.requests.clear()
+        _run(sse_stub, metadata={"chat_id": "c"}, agent=_agent(sse_stub.url, identity="none"))
+        stamps.append(sse_stub.requests[0]["json"]["context"][0]["value"])
+    assert stamps == ["2026-12-02 09:50:00 UTC", "2026-12-02 09:50:00 UTC", "2026-12-02 09:51:01 UTC"]
+
+
 # --- delegated access -------------------------------------------------------------------------------
 
 OAUTH = {"access_token": "ya29.user-oauth-access-token-0123456789", "refresh_token": "1//refresh-token-abcdefgh",
