@@ -159,10 +159,10 @@ class FileTooLarge(Exception):
 log = logging.getLogger(__name__)
 
 
-def random_hex() -> str:
-    """32 random hex digits, like ``uuid4().hex`` at a fifth of the cost: ids for runs, threads,
-    segments and calls, one of them made before every request to an agent."""
-    return os.urandom(16).hex()
+def random_hex(size: int = 16) -> str:
+    """``2 * size`` random hex digits (32: like ``uuid4().hex`` at a fifth of the cost): ids for
+    runs, threads, segments, calls and traces, some of them made before every request to an agent."""
+    return os.urandom(size).hex()
 
 
 def _str(value: Any) -> str:
@@ -1551,7 +1551,7 @@ def traceparent() -> str:
                 return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
         except Exception:
             log.debug("aihub_agent_pipe: reading the current span failed", exc_info=True)
-    ids = os.urandom(24).hex()  # a trace id and a span id from one read
+    ids = random_hex(24)  # a trace id and a span id from one read
     return f"00-{ids[:32]}-{ids[32:]}-01"
 
 
@@ -3272,8 +3272,9 @@ class Pipe:
             context=user_context(metadata),
         )
         turn.headers["traceparent"] = parent
+        settings = server_forward_settings()
         if agent.transport == "openai":
-            turn.headers.update(session_headers(server_forward_settings(), turn.chat_id, turn.message_id))
+            turn.headers.update(session_headers(settings, turn.chat_id, turn.message_id))
         if agent.identity != "none":
             turn.user_id = _str(user.get("id"))
         turn.forwarded = {
@@ -3286,22 +3287,7 @@ class Pipe:
             if value
         }
         try:
-            settings = server_forward_settings()
-            key = signing_key(self.valves.IDENTITY_KEYS) if agent.identity != "none" else None
-            groups: list[dict[str, str]] = []
-            if needs_groups(agent, settings, key):
-                try:
-                    groups = await self.groups_cache.groups(self.store, turn.user_id)
-                except Exception as exc:  # the token still says who; without groups an agent denies more
-                    log.warning("aihub_agent_pipe: reading the user's groups failed (%s), trace %s",
-                                type(exc).__name__, turn.trace_id)
-            identity: dict[str, str] = {}
-            if agent.identity != "none":
-                claims = identity_claims(
-                    user, groups, model=model, chat_id=turn.chat_id, message_id=turn.message_id,
-                    now=int(time.time()), lifetime=settings.lifetime,
-                )
-                identity = identity_headers(agent, claims, settings, key)
+            identity = await self._identity(agent, model, user, turn, settings) if agent.identity != "none" else {}
             delegated = oauth_header(agent, oauth_token)
         except PipeConfigError as exc:
             turn.failure = exc
@@ -3312,6 +3298,25 @@ class Pipe:
         if secrets := [*signed, *delegated.values(), *_oauth_secrets(oauth_token)]:
             turn.mask = TokenMask(secrets)
         return turn
+
+    async def _identity(
+        self, agent: AgentSpec, model: str, user: Mapping[str, Any], turn: "Turn", settings: ForwardSettings
+    ) -> dict[str, str]:
+        """The identity headers of an agent that asks for one; the user's groups are read only
+        when a token will carry them."""
+        key = signing_key(self.valves.IDENTITY_KEYS)
+        groups: list[dict[str, str]] = []
+        if needs_groups(agent, settings, key):
+            try:
+                groups = await self.groups_cache.groups(self.store, turn.user_id)
+            except Exception as exc:  # the token still says who; without groups an agent denies more
+                log.warning("aihub_agent_pipe: reading the user's groups failed (%s), trace %s",
+                            type(exc).__name__, turn.trace_id)
+        claims = identity_claims(
+            user, groups, model=model, chat_id=turn.chat_id, message_id=turn.message_id,
+            now=int(time.time()), lifetime=settings.lifetime,
+        )
+        return identity_headers(agent, claims, settings, key)
 
     # -- the request ----------------------------------------------------------------------------
 
