@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from tests.support.agui_server import harness
+from tests.support.frameworks import harness as frameworks
 from tests.support.owui_instance import unavailable
 from tests.support.pipe_support import SSEStub
 
@@ -25,6 +26,15 @@ def agui_server(request: pytest.FixtureRequest) -> Iterator[Any]:
         unavailable(f"AG-UI server {version} unavailable: {exc}")
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def framework_servers() -> Iterator[Any]:
+    """The frameworks' own AG-UI servers (tests/support/frameworks/), each started on first use
+    and kept for the session: tests.support.frameworks.testing.started(pool, name) gives one."""
+    pool = frameworks.ServerPool()
+    yield pool
+    pool.close()
 
 
 @pytest.fixture
