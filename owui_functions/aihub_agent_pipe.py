@@ -7,6 +7,9 @@ required_open_webui_version: 0.12.4
 global: false
 """
 
+# Generated from agent_pipe/ by scripts/build-pipe: edit the modules there, then run scripts/build-pipe.
+# CI runs `scripts/build-pipe --check`, which fails when this file differs from a fresh build.
+
 # How a turn is shown (the contract this file keeps)
 # ---------------------------------------------------
 # The agent's events are recorded as ordered *segments*: text, a tool step (one assistant message
@@ -71,6 +74,7 @@ import aiohttp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
+# --- begin agent_pipe/constants.py ---
 # === constants ====================================================================================
 
 
@@ -153,6 +157,7 @@ class FileTooLarge(Exception):
         self.size = size
 
 
+# --- begin agent_pipe/helpers.py ---
 # === helpers ======================================================================================
 
 
@@ -208,6 +213,7 @@ def _json_or_none(data: str) -> Any:
 EventEmitter = Callable[[dict[str, Any]], Awaitable[None]] | None
 
 
+# --- begin agent_pipe/segments.py ---
 # === segments =====================================================================================
 
 
@@ -262,6 +268,7 @@ class Error:
 Segment = Text | ToolStep | Reasoning | Error
 
 
+# --- begin agent_pipe/rendering.py ---
 # === rendering ====================================================================================
 
 
@@ -334,6 +341,7 @@ def render_segments(segments: Iterable[Segment]) -> str:
     return "".join(out)
 
 
+# --- begin agent_pipe/parsing.py ---
 # === parsing stored content back ==================================================================
 
 
@@ -423,6 +431,7 @@ def _append_gap(segments: list[Segment], gap: str) -> None:
     _append_text(segments, gap[:-1] if gap.endswith("\n") else gap)
 
 
+# --- begin agent_pipe/secrets.py ---
 # === secrets: the scrubber, the token mask and the signer =========================================
 
 
@@ -652,6 +661,7 @@ def history_signer(key: str, agent_id: str, user: Mapping[str, Any] | None, meta
     )
 
 
+# --- begin agent_pipe/history.py ---
 # === history: Open WebUI messages -> the agent's messages =========================================
 
 
@@ -805,6 +815,7 @@ def to_openai_messages(messages: Iterable[Mapping[str, Any]], signer: Signer | N
     return out
 
 
+# --- begin agent_pipe/files.py ---
 # --- files: what the user attached, read from Open WebUI's own file store ---------------------
 # Open WebUI hands a pipe the chat's file references (``__metadata__["files"]``: the files of the
 # whole chat plus the new message's) and removes each message's own ``files`` before the pipe
@@ -1061,6 +1072,7 @@ def with_openai_files(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**m, "content": openai_content(m.get("content"))} if m.get("role") == "user" else m for m in messages]
 
 
+# --- begin agent_pipe/file_store.py ---
 @dataclass(frozen=True)
 class RequestBody:
     """A request body in pieces (a file's base64 stays in the pieces it was encoded in)."""
@@ -1295,6 +1307,7 @@ async def _notify(emitter: Any, text: str) -> None:
         log.debug("aihub_agent_pipe: event emitter failed", exc_info=True)
 
 
+# --- begin agent_pipe/request.py ---
 # === the request ==================================================================================
 
 
@@ -1638,6 +1651,7 @@ def requested_features(metadata: Mapping[str, Any], supported: Iterable[str]) ->
     return list(dict.fromkeys(f for f in requested if isinstance(f, str) and f in allowed))
 
 
+# --- begin agent_pipe/wire.py ---
 # === wire decoding: SSE, the OpenAI adapter, the event decoder ====================================
 
 
@@ -1803,6 +1817,7 @@ class AgentStream:
             yield from self._adapter.events(chunk)
 
 
+# --- begin agent_pipe/recorder.py ---
 # === the recorder: events in, ordered segments and stable output out ==============================
 
 
@@ -2200,6 +2215,7 @@ _HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
 }
 
 
+# --- begin agent_pipe/outbound.py ---
 # --- beside the answer: token usage, sources, steps --------------------------------------------
 # Open WebUI shows more of a turn than its content (utils/middleware.py, socket/main.py):
 #   - usage: the ``usage`` of a chunk a pipe yields is shown on the message and stored in its
@@ -2509,6 +2525,7 @@ async def outbound_end(
         yield {"usage": usage}
 
 
+# --- begin agent_pipe/valves.py ---
 # === valves =======================================================================================
 
 
@@ -2589,6 +2606,7 @@ def _scrubber(synced: frozenset[str], signing_key: str, from_server: tuple[str, 
     return Scrubber(s for s in (*synced, signing_key, *from_server) if s)
 
 
+# --- begin agent_pipe/transport.py ---
 # === transport: the pool, the proxy, the status line, batching, the run ===========================
 
 
@@ -2908,6 +2926,7 @@ async def stream_run(
                     raise
 
 
+# --- begin agent_pipe/questions.py ---
 # --- questions to the user: an AG-UI run that pauses (interrupt) and is resumed -----------------
 # Agent Framework's tool approval (a tool with approval_mode="always_require") ends the run with
 # RUN_FINISHED outcome {"type": "interrupt", "interrupts": [{id, reason: "tool_call", toolCallId,
@@ -3024,6 +3043,7 @@ async def run_with_questions(
     recorder.finish(error="The agent kept asking questions; the answer stops here.")
 
 
+# --- begin agent_pipe/failures.py ---
 # === failures: what went wrong, as the user reads it ==============================================
 
 
@@ -3111,6 +3131,7 @@ def _short(detail: str) -> str:
     return detail if len(detail) <= 200 else detail[:199] + "…"
 
 
+# --- begin agent_pipe/pipe.py ---
 # === the pipe: what Open WebUI calls ==============================================================
 
 

@@ -1,0 +1,43 @@
+"""
+title: AI Hub Agent Pipe
+author: aihub-provision
+version: 0.1.0
+description: One model per agent; sends the chat and requested features to it and renders its stream in order.
+required_open_webui_version: 0.12.4
+global: false
+"""
+
+# How a turn is shown (the contract this file keeps)
+# ---------------------------------------------------
+# The agent's events are recorded as ordered *segments*: text, a tool step (one assistant message
+# with one or more calls, each with its result), reasoning, and an error. The segments are rendered
+# as Open WebUI assistant content, exactly the markup Open WebUI 0.12.4 reads:
+#   - a tool call:  <details type="tool_calls" done=".." id=".." name=".." arguments=".." result="..">
+#   - reasoning:    <details type="reasoning" done="true" duration="..">, each line quoted with "> "
+#   - an error:     a "> [!CAUTION]" alert at the end, after everything that had streamed.
+# Extra attributes (message_id, result_id on tool calls, id on reasoning) carry the AG-UI ids so
+# the next turn can rebuild the transcript: parse_content() is the inverse of render_segments().
+# A tool block also carries ``sig``, an HMAC of its fields under the HISTORY_SIGNING_KEY valve, bound
+# to the chat, the agent, the user and the turn (``turn``): only a block the pipe itself rendered
+# becomes a tool call next turn, in that chat, for that agent and user, once; an edited, made-up or
+# replayed block reaches the agent as plain text, and "<details" in the agent's own text is written
+# as "&lt;details".
+# Every key the pipe holds is masked in everything it shows or logs (the Scrubber).
+#
+# How it streams is the Recorder's docstring.
+#
+# Sections, top to bottom:
+#   constants      what provision and the agents agree on, limits, timings, the errors raised
+#   helpers        small conversions, among them the two rules for message content as text
+#   segments       what one turn is made of
+#   rendering      segments -> Open WebUI assistant content
+#   parsing        stored content -> segments (the inverse)
+#   secrets        the Scrubber and TokenMask (masking keys), the Signer (tool blocks)
+#   history        Open WebUI's messages -> the agent's messages, with the files attached
+#   the request    who asks, in which chat, under which trace: identity, ids, headers
+#   wire decoding  SSE, the OpenAI chunk adapter, AgentStream (bytes in, AG-UI events out)
+#   the recorder   events -> ordered segments and stable output; what shows beside the answer
+#   valves         the AGENTS and API_KEYS valves, parsed once per text
+#   transport      the pool, the proxy, the status line, batching, the run and its questions
+#   failures       what went wrong, as the text the user reads
+#   Pipe           the class Open WebUI calls, last

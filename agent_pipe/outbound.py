@@ -1,0 +1,324 @@
+"""What shows beside the answer: token usage, sources, images and steps."""
+
+import base64
+import inspect
+import json
+import re
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from agent_pipe.constants import IMAGE_EVENT, MAX_SOURCES, SOURCE_EVENT
+from agent_pipe.helpers import EventEmitter, _str, log
+from agent_pipe.recorder import Recorder
+from agent_pipe.secrets import Scrubber
+from agent_pipe.segments import ToolCall, ToolStep
+from agent_pipe.transport import _emit, _emit_event
+
+# --- beside the answer: token usage, sources, steps --------------------------------------------
+# Open WebUI shows more of a turn than its content (utils/middleware.py, socket/main.py):
+#   - usage: the ``usage`` of a chunk a pipe yields is shown on the message and stored in its
+#     usage records (analytics, audit). Open WebUI adds up every usage chunk of a response, so the
+#     pipe yields one ``{"usage": ...}`` per turn, after the answer (also after an error).
+#   - sources: each ``source`` event is appended to the message's ``sources`` (the chips under the
+#     answer); the pipe sends each source once, when the turn ends.
+#   - images the agent made: stored in Open WebUI's file store, owned by the chat's user and
+#     linked to the chat (its own upload_image), and attached by a ``files`` event: the message
+#     holds the file's URL, never its bytes. One over the MAX_IMAGE_MB valve gets a line instead.
+#   - steps: a status line update per step, sent only when nothing else showed up within
+#     STEP_DELAY_SECONDS (StatusLine.send): a fast agent's steps cost no socket message.
+# What the agent sends for them (docs/agent-pipe.md, "What the agent shows besides its answer"):
+#   AG-UI: RUN_FINISHED/RUN_ERROR ``usage``; CUSTOM "usage" (Agent Framework 1.7.0: the run's
+#   usage so far, each report replacing the one before);
+#   CUSTOM "aihub.source" {url, title, snippet} (or a list of them); CUSTOM "aihub.image"
+#   {mimeType, data (base64)} or {url: a data: URI} (or a list); CUSTOM "annotations"
+#   (Agent Framework's citations); STEP_STARTED; CUSTOM "status" (Agent Framework's workflow state).
+#   OpenAI: the final usage chunk (asked for with stream_options.include_usage) and
+#   ``delta.annotations`` of type ``url_citation``; ``delta.images`` (``image_url`` parts).
+
+_DATA_URI = re.compile(r"data:(image/[\w.+-]+);base64,(.*)", re.S)
+
+
+_USAGE_NAMES = {
+    "input": ("input_tokens", "prompt_tokens", "input_token_count"),
+    "output": ("output_tokens", "completion_tokens", "output_token_count"),
+    "total": ("total_tokens", "total_token_count"),
+    "reasoning": ("reasoning_tokens", "reasoning_output_token_count"),
+    "cached": ("cached_input_tokens", "cache_read_input_token_count"),
+}
+_USAGE_DETAILS = {
+    "reasoning": (("completion_tokens_details", "reasoning_tokens"), ("output_tokens_details", "reasoning_tokens")),
+    "cached": (("prompt_tokens_details", "cached_tokens"), ("input_tokens_details", "cached_tokens")),
+}
+_SUPERSTEP = re.compile(r"superstep:\d+")  # Agent Framework's workflow rounds: its executors are the steps
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def usage_counts(report: Any) -> dict[str, int]:
+    """One usage report (OpenAI, AG-UI TokenUsage or Agent Framework names) as counts by kind."""
+    if not isinstance(report, Mapping):
+        return {}
+    counts: dict[str, int] = {}
+    for kind, names in _USAGE_NAMES.items():
+        found = next((n for n in map(_count, map(report.get, names)) if n is not None), None)
+        for outer, inner in _USAGE_DETAILS.get(kind, ()):
+            if found is None and isinstance(report.get(outer), Mapping):
+                found = _count(report[outer].get(inner))
+        if found is not None:
+            counts[kind] = found
+    if counts and "total" not in counts and ("input" in counts or "output" in counts):
+        counts["total"] = counts.get("input", 0) + counts.get("output", 0)
+    return counts
+
+
+def _add_counts(reports: Iterable[dict[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for counts in reports:
+        for kind, value in counts.items():
+            total[kind] = total.get(kind, 0) + value
+    return total
+
+
+def openwebui_usage(counts: Mapping[str, int]) -> dict[str, Any]:
+    """Counts in the shape Open WebUI's own OpenAI connections store (utils/response.py normalize_usage)."""
+    usage: dict[str, Any] = {
+        "prompt_tokens": counts.get("input", 0),
+        "completion_tokens": counts.get("output", 0),
+        "total_tokens": counts.get("total", 0),
+        "input_tokens": counts.get("input", 0),
+        "output_tokens": counts.get("output", 0),
+    }
+    if "reasoning" in counts:
+        usage["completion_tokens_details"] = {"reasoning_tokens": counts["reasoning"]}
+    if "cached" in counts:
+        usage["prompt_tokens_details"] = {"cached_tokens": counts["cached"]}
+    return usage
+
+
+def _plain(text: Any, limit: int) -> str:
+    """A title or snippet as plain text: one line of whitespace, no markup, cut to ``limit``."""
+    text = " ".join(_str(text).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def safe_url(url: Any) -> str:
+    """An http(s) URL with every character outside URL syntax percent-encoded; anything else ""."""
+    url = _str(url).strip()
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ""
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        return ""
+    return quote(url, safe="/:?#[]@!$&'()*+,;=%~-._")[:2000].replace("'", "%27")
+
+
+class Outbound:
+    """Usage, sources and steps of one turn, from the agent's events (pure: no I/O).
+
+    Usage: a run's own total (RUN_FINISHED or RUN_ERROR ``usage``, an OpenAI usage chunk) wins;
+    without one the last CUSTOM "usage" report counts: Agent Framework 1.7.0's function loop sends
+    the run's usage so far after every model call (its 1.0.0rc8 sent each call's own, so there the
+    last call's usage is what counts). ``take_usage`` hands it out once. Sources are masked, escaped
+    and sent once each (by URL, else by title).
+    """
+
+    def __init__(self, scrubber: Scrubber) -> None:
+        self._scrubber = scrubber
+        self._report: dict[str, int] = {}
+        self._total: dict[str, int] | None = None
+        self._usage_taken = False
+        self._source_keys: set[tuple[str, str]] = set()
+        self.events: list[dict[str, Any]] = []  # Open WebUI events for the emitter, in order
+        self.max_image_bytes = 10 * 1024 * 1024  # the MAX_IMAGE_MB valve (set by the pipe)
+        self.images: list[tuple[str, bytes]] = []  # (content type, bytes) to store when the turn ends
+        self.image_links: list[str] = []  # http(s) images, attached as links (as Open WebUI does)
+        self.asks = False  # set by the pipe when it can ask the user and resume the run (AG-UI)
+        self.interrupts: list[dict[str, Any]] = []  # the questions of a paused run
+        self.approvals: dict[str, str] = {}  # call id -> the note its result starts with (approved)
+
+    # -- usage ------------------------------------------------------------------------------------
+
+    def usage_report(self, report: Any) -> None:
+        if counts := usage_counts(report):
+            self._report = counts
+
+    def usage_total(self, usage: Any) -> None:
+        reports = usage if isinstance(usage, list) else [usage]
+        if counts := _add_counts(usage_counts(r) for r in reports):
+            self._total = counts
+
+    def take_usage(self) -> dict[str, Any] | None:
+        """The turn's usage for Open WebUI, the first time only (a second chunk would add up)."""
+        counts = self._total if self._total is not None else self._report
+        if self._usage_taken or not counts:
+            return None
+        self._usage_taken = True
+        return openwebui_usage(counts)
+
+    # -- sources ----------------------------------------------------------------------------------
+
+    def source(self, url: Any, title: Any = "", snippet: Any = "") -> None:
+        redact = self._scrubber.redact
+        link = safe_url(redact(_str(url)))
+        name = _plain(redact(_str(title)), 200) or link
+        text = _plain(redact(_str(snippet)), 2000)
+        key = (link, "") if link else ("", name)
+        if not name or key in self._source_keys or len(self._source_keys) >= MAX_SOURCES:
+            return
+        self._source_keys.add(key)
+        source: dict[str, Any] = {"name": name, **({"url": link} if link else {})}
+        self.events.append(
+            {
+                "type": "source",
+                "data": {
+                    "source": source,
+                    "document": [text or name],
+                    "metadata": [{"source": link or name, "name": name}],
+                },
+            }
+        )
+
+    def sources(self, value: Any) -> None:
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, Mapping):
+                citation = item.get("url_citation") if isinstance(item.get("url_citation"), Mapping) else item
+                self.source(citation.get("url"), citation.get("title"), citation.get("snippet"))
+
+    # -- images -----------------------------------------------------------------------------------
+
+    def image(self, recorder: Recorder, value: Any) -> None:
+        """An image the agent made: decoded now (the size limit is a line where it arrived)."""
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, Mapping):
+                continue
+            nested = item.get("image_url")
+            url = _str(nested.get("url") if isinstance(nested, Mapping) else item.get("url"))
+            mime, data = _str(item.get("mimeType")), _str(item.get("data"))
+            if match := _DATA_URI.match(url):
+                mime, data = match.group(1), match.group(2)
+            elif link := safe_url(self._scrubber.redact(url)):
+                self.image_links.append(link)
+                continue
+            if not mime.startswith("image/") or not data:
+                continue
+            if len(data) * 3 // 4 > self.max_image_bytes + 3:  # the base64's size, before decoding it
+                recorder.text(image_over_limit(len(data) * 3 // 4, self.max_image_bytes))
+                continue
+            try:
+                raw = base64.b64decode(data, validate=False)
+            except ValueError:
+                continue
+            if raw:
+                self.images.append((mime, raw))
+
+    def take_events(self) -> list[dict[str, Any]]:
+        events, self.events = self.events, []
+        return events
+
+    # -- questions (AG-UI interrupts) -----------------------------------------------------------------
+
+    def pause(self, recorder: Recorder, outcome: Any) -> bool:
+        """A run that ended with an interrupt pauses (nothing pending streams) until it is resumed;
+        Agent Framework's synthetic ``confirm_changes`` call for the paused tool is dropped."""
+        if not (self.asks and isinstance(outcome, Mapping) and outcome.get("type") == "interrupt"):
+            return False
+        interrupts = [i for i in outcome.get("interrupts") or [] if isinstance(i, Mapping) and i.get("id")]
+        if not interrupts:
+            return False
+        self.interrupts = [dict(i) for i in interrupts]
+        paused_calls = {_str(i.get("toolCallId")) for i in interrupts}
+        for segment in [s for s in recorder.segments if isinstance(s, ToolStep) and not recorder._is_emitted(s)]:
+            segment.calls = [c for c in segment.calls if not _confirms(c, paused_calls)]
+            if not segment.calls:
+                recorder.segments.remove(segment)
+        recorder._close_text()
+        recorder._open_step = None
+        recorder.paused = recorder.finished = True  # the read loop ends; nothing pending is final
+        return True
+
+    # -- AG-UI events -------------------------------------------------------------------------------
+
+    def custom(self, recorder: Recorder, name: str, value: Any) -> None:
+        if name == "usage":
+            self.usage_report(value)
+        elif name == SOURCE_EVENT:
+            self.sources(value)
+        elif name == IMAGE_EVENT:
+            self.image(recorder, value)
+        elif name == "annotations" and isinstance(value, Mapping):  # Agent Framework's citations
+            self.sources([a for a in value.get("annotations") or [] if isinstance(a, Mapping) and a.get("url")])
+        elif name == "status" and isinstance(value, Mapping) and value.get("state"):
+            state = _str(value["state"]).replace("_", " ")
+            recorder.statuses.append({"description": f"Workflow {state}…", "done": False, "step": True})
+
+    def step(self, recorder: Recorder, name: str) -> None:
+        if name and not _SUPERSTEP.fullmatch(name):
+            recorder.statuses.append({"description": f"{name.replace('_', ' ')}…", "done": False, "step": True})
+
+
+def _confirms(call: ToolCall, paused: set[str]) -> bool:
+    """Agent Framework's ``confirm_changes`` call that stands for a paused tool call."""
+    if call.name != "confirm_changes":
+        return False
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except ValueError:
+        return False
+    return isinstance(arguments, dict) and _str(arguments.get("function_call_id")) in paused
+
+
+def image_over_limit(size: int, limit: int) -> str:
+    return (
+        f"\n\n*The agent made an image of {size / 1048576:.1f} MB, over this chat's limit of "
+        f"{limit / 1048576:g} MB, so it is not shown.*\n\n"
+    )
+
+
+async def store_images(
+    images: list[tuple[str, bytes]], request: Any, user: Mapping[str, Any] | None, metadata: Mapping[str, Any]
+) -> list[str]:
+    """Store the images in Open WebUI's file store as the chat's user, linked to the chat's
+    message, with Open WebUI's own ``upload_image`` (imported here: only inside Open WebUI).
+    Returns their URLs; raises when this Open WebUI cannot store them."""
+    from open_webui.models.users import Users  # noqa: PLC0415 (only inside Open WebUI)
+    from open_webui.routers.images import upload_image  # noqa: PLC0415
+
+    found = Users.get_user_by_id(_str((user or {}).get("id")))
+    owner = await found if inspect.isawaitable(found) else found
+    if owner is None or request is None:
+        raise LookupError("no user or request to store the image for")
+    urls = []
+    for mime, raw in images:
+        stored = upload_image(request, raw, mime, dict(metadata), owner)
+        stored = await stored if inspect.isawaitable(stored) else stored
+        # 0.12: (file, {"url": …}); older releases return the URL itself
+        url = stored[1]["url"] if isinstance(stored, tuple) else stored
+        urls.append(_str(url))
+    return urls
+
+
+async def outbound_end(
+    outbound: Outbound, emitter: EventEmitter, streaming: bool, turn: Mapping[str, Any]
+) -> AsyncIterator[dict[str, Any]]:
+    """The turn's sources and images (emitted, stored on the message) and its usage (yielded,
+    once). A response that does not stream gets no usage: Open WebUI would join it into its text."""
+    for event in outbound.take_events():
+        await _emit_event(emitter, event)
+    urls = list(outbound.image_links)
+    if outbound.images:
+        try:
+            urls += await store_images(outbound.images, turn.get("request"), turn.get("user"), turn["metadata"])
+        except Exception as exc:  # e.g. an Open WebUI release without upload_image
+            log.warning("aihub_agent_pipe: the agent's image could not be stored (%s)", type(exc).__name__)
+            await _emit(emitter, {"description": "The agent made an image that could not be stored", "done": True})
+        outbound.images = []
+    if urls:
+        await _emit_event(emitter, {"type": "files", "data": {"files": [{"type": "image", "url": u} for u in urls]}})
+    usage = outbound.take_usage()
+    if usage and streaming:
+        yield {"usage": usage}

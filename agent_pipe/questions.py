@@ -1,0 +1,133 @@
+"""Questions to the user: an AG-UI run that pauses (interrupt) and is resumed."""
+
+import asyncio
+import html
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import aiohttp
+
+from agent_pipe.constants import APPROVED, ASKED, MAX_RESUMES
+from agent_pipe.file_store import RequestBody, encode_body
+from agent_pipe.files import Attachment
+from agent_pipe.helpers import _json_or_none, _str, log, random_hex
+from agent_pipe.history import _segments_to_agui
+from agent_pipe.recorder import Recorder
+from agent_pipe.segments import Error
+from agent_pipe.transport import Batch, StatusLine, stream_run
+from agent_pipe.valves import AgentSpec
+
+# --- questions to the user: an AG-UI run that pauses (interrupt) and is resumed -----------------
+# Agent Framework's tool approval (a tool with approval_mode="always_require") ends the run with
+# RUN_FINISHED outcome {"type": "interrupt", "interrupts": [{id, reason: "tool_call", toolCallId,
+# message, responseSchema: {approved…}}]}; it runs the tool when resumed with
+# resume [{"interruptId", "status": "resolved", "payload": {"approved": true}}] and the paused
+# run's messages. The pipe asks in the browser (__event_call__: a confirmation dialog for a tool,
+# an input dialog for any other responseSchema) and resumes the same run within the same answer.
+
+
+def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, Any]:
+    """The dialog for an interrupt: a confirmation for a tool call, else an input (keys masked)."""
+    redact = recorder.scrubber.redact
+    call = recorder._calls.get(_str(interrupt.get("toolCallId")))
+    schema = interrupt.get("responseSchema") if isinstance(interrupt.get("responseSchema"), Mapping) else {}
+    properties = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    message = redact(_str(interrupt.get("message")))
+    if call is not None or interrupt.get("reason") == "tool_call" or "approved" in properties:
+        name = redact(call[1].name) if call else "a tool"
+        arguments = redact(call[1].arguments) if call else ""
+        text = message or f"The agent wants to run {name}."
+        if arguments:
+            text += f"\n\nArguments: `{arguments.replace('`', '')}`"
+        return {"type": "confirmation", "data": {"title": f"Allow {name}?", "message": html.escape(text, quote=False)}}
+    return {"type": "input", "data": {"title": "The agent asks", "message": html.escape(message, quote=False),
+                                       "placeholder": "Your answer"}}
+
+
+def resume_entry(interrupt: Mapping[str, Any], question: Mapping[str, Any], answer: Any) -> dict[str, Any]:
+    """The AG-UI ``resume`` entry for the user's answer (None: no answer). A tool nobody approved
+    is declined (``approved: false``), so the agent goes on knowing it did not run (Agent Framework
+    1.0.0rc8 ends a run whose approval is "cancelled" in an error); other unanswered questions are
+    "cancelled"."""
+    entry: dict[str, Any] = {"interruptId": _str(interrupt.get("id"))}
+    if question["type"] == "confirmation":
+        return {**entry, "status": "resolved", "payload": {"approved": answer is True}}
+    if not isinstance(answer, str) or not answer:
+        return {**entry, "status": "cancelled"}
+    schema = interrupt.get("responseSchema") if isinstance(interrupt.get("responseSchema"), Mapping) else {}
+    properties = list((schema.get("properties") or {}) if isinstance(schema.get("properties"), Mapping) else {})
+    payload: Any = {properties[0]: answer} if len(properties) == 1 else _json_or_none(answer)
+    return {**entry, "status": "resolved", "payload": payload if payload is not None else answer}
+
+
+async def ask_user(event_call: Any, question: dict[str, Any], timeout: float) -> tuple[Any, str]:
+    """The user's answer and how it went: "answered", "timed out" or "no browser"."""
+    if event_call is None:
+        return None, "no browser"
+    try:
+        async with asyncio.timeout(timeout):
+            answer = await event_call(question)
+    except TimeoutError:
+        return None, "timed out"
+    except Exception:  # the socket or the browser failed: the answer must not hang on it
+        log.debug("aihub_agent_pipe: event call failed", exc_info=True)
+        return None, "no browser"
+    if isinstance(answer, Mapping) and answer.get("error"):
+        return None, "no browser"
+    return answer, "answered"
+
+
+def unanswered_result(how: str, timeout: float) -> str:
+    if how == "timed out":
+        return f"Not run: nobody answered the question within {timeout:g} seconds."
+    if how == "no browser":
+        return "Not run: the agent asked for an answer, which only a chat in the browser can give."
+    return "Not run: the user declined."
+
+
+async def run_with_questions(
+    client: aiohttp.ClientSession,
+    agent: AgentSpec,
+    headers: dict[str, str],
+    payload: dict[str, Any],
+    recorder: Recorder,
+    batch: "Batch",
+    status: "StatusLine",
+    timeout: float,
+    event_call: Any,
+    question_timeout: float,
+    attachments: "Sequence[Attachment]" = (),
+) -> AsyncIterator[str]:
+    """``stream_run``, and while the run pauses for the user: ask, then resume the same run.
+
+    With ``attachments`` the body is encoded in a thread (megabytes of JSON; encode_body)."""
+    recorder.outbound.asks = agent.transport == "agui"
+    for _ in range(MAX_RESUMES + 1):
+        sent: dict[str, Any] | RequestBody = payload
+        if attachments:
+            sent = await asyncio.to_thread(encode_body, payload, attachments)
+        async for chunk in stream_run(client, agent, headers, sent, recorder, batch, status, timeout):
+            yield chunk
+        if not recorder.paused:
+            return
+        interrupts, recorder.outbound.interrupts = recorder.outbound.interrupts, []
+        history = list(payload["messages"])
+        resume, unanswered = [], {}
+        for interrupt in interrupts:
+            question = question_of(interrupt, recorder)
+            await status.send({"description": ASKED, "done": False})
+            answer, how = await ask_user(event_call, question, question_timeout)
+            entry = resume_entry(interrupt, question, answer)
+            resume.append(entry)
+            call_id = _str(interrupt.get("toolCallId"))
+            if call_id in recorder._calls and (entry.get("payload") or {}).get("approved"):
+                recorder.outbound.approvals[call_id] = APPROVED
+            elif call_id in recorder._calls:
+                unanswered[call_id] = unanswered_result(how, question_timeout)
+        turn = _segments_to_agui([s for s in recorder.segments if not isinstance(s, Error)], "aihub-resume")
+        payload = {**payload, "runId": f"aihub-run-{random_hex()}", "messages": history + turn, "resume": resume}
+        recorder.paused = recorder.finished = False
+        for call_id, result in unanswered.items():  # the tool did not run: its block says why
+            recorder.tool_result(call_id, result)
+    recorder.paused = recorder.finished = False  # it kept pausing: end the answer here
+    recorder.finish(error="The agent kept asking questions; the answer stops here.")

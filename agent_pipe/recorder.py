@@ -1,0 +1,408 @@
+"""Events in, ordered segments and stable output out (the Recorder)."""
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from agent_pipe.constants import CALLS_RAN, USAGE
+from agent_pipe.helpers import _is_json, _parts_concatenated, _str, random_hex
+from agent_pipe.outbound import Outbound
+from agent_pipe.rendering import render_piece, render_segments
+from agent_pipe.secrets import Scrubber, Signer
+from agent_pipe.segments import Error, Reasoning, Segment, Text, ToolCall, ToolStep
+
+# === the recorder: events in, ordered segments and stable output out ==============================
+
+
+class Recorder:
+    """Records one agent run as ordered segments from AG-UI events (pure: no I/O).
+
+    ``feed`` takes AG-UI events as dicts (camelCase, as on the wire). ``drain`` returns the output
+    that became stable since the last call; all drains joined equal ``render()`` once finished.
+    ``statuses`` collects status updates for Open WebUI's event emitter.
+
+    Why it holds some output back: content handed to Open WebUI can never be taken back, and a
+    tool block's result arrives after the call started. So a segment streams only once it can no
+    longer change. Text streams delta by delta. A tool step streams when every call in it has its
+    result, or when the run ends (then a call without a result shows done="false"); until then
+    everything after it, text included, is held, so text that follows a call always lands below
+    the call's block. Reasoning streams when the next non-reasoning segment starts, because its
+    header carries the duration. Status events ("Running get_weather…", "Thinking…") cover the
+    wait. A MESSAGES_SNAPSHOT never reorders what streamed; it is used only when nothing else
+    streamed.
+
+    Segment rules (reference/agui-snapshot-order.md §3.1): whitespace alone never opens a text
+    segment; a call closes the open text; calls in a row are one step (parallel calls); a result
+    ends the step for new calls but fills its own call wherever it is; reasoning in a row is one
+    block; text or reasoning between calls splits the step.
+
+    What the agent sent passes the ``scrubber`` (keys masked, markup defused; text may wait a delta
+    for that) and a tool step is signed by the ``signer`` when it goes out. A run that ends in an
+    error closes its calls that have no result as failed, so none keeps spinning in the chat.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        new_id: Callable[[str], str] = lambda kind: f"{kind}-{random_hex()}",
+        input_ids: Iterable[str] = (),
+        scrubber: Scrubber | None = None,
+        signer: Signer | None = None,
+    ) -> None:
+        self.scrubber = scrubber or Scrubber()
+        self.signer = signer
+        self._tail = ""  # text of the open segment that waits for the next delta (see Scrubber)
+        self.segments: list[Segment] = []
+        self.statuses: list[dict[str, Any]] = []
+        self.finished = False
+        self.error: str | None = None
+        self._clock = clock
+        self._new_id = new_id
+        self._input_ids = set(input_ids)
+        self._used_ids: set[str] = set()
+        self._text_ids: set[str] = set()  # message ids that carried text: never reused for a tool step
+        self._roles: dict[str, str] = {}
+        self._text_open = False
+        self._text_message: str | None = None
+        self._pending_ws = ""
+        self._open_step: ToolStep | None = None
+        self._calls: dict[str, tuple[ToolStep, ToolCall]] = {}
+        self._last_chunk_call: str | None = None
+        self._reasoning: Reasoning | None = None
+        self._reasoning_start = 0.0
+        self._emitted = 0  # segments fully emitted
+        self._emitted_ids: set[int] = set()  # id() of the segments fully emitted
+        self._emitted_chars = 0  # characters of segments[_emitted] emitted so far (text only)
+        self._streamed_any = False
+        self.error_note = ""  # ends every error alert: the pipe puts the turn's trace id here
+        self.outbound = Outbound(self.scrubber)  # usage, sources and steps: beside the answer
+        self.paused = False  # the run paused for the user (an interrupt): see Questions
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def feed(self, event: Mapping[str, Any]) -> None:
+        if self.finished or not isinstance(event, Mapping):
+            return
+        kind = event.get("type")
+        handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
+        if handler is not None:
+            handler(self, event)
+
+    def _on_text_start(self, e: Mapping[str, Any]) -> None:
+        message_id = _str(e.get("messageId"))
+        if message_id:
+            self._roles[message_id] = _str(e.get("role")) or "assistant"
+
+    def _on_text_content(self, e: Mapping[str, Any]) -> None:
+        message_id = _str(e.get("messageId"))
+        if message_id and e.get("role"):
+            self._roles.setdefault(message_id, _str(e.get("role")))
+        self.text(_str(e.get("delta")), message_id)
+
+    def _on_tool_start(self, e: Mapping[str, Any]) -> None:
+        self.tool_call(_str(e.get("toolCallId")), _str(e.get("toolCallName")), _str(e.get("parentMessageId")))
+
+    def _on_tool_args(self, e: Mapping[str, Any]) -> None:
+        self.tool_args(_str(e.get("toolCallId")), _str(e.get("delta")))
+
+    def _on_tool_chunk(self, e: Mapping[str, Any]) -> None:
+        call_id = _str(e.get("toolCallId")) or self._last_chunk_call or ""
+        if call_id and call_id not in self._calls and e.get("toolCallName"):
+            self.tool_call(call_id, _str(e.get("toolCallName")), _str(e.get("parentMessageId")))
+        if call_id:
+            self._last_chunk_call = call_id
+            self.tool_args(call_id, _str(e.get("delta")))
+
+    def _on_tool_result(self, e: Mapping[str, Any]) -> None:
+        self.tool_result(_str(e.get("toolCallId")), _parts_concatenated(e.get("content")), _str(e.get("messageId")))
+
+    def _on_reasoning(self, e: Mapping[str, Any]) -> None:
+        self.reasoning(_str(e.get("delta")), _str(e.get("messageId")))
+
+    def _on_reasoning_end(self, e: Mapping[str, Any]) -> None:
+        if self._reasoning is not None:
+            self._reasoning.duration = int(self._clock() - self._reasoning_start)
+
+    def _on_snapshot(self, e: Mapping[str, Any]) -> None:
+        if self._streamed_any or self.segments:
+            return  # the stream is the record; a snapshot never reorders it
+        for message in e.get("messages") or []:
+            if not isinstance(message, Mapping) or message.get("id") in self._input_ids:
+                continue
+            self._replay_message(message)
+
+    def _on_run_finished(self, e: Mapping[str, Any]) -> None:
+        self.outbound.usage_total(e.get("usage"))
+        if self.outbound.pause(self, e.get("outcome")):
+            return
+        self.finish()
+
+    def _on_calls_ran(self, e: Mapping[str, Any]) -> None:
+        self.calls_ran()
+
+    def _on_run_error(self, e: Mapping[str, Any]) -> None:
+        self.outbound.usage_total(e.get("usage"))
+        message = _str(e.get("message")) or "The agent reported an error."
+        code = _str(e.get("code"))
+        self.finish(error=f"{message} ({code})" if code else message)
+
+    def _replay_message(self, message: Mapping[str, Any]) -> None:
+        role = message.get("role")
+        if role == "assistant":
+            self.text(_parts_concatenated(message.get("content")), None)
+            for call in message.get("toolCalls") or []:
+                function = call.get("function") or {}
+                self.tool_call(_str(call.get("id")), _str(function.get("name")), _str(message.get("id")))
+                self.tool_args(_str(call.get("id")), _str(function.get("arguments")))
+        elif role == "tool":
+            self.tool_result(
+                _str(message.get("toolCallId")), _parts_concatenated(message.get("content")), _str(message.get("id"))
+            )
+        elif role == "reasoning":
+            self.reasoning(_parts_concatenated(message.get("content")), _str(message.get("id")))
+
+    # -- the recording rules ---------------------------------------------------------------------
+
+    def text(self, delta: str, message_id: str | None = None) -> None:
+        """Text continues the open text segment; whitespace alone never opens one."""
+        if not delta or (message_id and self._roles.get(message_id, "assistant") != "assistant"):
+            return
+        self._streamed_any = True
+        if message_id:
+            self._text_ids.add(message_id)
+        self._close_reasoning()
+        if self._text_open:
+            segment = self.segments[-1]
+            assert isinstance(segment, Text)
+            if (
+                message_id
+                and self._text_message
+                and message_id != self._text_message
+                and not (segment.text + self._tail)[-1:].isspace()
+            ):
+                delta = "\n\n" + delta  # another message continues the paragraph flow
+            self._add_text(segment, delta)
+            self._text_message = message_id or self._text_message
+            return
+        if not delta.strip():
+            self._pending_ws += delta
+            return
+        self._open_step = None
+        segment = Text("")
+        self.segments.append(segment)
+        self._add_text(segment, self._pending_ws + delta)
+        self._pending_ws = ""
+        self._text_open = True
+        self._text_message = message_id
+
+    def _add_text(self, segment: Text, delta: str) -> None:
+        """Append what can go out now, scrubbed; keep a tail that may be a key's or markup's start."""
+        pending = self._tail + delta
+        cut = self.scrubber.stable_length(pending)
+        segment.text += self.scrubber.text(pending[:cut])
+        self._tail = pending[cut:]
+
+    def tool_call(self, call_id: str, name: str, parent_id: str | None = None) -> None:
+        """A call joins the open step (parallel calls) or opens a new one; text is closed."""
+        if not call_id:
+            return
+        self._streamed_any = True
+        known = self._calls.get(call_id)
+        if known is not None:  # a repeated start: may only complete a name not yet streamed
+            if name and not known[1].name and not self._is_emitted(known[0]):
+                known[1].name = name
+            return
+        self._close_reasoning()
+        self._close_text()
+        step = self._open_step
+        if step is None:
+            usable = parent_id and parent_id not in self._text_ids
+            step = ToolStep(message_id=self._unique(parent_id if usable else None, "msg"))
+            self.segments.append(step)
+            self._open_step = step
+        call = ToolCall(id=call_id, name=name)
+        step.calls.append(call)
+        self._calls[call_id] = (step, call)
+        self._used_ids.add(call_id)
+        self.statuses.append({"description": f"Running {name or 'a tool'}…", "done": False})
+
+    def tool_args(self, call_id: str, delta: str) -> None:
+        entry = self._calls.get(call_id)
+        if entry is None or not delta or self._is_emitted(entry[0]):
+            return
+        call = entry[1]
+        if call.arguments and delta == call.arguments and _is_json(call.arguments):
+            return  # a replay of the whole argument string (agent-framework #4194)
+        call.arguments += delta
+
+    def tool_result(self, call_id: str, content: str, message_id: str | None = None) -> None:
+        """A result fills its call wherever that call is, and ends the step for new calls."""
+        self._streamed_any = True
+        if call_id not in self._calls:
+            call_id = call_id or self._new_id("call")
+            self.tool_call(call_id, "unknown_tool")  # a result whose call never streamed
+        step, call = self._calls[call_id]
+        if call.result is not None or self._is_emitted(step):
+            return
+        call.result = self.outbound.approvals.pop(call_id, "") + content
+        call.result_id = self._unique(message_id, "result")
+        self._open_step = None
+
+    def calls_ran(self) -> None:
+        """The calls still waiting for a result ran on the agent's side and none will come (an
+        OpenAI stream that goes on after its calls): they are done, so what follows streams."""
+        for step, call in self._calls.values():
+            if call.result is None and not self._is_emitted(step):
+                call.unreported = True
+        self._open_step = None
+
+    def reasoning(self, delta: str, reasoning_id: str | None = None) -> None:
+        """Reasoning in a row is one block (rc8 gives every delta its own id)."""
+        if not delta:
+            return
+        self._streamed_any = True
+        if self._reasoning is not None:
+            self._reasoning.text += delta
+            self._reasoning.duration = int(self._clock() - self._reasoning_start)
+            return
+        if not delta.strip():
+            return
+        self._close_text()
+        self._open_step = None
+        self._reasoning = Reasoning(id=self._unique(reasoning_id, "reasoning"), text=delta)
+        self._reasoning_start = self._clock()
+        self.segments.append(self._reasoning)
+        self.statuses.append({"description": "Thinking…", "done": False})
+
+    def finish(self, error: str | None = None) -> None:
+        """End the run: everything pending is final; an error goes last."""
+        if self.finished:
+            return
+        self._close_reasoning()
+        self._close_text()
+        self._open_step = None
+        if error:
+            error = self.scrubber.error(error)
+            self.error = error
+            for segment in self.segments:
+                if isinstance(segment, ToolStep) and not self._is_emitted(segment):
+                    for call in segment.calls:
+                        if call.result is None and not call.unreported:
+                            call.result = "Error: the run ended before this tool returned a result."
+                            call.failed = True
+            self.segments.append(Error(error + self.error_note))
+        self.finished = True
+        self.statuses.append(
+            {"description": "The agent stopped with an error" if error else "Done", "done": True, "hidden": not error}
+        )
+
+    # -- output ---------------------------------------------------------------------------------
+
+    def drain(self) -> str:
+        """Output that can no longer change and was not returned before."""
+        out: list[str] = []
+        while self._emitted < len(self.segments):
+            index = self._emitted
+            segment = self.segments[index]
+            if isinstance(segment, Text):
+                out.append(segment.text[self._emitted_chars :])
+                self._emitted_chars = len(segment.text)
+                if index == len(self.segments) - 1 and self._text_open:
+                    break
+            elif not self._is_stable(segment):
+                break
+            else:
+                self._seal(segment)
+                out.append(render_piece(self.segments[index - 1] if index else None, segment))
+            self._emitted_ids.add(id(segment))
+            self._emitted += 1
+            self._emitted_chars = 0
+        return "".join(out)
+
+    def render(self) -> str:
+        if self.finished:
+            for segment in self.segments[self._emitted :]:
+                self._seal(segment)
+        return render_segments(self.segments)
+
+    def take_statuses(self) -> list[dict[str, Any]]:
+        statuses, self.statuses = self.statuses, []
+        for status in statuses:
+            status["description"] = self.scrubber.redact(status["description"])
+        return statuses
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _is_stable(self, segment: Segment) -> bool:
+        if self.finished and not self.paused:
+            return True
+        if isinstance(segment, ToolStep):
+            return all(call.result is not None or call.unreported for call in segment.calls)
+        if isinstance(segment, Reasoning):
+            return segment is not self._reasoning
+        return True
+
+    def _is_emitted(self, segment: Segment) -> bool:
+        return id(segment) in self._emitted_ids
+
+    def _seal(self, segment: Segment) -> None:
+        """Final values of a segment that goes out now: keys masked, tool blocks signed."""
+        redact = self.scrubber.redact
+        if isinstance(segment, ToolStep):
+            segment.message_id = redact(segment.message_id)
+            for call in segment.calls:
+                call.id, call.name, call.arguments = redact(call.id), redact(call.name), redact(call.arguments)
+                if call.result is not None:
+                    call.result = redact(call.result)
+                if call.result_id:
+                    call.result_id = redact(call.result_id)
+                if self.signer is not None:
+                    self.signer.seal(call, segment.message_id)
+        elif isinstance(segment, Reasoning):
+            segment.id, segment.text = redact(segment.id), redact(segment.text)
+
+    def _close_text(self) -> None:
+        if self._tail and self._text_open:
+            segment = self.segments[-1]
+            assert isinstance(segment, Text)
+            segment.text += self.scrubber.text(self._tail)
+        self._tail = ""
+        self._text_open = False
+        self._text_message = None
+        self._pending_ws = ""
+
+    def _close_reasoning(self) -> None:
+        self._reasoning = None
+
+    def _unique(self, preferred: str | None, kind: str) -> str:
+        taken = self._used_ids | self._input_ids
+        value = preferred if preferred and preferred not in taken else self._new_id(kind)
+        while value in taken:
+            value = self._new_id(kind)
+        self._used_ids.add(value)
+        return value
+
+
+_HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
+    "TEXT_MESSAGE_START": Recorder._on_text_start,
+    "TEXT_MESSAGE_CONTENT": Recorder._on_text_content,
+    "TEXT_MESSAGE_CHUNK": Recorder._on_text_content,
+    "TOOL_CALL_START": Recorder._on_tool_start,
+    "TOOL_CALL_ARGS": Recorder._on_tool_args,
+    "TOOL_CALL_CHUNK": Recorder._on_tool_chunk,
+    "TOOL_CALL_RESULT": Recorder._on_tool_result,
+    "REASONING_MESSAGE_CONTENT": Recorder._on_reasoning,
+    "REASONING_MESSAGE_CHUNK": Recorder._on_reasoning,
+    "THINKING_TEXT_MESSAGE_CONTENT": Recorder._on_reasoning,
+    "REASONING_MESSAGE_END": Recorder._on_reasoning_end,
+    "REASONING_END": Recorder._on_reasoning_end,
+    "THINKING_END": Recorder._on_reasoning_end,
+    "MESSAGES_SNAPSHOT": Recorder._on_snapshot,
+    "RUN_FINISHED": Recorder._on_run_finished,
+    "RUN_ERROR": Recorder._on_run_error,
+    CALLS_RAN: Recorder._on_calls_ran,
+    "CUSTOM": lambda recorder, e: recorder.outbound.custom(recorder, _str(e.get("name")), e.get("value")),
+    "STEP_STARTED": lambda recorder, e: recorder.outbound.step(recorder, _str(e.get("stepName"))),
+    USAGE: lambda recorder, e: recorder.outbound.usage_total(e.get("usage")),
+}

@@ -1,0 +1,171 @@
+"""Bytes in, AG-UI events out: SSE, the OpenAI chunk adapter, AgentStream."""
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from agent_pipe.constants import CALLS_RAN, IMAGE_EVENT, SOURCE_EVENT, USAGE
+from agent_pipe.helpers import _json_or_none, _parts_concatenated, _str, random_hex
+
+# === wire decoding: SSE, the OpenAI adapter, the event decoder ====================================
+
+
+class SSEParser:
+    """Server-sent events, line by line: returns an event's data when a blank line ends it."""
+
+    def __init__(self) -> None:
+        self._data: list[str] = []
+
+    def feed(self, line: str) -> str | None:
+        if not line:
+            return self.flush()
+        if line.startswith(":"):
+            return None
+        name, _, value = line.partition(":")
+        if name == "data":
+            self._data.append(value[1:] if value.startswith(" ") else value)
+        return None
+
+    @property
+    def pending(self) -> bool:
+        """Data lines of an event that is not complete yet."""
+        return bool(self._data)
+
+    def flush(self) -> str | None:
+        if not self._data:
+            return None
+        data = "\n".join(self._data)
+        self._data = []
+        return data
+
+
+class OpenAIChunkAdapter:
+    """OpenAI chat-completion chunks as AG-UI-shaped events, so one recorder serves both transports.
+
+    An OpenAI stream carries a call's result, if at all, as a ``tool`` delta right after the call.
+    When text or reasoning follows calls whose results did not come, the agent ran them on its side
+    and will not send them: the adapter says so (CALLS_RAN), so the text is not held below calls
+    that would otherwise wait for a result until the run ends. (A result that still comes after
+    that is not shown: the call's block has gone out.)
+    """
+
+    def __init__(self) -> None:
+        self._calls_by_index: dict[int, str] = {}
+        self._waiting: set[str] = set()  # calls started, no result seen
+        self.finish_reason: str | None = None
+
+    def events(self, chunk: Mapping[str, Any]) -> list[dict[str, Any]]:
+        error = chunk.get("error")
+        if error:
+            message = error.get("message") if isinstance(error, Mapping) else error
+            return [{"type": "RUN_ERROR", "message": _str(message) or "The agent reported an error."}]
+        out: list[dict[str, Any]] = []
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            text = delta.get("content")
+            is_result = delta.get("role") == "tool" and delta.get("tool_call_id")
+            said = any(isinstance(part, str) and part.strip() for part in (text, reasoning))
+            if self._waiting and not is_result and said:
+                self._waiting.clear()
+                out.append({"type": CALLS_RAN})
+            if isinstance(reasoning, str) and reasoning:
+                out.append({"type": "REASONING_MESSAGE_CONTENT", "messageId": "reasoning", "delta": reasoning})
+            if is_result:
+                self._waiting.discard(_str(delta["tool_call_id"]))
+                out.append(
+                    {"type": "TOOL_CALL_RESULT", "toolCallId": delta["tool_call_id"], "content": _parts_concatenated(text)}
+                )
+            elif isinstance(text, str) and text:
+                out.append({"type": "TEXT_MESSAGE_CONTENT", "delta": text})
+            for call in delta.get("tool_calls") or []:
+                index = call.get("index", len(self._calls_by_index))
+                function = call.get("function") or {}
+                call_id = _str(call.get("id")) or self._calls_by_index.get(index, "")
+                if not call_id:
+                    call_id = f"call-{random_hex()}"
+                if index not in self._calls_by_index or function.get("name"):
+                    self._calls_by_index[index] = call_id
+                    self._waiting.add(call_id)
+                    out.append(
+                        {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": _str(function.get("name"))}
+                    )
+                if function.get("arguments"):
+                    out.append({"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": _str(function["arguments"])})
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+            out.extend(openai_extras(delta))
+        if isinstance(chunk.get("usage"), Mapping):  # the final chunk (stream_options.include_usage)
+            out.append({"type": USAGE, "usage": chunk["usage"]})
+        return out
+
+
+def openai_extras(delta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """What an OpenAI delta carries beside the answer, as the events the Outbound reads."""
+    annotations = delta.get("annotations")
+    citations = [
+        a for a in annotations if isinstance(a, Mapping) and a.get("type") == "url_citation"
+    ] if isinstance(annotations, list) else []
+    out = [{"type": "CUSTOM", "name": SOURCE_EVENT, "value": citations}] if citations else []
+    images = delta.get("images")
+    if isinstance(images, list) and images:
+        out.append({"type": "CUSTOM", "name": IMAGE_EVENT, "value": images})
+    return out
+
+
+class AgentStream:
+    """The events in an agent's response body, fed as it is read (pure: bytes in, AG-UI events out).
+
+    AG-UI bodies are SSE whose data is an event; OpenAI bodies are SSE whose data is a chunk, made
+    AG-UI-shaped by the OpenAIChunkAdapter, and ``[DONE]`` ends the run. ``feed`` is lazy: the
+    first event of a large read is handled before the rest of the read is parsed.
+    """
+
+    def __init__(self, transport: str) -> None:
+        self._parser = SSEParser()
+        self._pending = b""  # the start of a line the next read completes
+        self._adapter = OpenAIChunkAdapter() if transport == "openai" else None
+        self._done = False
+
+    def feed(self, raw: bytes) -> Iterator[dict[str, Any]]:
+        body, self._pending, start, parser = self._pending + raw, b"", 0, self._parser
+        # Line by line as consumed, each line decoded on its own (SSE is UTF-8, and "\n" never
+        # occurs inside a UTF-8 sequence): a read can hold thousands of lines, and the first
+        # event must not wait for all of them to be split or decoded.
+        while (end := body.find(b"\n", start)) >= 0:
+            line, start = body[start:end].decode("utf-8", "replace"), end + 1
+            if line.endswith("\r"):
+                line = line[:-1]
+            if line[:5] == "data:" and body.startswith(b"\n", start) and not parser.pending:
+                start += 1  # "data: ...\n\n", what nearly every event is: no parser needed
+                yield from self._events(line[6:] if line[5:6] == " " else line[5:])
+                continue
+            data = parser.feed(line)
+            if data is not None:
+                yield from self._events(data)
+        self._pending = body[start:]
+
+    def end(self) -> Iterator[dict[str, Any]]:
+        """The events the body's end completes (a last event without its blank line)."""
+        tail, self._pending = self._pending.decode("utf-8", "replace").removesuffix("\r"), b""
+        for data in (self._parser.feed(tail) if tail else None, self._parser.flush()):
+            if data is not None:
+                yield from self._events(data)
+        if self._adapter is not None and self._adapter.finish_reason and not self._done:
+            self._done = True
+            yield {"type": "RUN_FINISHED"}  # some servers end without [DONE]
+
+    def _events(self, data: str) -> Iterator[dict[str, Any]]:
+        if self._adapter is None:
+            event = _json_or_none(data)
+            if isinstance(event, dict) and event.get("type") not in (CALLS_RAN, USAGE):  # only the adapter says that
+                yield event
+            return
+        if self._done:
+            return
+        if data.strip() == "[DONE]":
+            self._done = True
+            yield {"type": "RUN_FINISHED"}
+            return
+        chunk = _json_or_none(data)
+        if isinstance(chunk, dict):
+            yield from self._adapter.events(chunk)
