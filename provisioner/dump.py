@@ -35,8 +35,11 @@ from .state import MARKER_KEY, is_managed
 from .toggle_filters import render_toggle_filter, toggle_filter_id
 
 PREFIX = PIPE_FUNCTION_ID + "."
-_IDENTIFIER = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
-_FEATURE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
+# Names that become file names: always matched whole (fullmatch; `$` would let a trailing
+# newline through), and every path checked once more before the write (_unsafe_name).
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9_-]{0,63}")
+_FEATURE = re.compile(r"[a-z][a-z0-9_]{0,47}")
+_PATH_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _READ_CAPABILITY = {"images": "read_images", "documents": "read_documents"}
 _PLAIN_CAPABILITY = "answer"  # a blueprint needs one step that calls something
 _STUB = "Written by provision dump: say what the agent does here."
@@ -127,7 +130,7 @@ def dump_rows(
         blueprint_id, agent_id = _ids(row)
         report = RowReport(ident, f"{blueprint_id}.yaml", is_managed(row.get("meta")))
         reports.append(report)
-        if not (_IDENTIFIER.match(blueprint_id) and _IDENTIFIER.match(agent_id)):
+        if not (_IDENTIFIER.fullmatch(blueprint_id) and _IDENTIFIER.fullmatch(agent_id)):
             report.file = ""
             report.not_expressed.append(
                 f"its id is not {PREFIX}<blueprint>.<agent> with ids of lower-case letters, digits, - and _: "
@@ -252,9 +255,18 @@ def _features(row: Mapping[str, Any]) -> list[str]:
     meta = row.get("meta") or {}
     marker = meta.get(MARKER_KEY)
     if is_managed(meta) and isinstance(marker, dict) and isinstance(marker.get("features"), list):
-        return sorted(str(f) for f in marker["features"])
+        return sorted(str(f) for f in marker["features"] if _FEATURE.fullmatch(str(f)))
     found = [str(f).removeprefix(TOGGLE_FILTER_PREFIX) for f in meta.get("filterIds") or [] if str(f).startswith(TOGGLE_FILTER_PREFIX)]
-    return sorted({f for f in found if _FEATURE.match(f)})
+    return sorted({f for f in found if _FEATURE.fullmatch(f)})
+
+
+def _unnamable_toggles(row: Mapping[str, Any]) -> list[str]:
+    """The toggles an owned row's marker lists under names no blueprint can give (_features drops them)."""
+    meta = row.get("meta") or {}
+    marker = meta.get(MARKER_KEY)
+    if not (is_managed(meta) and isinstance(marker, dict) and isinstance(marker.get("features"), list)):
+        return []
+    return [str(f) for f in marker["features"] if not _FEATURE.fullmatch(str(f))]
 
 
 def _reads_and_overrides(row: Mapping[str, Any], supported: list[str]) -> tuple[list[str], dict[str, bool]]:
@@ -296,6 +308,11 @@ def _agent(
     if icon:
         agent["icon"] = icon
     agent["access"] = _access(row.get("access_grants"), groups, report)
+    unnamable = _unnamable_toggles(row)
+    if unnamable:
+        report.not_expressed.append(
+            f"toggles {', '.join(map(repr, unnamable))}: not a toggle name (lower-case letters, digits and _); left out"
+        )
     defaults = [str(f).removeprefix(TOGGLE_FILTER_PREFIX) for f in meta.get("defaultFilterIds") or []]
     kept = [f for f in defaults if f in supported]
     if len(kept) < len(defaults):
@@ -411,6 +428,10 @@ def write_dump(directory: Path, dumped: Dumped, *, force: bool = False) -> list[
     first write, so a refusal writes nothing; a symlinked directory on the way is never written through."""
     from .scaffold import _blocked_paths, _make_dirs
 
+    unsafe = [name for name in dumped.files if _unsafe_name(name)]
+    if unsafe:
+        names = "\n".join(f"  {name!r}" for name in unsafe)
+        raise ProvisionError(f"provision dump wrote nothing: these names cannot be file names inside {directory}:\n{names}")
     targets = [directory / name for name in dumped.files]
     blocked = _blocked_paths(directory, targets)
     if blocked:
@@ -429,3 +450,9 @@ def write_dump(directory: Path, dumped: Dumped, *, force: bool = False) -> list[
             path.unlink()  # --force replaces the link itself, never the file it points to
         path.write_bytes(content)
     return targets
+
+
+def _unsafe_name(name: str) -> bool:
+    """True unless `name` is a relative path of plain parts (letters, digits, _ - .; no part
+    starting with a dot): the last check on every name a row's fields made."""
+    return not all(_PATH_PART.fullmatch(part) for part in name.split("/"))

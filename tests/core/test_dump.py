@@ -159,3 +159,43 @@ def test_existing_files_stop_the_dump_before_any_write(tmp_path: Path) -> None:
     assert (tmp_path / "helpdesk.yaml").read_text() == "mine\n"
     write_dump(tmp_path, dumped, force=True)
     assert (tmp_path / "helpdesk.yaml").read_bytes() == dumped.files["helpdesk.yaml"]
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"id": "aihub_agent_pipe.helpdesk.first\n", "meta": {}},  # `$` matches before a trailing newline
+        {"id": "aihub_agent_pipe.helpdesk\n.first", "meta": {}},
+        {"id": "aihub_agent_pipe.x.y", "meta": {"aihub": {"managed_by": "aihub-provision", "blueprint": "helpdesk\n",
+                                                           "agent": "first"}}},
+        {"id": "aihub_agent_pipe.x.y", "meta": {"aihub": {"managed_by": "aihub-provision", "blueprint": "helpdesk",
+                                                           "agent": "first\n"}}},
+        {"id": "aihub_agent_pipe.x.y", "meta": {"aihub": {"managed_by": "aihub-provision", "blueprint": "../up",
+                                                           "agent": "first"}}},
+    ],
+)
+def test_a_name_with_a_newline_or_a_slash_never_becomes_a_file_name(row: dict[str, Any]) -> None:
+    dumped = dump_rows([row], [], GROUPS)
+    assert dumped.files == {} and "not written" in dumped.rows[0].not_expressed[0]
+
+
+@pytest.mark.parametrize("feature", ["web_search\n", "../../escape", "web/search"])
+def test_a_toggle_name_no_blueprint_can_make_is_reported_and_makes_no_file(feature: str) -> None:
+    icon = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    marker = {"managed_by": "aihub-provision", "blueprint": "helpdesk", "agent": "first", "features": [feature]}
+    row = {"id": "aihub_agent_pipe.helpdesk.first", "meta": {"aihub": marker}}
+    toggle = {"id": "aihub_toggle_" + feature, "name": "T", "content": f"        self.icon = {icon!r}\n"}
+    dumped = dump_rows([row], [toggle], GROUPS)
+    assert all(name.count("/") <= 1 and "\n" not in name and ".." not in name for name in dumped.files), dumped.files
+    assert set(dumped.files) <= {"helpdesk.yaml", "capabilities.yaml", "features.yaml"}
+    assert any(feature.strip() in note for note in dumped.rows[0].not_expressed)
+    assert feature not in yaml.safe_load(dumped.files["helpdesk.yaml"])["steps"][0]["calls"]
+
+
+def test_write_dump_refuses_a_file_name_outside_the_directory(tmp_path: Path) -> None:
+    from provisioner.dump import Dumped
+
+    for name in ("../escape.yaml", "/abs.yaml", "icons/a\n.png", "icons/../../x.png", "a\\b.yaml"):
+        with pytest.raises(ProvisionError, match="wrote nothing"):
+            write_dump(tmp_path / "out", Dumped({"ok.yaml": b"x", name: b"y"}, []))
+        assert not (tmp_path / "out").exists() and not (tmp_path / "escape.yaml").exists()
