@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ConfigError, ProvisionError
+from .token_file import read_secret_file
 
 EMAIL_ENV = "OPENWEBUI_ADMIN_EMAIL"
 PASSWORD_ENV = "OPENWEBUI_ADMIN_PASSWORD"
@@ -39,14 +40,9 @@ def admin_login(env: Mapping[str, str]) -> AdminLogin:
     file = env.get(PASSWORD_FILE_ENV, "").strip()
     if password and file:
         raise ConfigError(f"both {PASSWORD_ENV} and {PASSWORD_FILE_ENV} are set; use one")
-    if file:
-        try:
-            raw = Path(file).read_bytes()
-        except OSError as exc:
-            raise ConfigError(f"cannot read {PASSWORD_FILE_ENV} {file}: {exc.strerror or exc}") from None
-        password = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-        if "\ufffd" in password:
-            raise ConfigError(f"{PASSWORD_FILE_ENV} {file} is not UTF-8 text")
+    if file:  # read as a token file is (a FIFO, a device, a huge file refused), nothing but the line end stripped
+        text = read_secret_file(Path(file), name=PASSWORD_FILE_ENV, holds="the password")
+        password = text.removesuffix("\n").removesuffix("\r")
     if not password:
         raise ConfigError(f"no admin password: set {PASSWORD_ENV} or {PASSWORD_FILE_ENV} (a file, e.g. a mounted Secret)")
     return AdminLogin(email, password)
