@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from provisioner.commit_message import MAX_MESSAGE, CommitInfo
 from provisioner.observed import observe
 from provisioner.plan import make_plan
@@ -50,3 +52,47 @@ def test_each_write_of_a_plan_carries_its_own_source() -> None:
         "f1": "provision 9.9.9 sync of functions/f1.py; commit abc",
         "m1": "provision 9.9.9 sync of blueprints/a.yaml; commit abc",
     }
+
+
+# --- what reaches Open WebUI's history is what a reader sees (issue 29, finding 9c) ------------------
+
+HIDDEN = "\x1b[2J\x00\x07\u202e\u2066\u200b\u200d\u2060\ufeff\u00ad\u061c"
+
+
+def test_control_bidi_and_zero_width_characters_never_reach_the_history() -> None:
+    from provisioner.text import first_hidden
+
+    info = CommitInfo.from_env("1.2.3", {**GITHUB, "GITHUB_SHA": f"abc{HIDDEN}def"},
+                               override=None)
+    message = info.message(f"blueprints/sup{HIDDEN}port.yaml")
+    assert first_hidden(message) is None, ascii(message)
+    assert "blueprints/sup[2Jport.yaml" in message and "commit abc[2Jdef" in message  # dropped, not replaced
+    override = CommitInfo("1", override=f"hot\u202efix:{HIDDEN}\u2028revert\u2029it").message(None)
+    assert override == "hotfix:[2J revert it", ascii(override)
+
+
+def test_a_message_of_hidden_characters_alone_falls_back_to_the_default() -> None:
+    assert CommitInfo.from_env("1.2.3", {}, override=HIDDEN.replace("[2J", "")).message("b.yaml") == "provision 1.2.3 sync of b.yaml"
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"CI_PIPELINE_URL": "javascript:alert(document.cookie)"},
+        {"CI_PIPELINE_URL": "java\u200bscript:alert(1)"},
+        {"CI_PIPELINE_URL": "JavaScript://x.example/%0aalert(1)"},
+        {"CI_PIPELINE_URL": "data:text/html,<script>alert(1)</script>"},
+        {"CI_PIPELINE_URL": "//evil.example/run"},
+        {"CI_PIPELINE_URL": "https://ok.example/run javascript:alert(1)"},
+        {"CI_PIPELINE_URL": "https://user:pw@gitlab.example.com/p/7"},
+        {"GITHUB_SERVER_URL": "javascript:alert(1)//", "GITHUB_REPOSITORY": "a/b", "GITHUB_RUN_ID": "1"},
+    ],
+)
+def test_a_run_url_that_is_not_plain_http_or_https_is_left_out(env: dict[str, str]) -> None:
+    info = CommitInfo.from_env("1.2.3", {"CI_COMMIT_SHA": "abc", **env})
+    assert info.run_url is None
+    assert info.message("b.yaml") == "provision 1.2.3 sync of b.yaml; commit abc"
+
+
+def test_an_http_run_url_is_kept() -> None:
+    assert CommitInfo.from_env("1", {"CI_PIPELINE_URL": "http://ci.internal/p/7"}).run_url == "http://ci.internal/p/7"
