@@ -8,6 +8,7 @@ it::
     PINS = ("ag-ui-langgraph==0.0.47", ...)   # exact versions, installed with uv
     AGENT_PATH = "/agent"                      # the AG-UI route the app serves
     SCENARIOS = ("stream", "tool", ...)        # optional: the scripts of apps/_common.py it serves
+    ANSWERS = {"approve": {"approved": ...}}   # optional: the user's answers in the shape it reads
 
 Adding a framework is adding such a file (``apps/_common.py`` holds what every app shares: the
 port, the recording and control routes, the scripts). Venvs live under the cache dir
@@ -61,6 +62,7 @@ class Framework:
     pins: tuple[str, ...]
     agent_path: str
     scenarios: tuple[str, ...]
+    answers: dict[str, dict[str, Any]]
 
     @property
     def home(self) -> Path:
@@ -84,13 +86,14 @@ def _declared(app: Path) -> Framework:
     values: dict[str, Any] = {}
     for node in ast.parse(app.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            if node.targets[0].id in ("PINS", "AGENT_PATH", "SCENARIOS"):
+            if node.targets[0].id in ("PINS", "AGENT_PATH", "SCENARIOS", "ANSWERS"):
                 values[node.targets[0].id] = ast.literal_eval(node.value)
     pins = tuple(values.get("PINS") or ())
     if not pins or not all("==" in pin for pin in pins):
         raise HarnessError(f"{app}: PINS must be a literal tuple of exact pins (name==version)")
     scenarios = tuple(values.get("SCENARIOS") or ALL_SCENARIOS)
-    return Framework(app.stem.removesuffix("_app"), app, pins, str(values.get("AGENT_PATH", "/agent")), scenarios)
+    return Framework(app.stem.removesuffix("_app"), app, pins, str(values.get("AGENT_PATH", "/agent")), scenarios,
+                     dict(values.get("ANSWERS") or {}))
 
 
 def frameworks() -> dict[str, Framework]:
