@@ -21,7 +21,7 @@ _HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 @pytest.mark.parametrize("name", list(harness.frameworks()))
 def test_the_server_runs_the_pinned_versions_and_streams_a_run(framework_servers: Any, name: str) -> None:
     server = started(framework_servers, name)
-    pins = dict(pin.split("==", 1) for pin in server.framework.pins)
+    pins = {pin.split("==")[0].split("[")[0]: pin.split("==")[1] for pin in server.framework.pins}
     assert {package: pins[package] for package in server.health()} == server.health()
     assert set(harness.installed(name)["pins"]) == set(server.framework.pins)
     body = {"threadId": f"smoke-{name}", "runId": "r-1", "state": {}, "tools": [], "context": [],

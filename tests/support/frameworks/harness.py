@@ -79,7 +79,7 @@ class Framework:
 
     @property
     def package(self) -> str:
-        return self.pins[0].split("==", 1)[0]
+        return self.pins[0].split("==", 1)[0].split("[")[0]
 
 
 def _declared(app: Path) -> Framework:

@@ -1,0 +1,133 @@
+"""Pydantic AI through its own AG-UI adapter (``pydantic_ai.ui.ag_ui.AGUIAdapter``), as its docs show.
+
+A Starlette route calls ``AGUIAdapter.dispatch_request(request, agent=agent)`` with the adapter's
+defaults. The model is ``FunctionModel(stream_function=...)`` playing apps/_common.py's scripts:
+text pieces, then ``DeltaToolCalls`` with the arguments in pieces. A tool needing approval is
+``requires_approval=True`` (the agent's ``output_type`` includes ``DeferredToolRequests``, as
+Pydantic AI requires); a question and a client-side call are ``CallDeferred`` (kind ``question``
+and ``external``). Runs in its own venv (tests/support/frameworks/harness.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import _common as common
+from pydantic_ai import Agent, CallDeferred, DeferredToolRequests
+from pydantic_ai.messages import (
+    BinaryContent,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+from pydantic_ai.ui.ag_ui import AGUIAdapter
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+PINS = (
+    "pydantic-ai-slim[ag-ui]==2.68.0",
+    "ag-ui-protocol==1.0.0",
+    "pydantic==2.14.4",
+    "starlette==1.10.0",
+    "uvicorn==0.55.0",
+)
+AGENT_PATH = "/agent"
+
+
+def _user(part: UserPromptPart) -> dict[str, Any]:
+    items = [part.content] if isinstance(part.content, str) else list(part.content)
+    text = "".join(i for i in items if isinstance(i, str))
+    media = [common.media(type(i).__name__, i.media_type, i.data) for i in items if isinstance(i, BinaryContent)]
+    media += [{"type": type(i).__name__, "media_type": getattr(i, "media_type", ""), "sha256": ""}
+              for i in items if not isinstance(i, (str, BinaryContent))]
+    return common.seen("user", text, media=media)
+
+
+def _seen(messages: list[ModelMessage]) -> list[dict[str, Any]]:
+    out = []
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, UserPromptPart):
+                    out.append(_user(part))
+                elif isinstance(part, ToolReturnPart):
+                    out.append(common.seen("tool", results=[(part.tool_call_id, part.model_response_str())]))
+                elif isinstance(part, RetryPromptPart):
+                    out.append(common.seen("tool", results=[(part.tool_call_id or "", part.model_response())]))
+                elif isinstance(part, SystemPromptPart):
+                    out.append(common.seen("system", part.content))
+        elif isinstance(message, ModelResponse):
+            text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
+            calls = [p.tool_call_id for p in message.parts if isinstance(p, ToolCallPart)]
+            out.append(common.seen("assistant", text, calls=calls))
+    return out
+
+
+async def scripted(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
+    """The stream function: one kind per response, text first, then the calls."""
+    step = common.record_model_call(_seen(messages))
+    for piece in step.text:
+        yield piece
+    if step.fail:
+        raise RuntimeError(step.fail)
+    for index, call in enumerate(step.calls):
+        for n, piece in enumerate(call.pieces):
+            first = n == 0
+            yield {index: DeltaToolCall(name=call.name if first else None, json_args=piece,
+                                        tool_call_id=call.id if first else None)}
+
+
+agent = Agent(FunctionModel(stream_function=scripted), output_type=[str, DeferredToolRequests], name="scripted")
+
+
+@agent.tool_plain
+def lookup_order(order: str) -> str:
+    """Look an order up."""
+    common.ran("lookup_order", {"order": order})
+    return f"order {order} shipped"
+
+
+@agent.tool_plain(requires_approval=True)
+def cancel_order(order: str) -> str:
+    """Cancel an order (the user approves it first)."""
+    common.ran("cancel_order", {"order": order})
+    return f"order {order} cancelled"
+
+
+@agent.tool_plain
+def ask_address(order: str) -> str:
+    """Ask the user where an order goes: a question the client answers."""
+    raise CallDeferred({"question": common.QUESTION}, kind="question")
+
+
+@agent.tool_plain
+def confirm_shipment(order: str) -> str:
+    """Confirmed by the client (work done outside the agent)."""
+    raise CallDeferred()
+
+
+@agent.tool_plain
+def broken_lookup(order: str) -> str:
+    """A tool that fails."""
+    common.ran("broken_lookup", {"order": order})
+    raise RuntimeError("the order database is down")
+
+
+async def run_agent(request: Request) -> Response:
+    return await AGUIAdapter.dispatch_request(request, agent=agent)
+
+
+app = Starlette(routes=[Route(AGENT_PATH, run_agent, methods=["POST"])])
+
+if __name__ == "__main__":
+    common.serve(app, AGENT_PATH, ["pydantic-ai-slim", "ag-ui-protocol"])
