@@ -1,15 +1,16 @@
-"""What provision and the agents agree on, the limits and timings, and the errors the pipe raises."""
+"""What the pipe and the agents agree on, the limits and timings, and the errors the pipe raises.
+
+What provision and the pipe agree on (METADATA_KEY) is provisioner.contract's: the modules import
+it from there, and scripts/build-pipe writes its definition into the built file.
+"""
 
 
 # === constants ====================================================================================
 
 
-# The contract: the metadata key the feature filters fill and this file's id (provision
-# knows both), and the event types only the pipe itself makes.
-METADATA_KEY = "aihub_requested_features"
+# The event types only the pipe itself makes.
 CALLS_RAN = "AIHUB_TOOL_CALLS_RAN"  # the pipe's own event: the calls waiting for a result ran (OpenAI)
 USAGE = "AIHUB_USAGE"  # the pipe's own event: an OpenAI stream's usage chunk (the run's total)
-FUNCTION_ID = "aihub_agent_pipe"  # Open WebUI's id for this file; its models are FUNCTION_ID.<blueprint>.<agent>
 
 # What the agent sends beside its answer (the recorder's Outbound).
 SOURCE_EVENT = "aihub.source"

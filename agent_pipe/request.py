@@ -20,7 +20,6 @@ from agent_pipe.constants import (
     IDENTITY_ISSUER,
     IDENTITY_KEY_ENV,
     IDENTITY_KID_ENV,
-    METADATA_KEY,
     IdentityRequired,
     PipeConfigError,
 )
@@ -28,6 +27,7 @@ from agent_pipe.failures import _host
 from agent_pipe.helpers import _str, log, random_hex
 from agent_pipe.secrets import TokenMask
 from agent_pipe.valves import AgentSpec
+from provisioner.contract import METADATA_KEY
 
 # === the request ==================================================================================
 

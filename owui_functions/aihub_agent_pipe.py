@@ -29,21 +29,25 @@ global: false
 #
 # How it streams is the Recorder's docstring.
 #
-# Sections, top to bottom:
+# The modules of agent_pipe/ this file is built from, in order (scripts/build-pipe):
 #   constants      what provision and the agents agree on, limits, timings, the errors raised
 #   helpers        small conversions, among them the two rules for message content as text
 #   segments       what one turn is made of
 #   rendering      segments -> Open WebUI assistant content
 #   parsing        stored content -> segments (the inverse)
 #   secrets        the Scrubber and TokenMask (masking keys), the Signer (tool blocks)
-#   history        Open WebUI's messages -> the agent's messages, with the files attached
-#   the request    who asks, in which chat, under which trace: identity, ids, headers
-#   wire decoding  SSE, the OpenAI chunk adapter, AgentStream (bytes in, AG-UI events out)
-#   the recorder   events -> ordered segments and stable output; what shows beside the answer
+#   history        Open WebUI's messages -> the agent's messages
+#   files          which files the user attached, where they go, as content parts
+#   file_store     the request body with files in it; reading them from Open WebUI's store
+#   request        who asks, in which chat, under which trace: identity, ids, headers
+#   wire           SSE, the OpenAI chunk adapter, AgentStream (bytes in, AG-UI events out)
+#   recorder       events -> ordered segments and stable output
+#   outbound       what shows beside the answer: usage, sources, images, steps
 #   valves         the AGENTS and API_KEYS valves, parsed once per text
-#   transport      the pool, the proxy, the status line, batching, the run and its questions
+#   transport      the pool, the proxy, the status line, batching, the run
+#   questions      a run that pauses to ask the user, and is resumed
 #   failures       what went wrong, as the text the user reads
-#   Pipe           the class Open WebUI calls, last
+#   pipe           the Pipe class Open WebUI calls, last
 
 import asyncio
 import base64
@@ -78,12 +82,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 # === constants ====================================================================================
 
 
-# The contract: the metadata key the feature filters fill and this file's id (provision
-# knows both), and the event types only the pipe itself makes.
-METADATA_KEY = "aihub_requested_features"
+# The event types only the pipe itself makes.
 CALLS_RAN = "AIHUB_TOOL_CALLS_RAN"  # the pipe's own event: the calls waiting for a result ran (OpenAI)
 USAGE = "AIHUB_USAGE"  # the pipe's own event: an OpenAI stream's usage chunk (the run's total)
-FUNCTION_ID = "aihub_agent_pipe"  # Open WebUI's id for this file; its models are FUNCTION_ID.<blueprint>.<agent>
 
 # What the agent sends beside its answer (the recorder's Outbound).
 SOURCE_EVENT = "aihub.source"
@@ -1308,6 +1309,10 @@ async def _notify(emitter: Any, text: str) -> None:
 
 
 # --- begin agent_pipe/request.py ---
+# From provisioner/contract.py (inlined: the uploaded file cannot import provision).
+METADATA_KEY = "aihub_requested_features"
+
+
 # === the request ==================================================================================
 
 

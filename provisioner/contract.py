@@ -2,9 +2,12 @@
 ownership marker and the metadata key. Imports nothing.
 
 The function files under owui_functions/ (and the toggle filters toggle_filters.py renders) are
-uploaded to Open WebUI one by one and cannot import this module, so each spells the constants
-it needs itself; tests/functions/test_contract.py reads every one of them from every function file and
-compares it with this module. Change a value here and that test names each file to follow.
+uploaded to Open WebUI one by one and cannot import this module. The agent pipe's modules
+(agent_pipe/) import it, and scripts/build-pipe writes the definitions of the constants they
+import into the built pipe (so only plain constants can be shared with it). The other function
+files spell the constants they need themselves; tests/functions/test_contract.py reads every one
+of them from each file and compares it with this module. Change a value here, run
+scripts/build-pipe, and that test names each other file to follow.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from provisioner import contract
 from tests.support.loading import load_file
 from tests.support.pipe_support import FINISHED, SSEStub, T, events
 
@@ -43,6 +44,16 @@ def imported_names(tree: ast.Module) -> set[str]:
 
 def module_trees() -> list[ast.Module]:
     return [ast.parse((ROOT / "agent_pipe" / f"{m}.py").read_text(encoding="utf-8")) for m in build_pipe.MODULES]
+
+
+def contract_imports() -> dict[str, str]:
+    """The names the modules import from provisioner.contract -> the module that does."""
+    found = {}
+    for module, tree in zip(build_pipe.MODULES, module_trees(), strict=True):
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module == "provisioner.contract":
+                found.update({alias.name: module for alias in node.names})
+    return found
 
 
 def run_build(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -77,7 +88,7 @@ def test_the_built_file_binds_exactly_the_modules_top_level_names() -> None:
     built = ast.parse(BUILT.read_text(encoding="utf-8"))
     modules = module_trees()
     defined = set().union(*(top_level_names(t) for t in modules))
-    assert top_level_names(built) == defined
+    assert top_level_names(built) == defined | set(contract_imports())
     internal = {"agent_pipe", "provisioner"}
     external = set()
     for tree in modules:
@@ -87,6 +98,19 @@ def test_the_built_file_binds_exactly_the_modules_top_level_names() -> None:
             ):
                 external |= imported_names(ast.Module(body=[node], type_ignores=[]))
     assert imported_names(built) == external
+
+
+def test_the_contract_constants_are_inlined_with_the_contracts_values() -> None:
+    """The modules import what provision and the pipe agree on from provisioner.contract (no hand
+    copy to compare); the built file holds each one's definition, with the contract's value."""
+    names = contract_imports()
+    assert "METADATA_KEY" in names
+    built = load_file(BUILT, "aihub_agent_pipe_built", keep=False)
+    for name in names:
+        assert getattr(built, name) == getattr(contract, name)
+    for module, tree in zip(build_pipe.MODULES, module_trees(), strict=True):
+        copies = top_level_names(tree) & set(vars(contract))
+        assert not copies, f"agent_pipe/{module}.py copies {sorted(copies)}: import them from provisioner.contract"
 
 
 def test_the_built_file_starts_with_the_frontmatter_then_the_banner() -> None:

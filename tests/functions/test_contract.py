@@ -1,9 +1,12 @@
 """Every function file spells the contract (provisioner/contract.py) as provision does.
 
-The function files are uploaded one by one and cannot import provisioner.contract, so each
-holds its own copy of the constants it needs. This reads every module-level constant of every
-function file (the bundle, and a rendered toggle filter) with ast, without running the file,
-and compares each one the contract names with the contract's value.
+The function files are uploaded one by one and cannot import provisioner.contract. The agent
+pipe's modules import it, and scripts/build-pipe writes the definitions into the built file
+(tests/functions/test_build_pipe.py); every other function file holds its own copy of the
+constants it needs. This reads every module-level constant of those files (the feature filter,
+and a rendered toggle filter) with ast, without running the file, and compares each one the
+contract names with the contract's value. The pipe's valves and model-id reading are checked on
+the built file.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from provisioner import contract
 from provisioner.toggle_filters import render_toggle_filter, toggle_filter_id
 
 ROOT = Path(__file__).resolve().parents[2]
-BUNDLE = sorted((ROOT / "owui_functions").glob("*.py"))
+PIPE = ROOT / "owui_functions" / f"{contract.PIPE_FUNCTION_ID}.py"  # built: its constants are the contract's own
+BUNDLE = sorted(p for p in (ROOT / "owui_functions").glob("*.py") if p != PIPE)
 
 # A function file's constant name -> the contract's value. FUNCTION_ID is the file's own id.
 SHARED = {
@@ -27,7 +31,6 @@ SHARED = {
 }
 # What each file must hold (a file that needs a constant and lost it is caught too).
 REQUIRED = {
-    contract.PIPE_FUNCTION_ID: {"METADATA_KEY", "FUNCTION_ID"},
     contract.FEATURE_FILTER_ID: {"METADATA_KEY", "MARKER_KEY", "MANAGED_BY"},
     "toggle": {"METADATA_KEY", "MARKER_KEY", "MANAGED_BY"},
 }
@@ -57,7 +60,8 @@ SOURCES = sources()
 
 
 def test_the_bundle_is_the_pipe_and_the_feature_filter():
-    assert {stem for _, stem, _ in SOURCES} >= {contract.PIPE_FUNCTION_ID, contract.FEATURE_FILTER_ID}
+    assert PIPE.is_file()
+    assert {stem for _, stem, _ in SOURCES} >= {contract.FEATURE_FILTER_ID}
 
 
 @pytest.mark.parametrize(("label", "ident", "source"), SOURCES, ids=[s[0] for s in SOURCES])
@@ -72,12 +76,12 @@ def test_every_contract_constant_in_a_function_file_has_the_contract_value(label
 
 
 def test_every_bundle_id_has_the_bundle_prefix():
-    for _, ident, _ in SOURCES:
+    for ident in [PIPE.stem, *(ident for _, ident, _ in SOURCES)]:
         assert ident.startswith(contract.BUNDLE_PREFIX)
 
 
 def test_the_pipe_declares_every_valve_sync_writes():
-    source = (ROOT / "owui_functions" / f"{contract.PIPE_FUNCTION_ID}.py").read_text(encoding="utf-8")
+    source = PIPE.read_text(encoding="utf-8")
     valves = next(
         n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ClassDef) and n.name == "Valves"
     )
@@ -88,7 +92,7 @@ def test_the_pipe_declares_every_valve_sync_writes():
 def test_the_pipe_reads_a_model_id_as_the_contract_builds_it():
     """The pipe maps `<function id>.<rest>` to the agent entry with id `<rest>` (its _agent_for,
     everything after the first dot): that is contract.agent_of_model."""
-    source = (ROOT / "owui_functions" / f"{contract.PIPE_FUNCTION_ID}.py").read_text(encoding="utf-8")
+    source = PIPE.read_text(encoding="utf-8")
     agent_for = next(
         n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == "_agent_for"
     )

@@ -55,7 +55,6 @@ def test_valve_defaults_and_names_match_what_provision_writes() -> None:
     valves = P.Pipe().valves
     assert (valves.AGENTS, valves.API_KEYS, valves.TIMEOUT_SECONDS) == ("[]", "{}", 300)
     assert P.METADATA_KEY == "aihub_requested_features"
-    assert P.FUNCTION_ID == "aihub_agent_pipe"
 
 
 def test_file_starts_with_frontmatter_marked_not_global() -> None:
