@@ -344,8 +344,18 @@ def diff(
     conn, selected = _select_target(ctx, target, targets_file, Connection(url, token_file, insecure, timeout))
     return _run(
         RunOptions(
-            path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run=True, yes=True,
-            bundle=bundle, variables=target_variables(selected, strict=True, targets_file=targets_file), target=target,
+            path=path,
+            functions=functions,
+            output=output,
+            detailed_exitcode=detailed_exitcode,
+            prune=prune,
+            adopt=adopt,
+            no_color=no_color,
+            dry_run=True,
+            yes=True,
+            bundle=bundle,
+            variables=target_variables(selected, strict=True, targets_file=targets_file),
+            target=target,
             missing_groups=selected.missing_groups if selected else "fail",
         ),
         conn,
@@ -393,17 +403,32 @@ def sync(
     conn, selected = _select_target(ctx, target, targets_file, Connection(url, token_file, insecure, timeout))
     return _run(
         RunOptions(
-            path, functions, output, detailed_exitcode, prune, adopt, no_color, dry_run, yes, parallelism,
-            bundle, target_variables(selected, strict=True, targets_file=targets_file), target, message=message,
-            missing_groups=selected.missing_groups if selected else "fail", rotate_identity_key=rotate_identity_key,
+            path=path,
+            functions=functions,
+            output=output,
+            detailed_exitcode=detailed_exitcode,
+            prune=prune,
+            adopt=adopt,
+            no_color=no_color,
+            dry_run=dry_run,
+            yes=yes,
+            parallelism=parallelism,
+            bundle=bundle,
+            variables=target_variables(selected, strict=True, targets_file=targets_file),
+            target=target,
+            message=message,
+            missing_groups=selected.missing_groups if selected else "fail",
+            rotate_identity_key=rotate_identity_key,
         ),
         conn,
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunOptions:
-    """What `diff` and `sync` were asked to do (besides where to connect)."""
+    """What `diff` and `sync` were asked to do (besides where to connect).
+
+    Keyword-only: four booleans in a row, where a swap passed positionally would go unnoticed."""
 
     path: Path
     functions: Path
