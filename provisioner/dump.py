@@ -1,4 +1,6 @@
-"""`provision dump`: the instance's agent rows written back as blueprint YAML. Pure: rows in, files out.
+"""`provision dump`: the instance's agent rows written back as blueprint YAML.
+
+`dump_rows` is pure (rows in, file contents out); `write_dump` writes them into a directory.
 
 Which rows: every row provision owns (the ownership marker) and every hand-made agent row (an
 id `aihub_agent_pipe.<blueprint>.<agent>` with no base model: the pipe serves it). Rows with a
@@ -31,6 +33,7 @@ from .errors import ProvisionError
 from .features import is_native
 from .icons import resolve_icon, sniff_image_type
 from .orphans import agent_entries
+from .paths import blocked_paths, make_dirs
 from .state import MARKER_KEY, is_managed
 from .toggle_filters import render_toggle_filter, toggle_filter_id
 
@@ -143,10 +146,13 @@ def dump_rows(
     features: dict[str, dict[str, Any]] = {}
     for blueprint_id in sorted(blueprints):
         members = sorted(blueprints[blueprint_id], key=lambda m: order.get(f"{blueprint_id}.{m[0]}", len(order)))
-        document = _blueprint(blueprint_id, members, entries, groups, files, capabilities)
-        for feature in document.pop("_custom"):
+        dumped = _blueprint(blueprint_id, members, entries, groups)
+        files.update(dumped.icons)
+        for name, capability in dumped.capabilities.items():
+            capabilities.setdefault(name, capability)
+        for feature in dumped.custom_features:
             features.setdefault(feature, _feature(feature, by_id, files, members[0][2]))
-        files[f"{blueprint_id}.yaml"] = _yaml(document)
+        files[f"{blueprint_id}.yaml"] = _yaml(dumped.document)
     if capabilities:
         files["capabilities.yaml"] = _yaml({"capabilities": dict(sorted(capabilities.items()))})
     if features:
@@ -161,15 +167,25 @@ def _ids(row: Mapping[str, Any]) -> tuple[str, str]:
     return split_agent_key(agent_of_model(str(row["id"])) or str(row["id"]))
 
 
+@dataclass
+class _Blueprint:
+    """One blueprint's document and what it adds to the dump's other files."""
+
+    document: dict[str, Any]
+    capabilities: dict[str, dict[str, Any]] = field(default_factory=dict)  # capabilities.yaml entries its step calls
+    custom_features: list[str] = field(default_factory=list)  # its toggles that need a features.yaml entry
+    icons: dict[str, bytes] = field(default_factory=dict)  # path -> the icon files of its agents
+
+
 def _blueprint(
     blueprint_id: str,
     members: list[tuple[str, Mapping[str, Any], RowReport]],
     entries: Mapping[str, Mapping[str, Any]],
     groups: Mapping[str, str],
-    files: dict[str, bytes],
-    capabilities: dict[str, dict[str, Any]],
-) -> dict[str, Any]:
+) -> _Blueprint:
     first = members[0][1]
+    capabilities: dict[str, dict[str, Any]] = {}
+    icons: dict[str, bytes] = {}
     supported = _features(first)
     reads, overrides = _reads_and_overrides(first, supported)
     calls: list[str] = []
@@ -192,7 +208,7 @@ def _blueprint(
                     f"its toggles or capabilities differ from {first['id']}'s, and all agents of a blueprint "
                     f"share them: written as {first['id']}'s"
                 )
-        agents.append(_agent(agent_id, row, report, supported, groups, files))
+        agents.append(_agent(agent_id, row, report, supported, groups, icons))
         if entry is None:
             report.not_expressed.append(
                 "the pipe's AGENTS valve has no backend for it: backend.url is a placeholder to fill in"
@@ -208,7 +224,7 @@ def _blueprint(
                 laid[key] = _BACKEND_DEFAULTS[key]
         if laid:
             agents[-1]["backend"] = laid
-        _check_capabilities(row, supported, reads, overrides, report)
+        _check_capabilities(row, report)
     document: dict[str, Any] = {
         "id": blueprint_id,
         "name": str(first.get("name") or blueprint_id),
@@ -220,8 +236,7 @@ def _blueprint(
         document["openwebui_capabilities"] = overrides
     document["steps"] = [{"id": "work", "description": _STUB, "calls": calls}]
     document["agents"] = agents
-    document["_custom"] = [f for f in supported if not is_native(f)]
-    return document
+    return _Blueprint(document, capabilities, [f for f in supported if not is_native(f)], icons)
 
 
 _BACKEND_DEFAULTS: dict[str, Any] = {
@@ -281,9 +296,8 @@ def _reads_and_overrides(row: Mapping[str, Any], supported: list[str]) -> tuple[
     return reads, overrides
 
 
-def _check_capabilities(
-    row: Mapping[str, Any], supported: list[str], reads: list[str], overrides: dict[str, bool], report: RowReport
-) -> None:
+def _check_capabilities(row: Mapping[str, Any], report: RowReport) -> None:
+    """Capabilities the row has on that provision keeps off (a hand-made row: unset counts as on)."""
     caps = (row.get("meta") or {}).get("capabilities") or {}
     on = [key for key in ALWAYS_OFF if caps.get(key, not report.owned) is True]
     if on:
@@ -426,14 +440,12 @@ def _yaml(document: Mapping[str, Any]) -> bytes:
 def write_dump(directory: Path, dumped: Dumped, *, force: bool = False) -> list[Path]:
     """Write the files into `directory`. Without `force` an existing file stops it before the
     first write, so a refusal writes nothing; a symlinked directory on the way is never written through."""
-    from .scaffold import _blocked_paths, _make_dirs
-
     unsafe = [name for name in dumped.files if _unsafe_name(name)]
     if unsafe:
         names = "\n".join(f"  {name!r}" for name in unsafe)
         raise ProvisionError(f"provision dump wrote nothing: these names cannot be file names inside {directory}:\n{names}")
     targets = [directory / name for name in dumped.files]
-    blocked = _blocked_paths(directory, targets)
+    blocked = blocked_paths(directory, targets)
     if blocked:
         names = "\n".join(f"  {p}: {why}" for p, why in blocked)
         raise ProvisionError(f"provision dump cannot write there, so it wrote nothing:\n{names}")
@@ -445,7 +457,7 @@ def write_dump(directory: Path, dumped: Dumped, *, force: bool = False) -> list[
         )
     made: list[Path] = []
     for path, content in zip(targets, dumped.files.values()):
-        _make_dirs(path.parent, made)
+        make_dirs(path.parent, made)
         if path.is_symlink():
             path.unlink()  # --force replaces the link itself, never the file it points to
         path.write_bytes(content)

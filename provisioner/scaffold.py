@@ -7,12 +7,12 @@ init refuses, nothing at all is written.
 
 from __future__ import annotations
 
-import os
 from importlib import resources
 from pathlib import Path
 
 from .version import __version__
 from .errors import ProvisionError
+from .paths import blocked_paths, make_dirs
 
 VERSION_PLACEHOLDER = "@PROVISION_VERSION@"
 
@@ -56,7 +56,7 @@ def init_repo(directory: Path) -> list[Path]:
     Every path is checked before the first write, and a write that still fails (a full disk)
     removes what this run wrote, so a refusal always leaves the tree as it was."""
     targets = [directory / name for name in FILES]
-    blocked = _blocked_paths(directory, targets)
+    blocked = blocked_paths(directory, targets)
     if blocked:
         names = "\n".join(f"  {p}: {why}" for p, why in blocked)
         raise ProvisionError(f"provision init cannot write there, so it wrote nothing:\n{names}")
@@ -67,7 +67,7 @@ def init_repo(directory: Path) -> list[Path]:
     made: list[Path] = []  # files and directories this run created, in order
     try:
         for path, text in contents.items():
-            _make_dirs(path.parent, made)
+            make_dirs(path.parent, made)
             with path.open("x", encoding="utf-8") as handle:  # "x": never replace a file that appeared meanwhile
                 made.append(path)
                 handle.write(text)
@@ -75,39 +75,6 @@ def init_repo(directory: Path) -> list[Path]:
         _remove(made)
         raise ProvisionError(f"cannot write {exc.filename or directory}: {exc.strerror or exc}; wrote nothing") from None
     return targets
-
-
-def _blocked_paths(directory: Path, targets: list[Path]) -> list[tuple[Path, str]]:
-    """Each directory on the way to a target that is a symlink (writing through it would write
-    somewhere else) or not a directory, and the nearest existing ancestor when it is not writable.
-    `directory` itself may be a symlink: the user named it."""
-    blocked: dict[Path, str] = {}
-    for target in targets:
-        for parent in reversed(target.relative_to(directory).parents[:-1]):
-            path = directory / parent
-            if path.is_symlink():
-                blocked.setdefault(path, f"a symlink (to {os.readlink(path)}); init writes only into real directories")
-                break
-            if path.exists() and not path.is_dir():
-                blocked.setdefault(path, "exists and is not a directory")
-                break
-    if directory.exists() and not directory.is_dir():
-        blocked[directory] = "exists and is not a directory"
-    elif not blocked:
-        nearest = next(p for p in (directory, *directory.absolute().parents) if p.exists())
-        if not nearest.is_dir():
-            blocked[nearest] = "exists and is not a directory"
-        elif not os.access(nearest, os.W_OK | os.X_OK):
-            blocked[nearest] = "not writable"
-    return sorted(blocked.items())
-
-
-def _make_dirs(path: Path, made: list[Path]) -> None:
-    """mkdir -p that records each directory it creates."""
-    missing = [p for p in (path, *path.parents) if not p.exists()]
-    for directory in reversed(missing):
-        directory.mkdir()
-        made.append(directory)
 
 
 def _remove(made: list[Path]) -> None:
