@@ -16,6 +16,9 @@ USAGE = "AIHUB_USAGE"  # the pipe's own event: an OpenAI stream's usage chunk (t
 SOURCE_EVENT = "aihub.source"
 IMAGE_EVENT = "aihub.image"
 MAX_SOURCES = 50  # per turn: every source is a write of the chat's row
+# The MAX_EVENT_MB valve's default: an SSE line or event past it ends the run. Above an image of
+# MAX_IMAGE_MB (10) as base64 (13.4 MB): an agent's image arrives in one event.
+MAX_EVENT_MB = 16
 
 # Who asks (the request).
 IDENTITY_HEADER = "X-AIHub-Identity"
@@ -74,6 +77,14 @@ class AgentHTTPError(Exception):
 
 class StreamEndedEarly(Exception):
     """The agent's stream ended before RUN_FINISHED or RUN_ERROR."""
+
+
+class EventTooLarge(Exception):
+    """An SSE line or event of the agent's stream is larger than the MAX_EVENT_MB valve allows."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"over {limit} bytes")
+        self.limit = limit
 
 
 class FileTooLarge(Exception):

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from agent_pipe.constants import AgentHTTPError, PipeConfigError, StreamEndedEarly
+from agent_pipe.constants import MB, AgentHTTPError, EventTooLarge, PipeConfigError, StreamEndedEarly
 from agent_pipe.secrets import Scrubber
 
 # === failures: what went wrong, as the user reads it ==============================================
@@ -77,6 +77,9 @@ def failure_text(
         return f"The agent cannot be reached at {host} ({_connect_reason(exc)})."
     if isinstance(exc, TimeoutError):
         return f"The agent did not finish within {timeout:g} seconds, so the run was stopped.{incomplete}"
+    if isinstance(exc, EventTooLarge):
+        return (f"The agent sent an event of more than {exc.limit / MB:g} MB (the pipe's MAX_EVENT_MB), "
+                f"so the run was stopped.{incomplete}")
     if isinstance(exc, StreamEndedEarly):
         return f"The agent's stream ended before the run finished.{incomplete}"
     if kinds & _TRANSPORT_FAILURES or isinstance(exc, OSError):

@@ -13,6 +13,7 @@ from agent_pipe.constants import (
     IDENTITY_HEADER,
     MB,
     AgentHTTPError,
+    EventTooLarge,
     PipeConfigError,
     StreamEndedEarly,
 )
@@ -86,6 +87,11 @@ class Pipe:
         MAX_IMAGE_MB: float = Field(
             default=10, gt=0, allow_inf_nan=False,
             description="Largest image an agent may show in a chat, in MB; a larger one gets a line instead.",
+        )
+        MAX_EVENT_MB: float = Field(
+            default=16, gt=0, allow_inf_nan=False,
+            description="Largest line or event of an agent's stream, in MB; a larger one ends the run with an "
+            "error (keep it above 4/3 of MAX_IMAGE_MB: an image arrives as base64 in one event).",
         )
         IDENTITY_KEYS: str = Field(
             default="",
@@ -333,6 +339,7 @@ class Pipe:
             run = run_with_questions(
                 client, agent, headers, payload, recorder, batch, status, self.valves.TIMEOUT_SECONDS,
                 __event_call__, self.valves.QUESTION_TIMEOUT_SECONDS, inbound.attachments,
+                int(self.valves.MAX_EVENT_MB * MB),
             )
             try:
                 async for chunk in run:
@@ -347,7 +354,8 @@ class Pipe:
         except Exception as exc:  # the chat must get an answer, never a broken stream
             message = failure_text(exc, agent.url, self.valves.TIMEOUT_SECONDS, scrubber, started=recorder.segments)
             message = turn.mask.error(message)
-            if isinstance(exc, (PipeConfigError, AgentHTTPError, StreamEndedEarly, TimeoutError, OSError)) or (
+            expected = (PipeConfigError, AgentHTTPError, StreamEndedEarly, EventTooLarge, TimeoutError, OSError)
+            if isinstance(exc, expected) or (
                 _kinds(exc) & (_CONNECT_FAILURES | _TRANSPORT_FAILURES)
             ):
                 log.warning("aihub_agent_pipe: agent %s, trace %s: %s", agent.id, turn.trace_id, scrubber.error(message))

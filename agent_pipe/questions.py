@@ -7,7 +7,7 @@ from typing import Any
 
 import aiohttp
 
-from agent_pipe.constants import APPROVED, ASKED, MAX_RESUMES
+from agent_pipe.constants import APPROVED, ASKED, MAX_EVENT_MB, MAX_RESUMES, MB
 from agent_pipe.file_store import RequestBody, encode_body
 from agent_pipe.files import Attachment
 from agent_pipe.helpers import _json_or_none, _str, log, random_hex
@@ -97,6 +97,7 @@ async def run_with_questions(
     event_call: Any,
     question_timeout: float,
     attachments: "Sequence[Attachment]" = (),
+    max_event: int = MAX_EVENT_MB * MB,
 ) -> AsyncIterator[str]:
     """``stream_run``, and while the run pauses for the user: ask, then resume the same run.
 
@@ -106,7 +107,7 @@ async def run_with_questions(
         sent: dict[str, Any] | RequestBody = payload
         if attachments:
             sent = await asyncio.to_thread(encode_body, payload, attachments)
-        async for chunk in stream_run(client, agent, headers, sent, recorder, batch, status, timeout):
+        async for chunk in stream_run(client, agent, headers, sent, recorder, batch, status, timeout, max_event):
             yield chunk
         if not recorder.paused:
             return

@@ -18,6 +18,8 @@ from agent_pipe.constants import (
     FINISH_GRACE_SECONDS,
     KEEPALIVE_SECONDS,
     MAX_CONNECTIONS,
+    MAX_EVENT_MB,
+    MB,
     STEP_DELAY_SECONDS,
     AgentHTTPError,
 )
@@ -267,6 +269,7 @@ async def stream_run(
     batch: Batch,
     status: StatusLine,
     timeout: float,
+    max_event: int = MAX_EVENT_MB * MB,
 ) -> AsyncIterator[str]:
     """Send the run to the agent, feed its events to the recorder, yield what became stable.
 
@@ -290,7 +293,7 @@ async def stream_run(
             while len(body) < 8192 and (more := await response.content.read(8192 - len(body))):
                 body += more
             raise AgentHTTPError(response.status, body.decode("utf-8", "replace"))
-        stream, content, loop = AgentStream(agent.transport), response.content, asyncio.get_running_loop()
+        stream, content, loop = AgentStream(agent.transport, max_event), response.content, asyncio.get_running_loop()
         while not recorder.finished:
             if batch.holding:
                 # Held text goes out with the first read after it is due, or at wake_at when the

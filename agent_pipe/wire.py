@@ -3,7 +3,7 @@
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from agent_pipe.constants import CALLS_RAN, IMAGE_EVENT, SOURCE_EVENT, USAGE
+from agent_pipe.constants import CALLS_RAN, IMAGE_EVENT, MAX_EVENT_MB, MB, SOURCE_EVENT, USAGE, EventTooLarge
 from agent_pipe.helpers import _json_or_none, _parts_concatenated, _str, random_hex
 
 # === wire decoding: SSE, the OpenAI adapter, the event decoder ====================================
@@ -14,6 +14,7 @@ class SSEParser:
 
     def __init__(self) -> None:
         self._data: list[str] = []
+        self.size = 0  # characters of data the event holds so far
 
     def feed(self, line: str) -> str | None:
         if not line:
@@ -22,7 +23,9 @@ class SSEParser:
             return None
         name, _, value = line.partition(":")
         if name == "data":
-            self._data.append(value[1:] if value.startswith(" ") else value)
+            value = value[1:] if value.startswith(" ") else value
+            self._data.append(value)
+            self.size += len(value) + 1
         return None
 
     @property
@@ -34,7 +37,7 @@ class SSEParser:
         if not self._data:
             return None
         data = "\n".join(self._data)
-        self._data = []
+        self._data, self.size = [], 0
         return data
 
 
@@ -118,35 +121,66 @@ class AgentStream:
     AG-UI bodies are SSE whose data is an event; OpenAI bodies are SSE whose data is a chunk, made
     AG-UI-shaped by the OpenAIChunkAdapter, and ``[DONE]`` ends the run. ``feed`` is lazy: the
     first event of a large read is handled before the rest of the read is parsed.
+
+    Linear in the body: a read is searched once, and the start of a line that a later read
+    completes is kept as pieces, joined once when its end arrives (joining and searching it again
+    on every read made a 40 MB line cost seconds of the event loop). A line or an event of more
+    than ``max_event`` bytes raises EventTooLarge as soon as it is past the bound.
     """
 
-    def __init__(self, transport: str) -> None:
+    def __init__(self, transport: str, max_event: int = MAX_EVENT_MB * MB) -> None:
         self._parser = SSEParser()
-        self._pending = b""  # the start of a line the next read completes
+        self._held: list[bytes] = []  # the start of a line a later read completes, in pieces
+        self._held_size = 0
+        self._max = max_event
         self._adapter = OpenAIChunkAdapter() if transport == "openai" else None
         self._done = False
 
     def feed(self, raw: bytes) -> Iterator[dict[str, Any]]:
-        body, self._pending, start, parser = self._pending + raw, b"", 0, self._parser
+        parser, limit = self._parser, self._max
+        end = raw.find(b"\n")
+        if end < 0:
+            self._hold(raw)
+            return
+        line = raw[:end]
+        if self._held:
+            line, self._held, self._held_size = b"".join((*self._held, line)), [], 0
         # Line by line as consumed, each line decoded on its own (SSE is UTF-8, and "\n" never
         # occurs inside a UTF-8 sequence): a read can hold thousands of lines, and the first
         # event must not wait for all of them to be split or decoded.
-        while (end := body.find(b"\n", start)) >= 0:
-            line, start = body[start:end].decode("utf-8", "replace"), end + 1
-            if line.endswith("\r"):
-                line = line[:-1]
-            if line[:5] == "data:" and body.startswith(b"\n", start) and not parser.pending:
+        while True:
+            if len(line) > limit:
+                raise EventTooLarge(limit)
+            start = end + 1
+            text = line.decode("utf-8", "replace")
+            if text.endswith("\r"):
+                text = text[:-1]
+            if text[:5] == "data:" and raw.startswith(b"\n", start) and not parser.pending:
                 start += 1  # "data: ...\n\n", what nearly every event is: no parser needed
-                yield from self._events(line[6:] if line[5:6] == " " else line[5:])
-                continue
-            data = parser.feed(line)
-            if data is not None:
-                yield from self._events(data)
-        self._pending = body[start:]
+                yield from self._events(text[6:] if text[5:6] == " " else text[5:])
+            else:
+                data = parser.feed(text)
+                if parser.size > limit:
+                    raise EventTooLarge(limit)
+                if data is not None:
+                    yield from self._events(data)
+            end = raw.find(b"\n", start)
+            if end < 0:
+                break
+            line = raw[start:end]
+        self._hold(raw[start:])
+
+    def _hold(self, piece: bytes) -> None:
+        if piece:
+            self._held.append(piece)
+            self._held_size += len(piece)
+            if self._held_size > self._max:
+                raise EventTooLarge(self._max)
 
     def end(self) -> Iterator[dict[str, Any]]:
         """The events the body's end completes (a last event without its blank line)."""
-        tail, self._pending = self._pending.decode("utf-8", "replace").removesuffix("\r"), b""
+        tail = b"".join(self._held).decode("utf-8", "replace").removesuffix("\r")
+        self._held, self._held_size = [], 0
         for data in (self._parser.feed(tail) if tail else None, self._parser.flush()):
             if data is not None:
                 yield from self._events(data)

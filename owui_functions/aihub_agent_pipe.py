@@ -90,6 +90,9 @@ USAGE = "AIHUB_USAGE"  # the pipe's own event: an OpenAI stream's usage chunk (t
 SOURCE_EVENT = "aihub.source"
 IMAGE_EVENT = "aihub.image"
 MAX_SOURCES = 50  # per turn: every source is a write of the chat's row
+# The MAX_EVENT_MB valve's default: an SSE line or event past it ends the run. Above an image of
+# MAX_IMAGE_MB (10) as base64 (13.4 MB): an agent's image arrives in one event.
+MAX_EVENT_MB = 16
 
 # Who asks (the request).
 IDENTITY_HEADER = "X-AIHub-Identity"
@@ -148,6 +151,14 @@ class AgentHTTPError(Exception):
 
 class StreamEndedEarly(Exception):
     """The agent's stream ended before RUN_FINISHED or RUN_ERROR."""
+
+
+class EventTooLarge(Exception):
+    """An SSE line or event of the agent's stream is larger than the MAX_EVENT_MB valve allows."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"over {limit} bytes")
+        self.limit = limit
 
 
 class FileTooLarge(Exception):
@@ -1665,6 +1676,7 @@ class SSEParser:
 
     def __init__(self) -> None:
         self._data: list[str] = []
+        self.size = 0  # characters of data the event holds so far
 
     def feed(self, line: str) -> str | None:
         if not line:
@@ -1673,7 +1685,9 @@ class SSEParser:
             return None
         name, _, value = line.partition(":")
         if name == "data":
-            self._data.append(value[1:] if value.startswith(" ") else value)
+            value = value[1:] if value.startswith(" ") else value
+            self._data.append(value)
+            self.size += len(value) + 1
         return None
 
     @property
@@ -1685,7 +1699,7 @@ class SSEParser:
         if not self._data:
             return None
         data = "\n".join(self._data)
-        self._data = []
+        self._data, self.size = [], 0
         return data
 
 
@@ -1769,35 +1783,66 @@ class AgentStream:
     AG-UI bodies are SSE whose data is an event; OpenAI bodies are SSE whose data is a chunk, made
     AG-UI-shaped by the OpenAIChunkAdapter, and ``[DONE]`` ends the run. ``feed`` is lazy: the
     first event of a large read is handled before the rest of the read is parsed.
+
+    Linear in the body: a read is searched once, and the start of a line that a later read
+    completes is kept as pieces, joined once when its end arrives (joining and searching it again
+    on every read made a 40 MB line cost seconds of the event loop). A line or an event of more
+    than ``max_event`` bytes raises EventTooLarge as soon as it is past the bound.
     """
 
-    def __init__(self, transport: str) -> None:
+    def __init__(self, transport: str, max_event: int = MAX_EVENT_MB * MB) -> None:
         self._parser = SSEParser()
-        self._pending = b""  # the start of a line the next read completes
+        self._held: list[bytes] = []  # the start of a line a later read completes, in pieces
+        self._held_size = 0
+        self._max = max_event
         self._adapter = OpenAIChunkAdapter() if transport == "openai" else None
         self._done = False
 
     def feed(self, raw: bytes) -> Iterator[dict[str, Any]]:
-        body, self._pending, start, parser = self._pending + raw, b"", 0, self._parser
+        parser, limit = self._parser, self._max
+        end = raw.find(b"\n")
+        if end < 0:
+            self._hold(raw)
+            return
+        line = raw[:end]
+        if self._held:
+            line, self._held, self._held_size = b"".join((*self._held, line)), [], 0
         # Line by line as consumed, each line decoded on its own (SSE is UTF-8, and "\n" never
         # occurs inside a UTF-8 sequence): a read can hold thousands of lines, and the first
         # event must not wait for all of them to be split or decoded.
-        while (end := body.find(b"\n", start)) >= 0:
-            line, start = body[start:end].decode("utf-8", "replace"), end + 1
-            if line.endswith("\r"):
-                line = line[:-1]
-            if line[:5] == "data:" and body.startswith(b"\n", start) and not parser.pending:
+        while True:
+            if len(line) > limit:
+                raise EventTooLarge(limit)
+            start = end + 1
+            text = line.decode("utf-8", "replace")
+            if text.endswith("\r"):
+                text = text[:-1]
+            if text[:5] == "data:" and raw.startswith(b"\n", start) and not parser.pending:
                 start += 1  # "data: ...\n\n", what nearly every event is: no parser needed
-                yield from self._events(line[6:] if line[5:6] == " " else line[5:])
-                continue
-            data = parser.feed(line)
-            if data is not None:
-                yield from self._events(data)
-        self._pending = body[start:]
+                yield from self._events(text[6:] if text[5:6] == " " else text[5:])
+            else:
+                data = parser.feed(text)
+                if parser.size > limit:
+                    raise EventTooLarge(limit)
+                if data is not None:
+                    yield from self._events(data)
+            end = raw.find(b"\n", start)
+            if end < 0:
+                break
+            line = raw[start:end]
+        self._hold(raw[start:])
+
+    def _hold(self, piece: bytes) -> None:
+        if piece:
+            self._held.append(piece)
+            self._held_size += len(piece)
+            if self._held_size > self._max:
+                raise EventTooLarge(self._max)
 
     def end(self) -> Iterator[dict[str, Any]]:
         """The events the body's end completes (a last event without its blank line)."""
-        tail, self._pending = self._pending.decode("utf-8", "replace").removesuffix("\r"), b""
+        tail = b"".join(self._held).decode("utf-8", "replace").removesuffix("\r")
+        self._held, self._held_size = [], 0
         for data in (self._parser.feed(tail) if tail else None, self._parser.flush()):
             if data is not None:
                 yield from self._events(data)
@@ -2852,6 +2897,7 @@ async def stream_run(
     batch: Batch,
     status: StatusLine,
     timeout: float,
+    max_event: int = MAX_EVENT_MB * MB,
 ) -> AsyncIterator[str]:
     """Send the run to the agent, feed its events to the recorder, yield what became stable.
 
@@ -2875,7 +2921,7 @@ async def stream_run(
             while len(body) < 8192 and (more := await response.content.read(8192 - len(body))):
                 body += more
             raise AgentHTTPError(response.status, body.decode("utf-8", "replace"))
-        stream, content, loop = AgentStream(agent.transport), response.content, asyncio.get_running_loop()
+        stream, content, loop = AgentStream(agent.transport, max_event), response.content, asyncio.get_running_loop()
         while not recorder.finished:
             if batch.holding:
                 # Held text goes out with the first read after it is due, or at wake_at when the
@@ -3012,6 +3058,7 @@ async def run_with_questions(
     event_call: Any,
     question_timeout: float,
     attachments: "Sequence[Attachment]" = (),
+    max_event: int = MAX_EVENT_MB * MB,
 ) -> AsyncIterator[str]:
     """``stream_run``, and while the run pauses for the user: ask, then resume the same run.
 
@@ -3021,7 +3068,7 @@ async def run_with_questions(
         sent: dict[str, Any] | RequestBody = payload
         if attachments:
             sent = await asyncio.to_thread(encode_body, payload, attachments)
-        async for chunk in stream_run(client, agent, headers, sent, recorder, batch, status, timeout):
+        async for chunk in stream_run(client, agent, headers, sent, recorder, batch, status, timeout, max_event):
             yield chunk
         if not recorder.paused:
             return
@@ -3117,6 +3164,9 @@ def failure_text(
         return f"The agent cannot be reached at {host} ({_connect_reason(exc)})."
     if isinstance(exc, TimeoutError):
         return f"The agent did not finish within {timeout:g} seconds, so the run was stopped.{incomplete}"
+    if isinstance(exc, EventTooLarge):
+        return (f"The agent sent an event of more than {exc.limit / MB:g} MB (the pipe's MAX_EVENT_MB), "
+                f"so the run was stopped.{incomplete}")
     if isinstance(exc, StreamEndedEarly):
         return f"The agent's stream ended before the run finished.{incomplete}"
     if kinds & _TRANSPORT_FAILURES or isinstance(exc, OSError):
@@ -3167,6 +3217,11 @@ class Pipe:
         MAX_IMAGE_MB: float = Field(
             default=10, gt=0, allow_inf_nan=False,
             description="Largest image an agent may show in a chat, in MB; a larger one gets a line instead.",
+        )
+        MAX_EVENT_MB: float = Field(
+            default=16, gt=0, allow_inf_nan=False,
+            description="Largest line or event of an agent's stream, in MB; a larger one ends the run with an "
+            "error (keep it above 4/3 of MAX_IMAGE_MB: an image arrives as base64 in one event).",
         )
         IDENTITY_KEYS: str = Field(
             default="",
@@ -3414,6 +3469,7 @@ class Pipe:
             run = run_with_questions(
                 client, agent, headers, payload, recorder, batch, status, self.valves.TIMEOUT_SECONDS,
                 __event_call__, self.valves.QUESTION_TIMEOUT_SECONDS, inbound.attachments,
+                int(self.valves.MAX_EVENT_MB * MB),
             )
             try:
                 async for chunk in run:
@@ -3428,7 +3484,8 @@ class Pipe:
         except Exception as exc:  # the chat must get an answer, never a broken stream
             message = failure_text(exc, agent.url, self.valves.TIMEOUT_SECONDS, scrubber, started=recorder.segments)
             message = turn.mask.error(message)
-            if isinstance(exc, (PipeConfigError, AgentHTTPError, StreamEndedEarly, TimeoutError, OSError)) or (
+            expected = (PipeConfigError, AgentHTTPError, StreamEndedEarly, EventTooLarge, TimeoutError, OSError)
+            if isinstance(exc, expected) or (
                 _kinds(exc) & (_CONNECT_FAILURES | _TRANSPORT_FAILURES)
             ):
                 log.warning("aihub_agent_pipe: agent %s, trace %s: %s", agent.id, turn.trace_id, scrubber.error(message))
