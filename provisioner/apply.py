@@ -163,8 +163,8 @@ def apply_plan(
             report.stopped_by = stopping()
         raise ApplyError(report)
     for group in plan.group_deletes:  # provision's own groups, empty and named by no blueprint
-        client.delete_group(str(group["id"]))
-        report.groups_deleted.append(str(group["name"]))
+        client.delete_group(str(group.id))
+        report.groups_deleted.append(group.name)
     if check:
         report.conflicts = changed_since_write(plan.read or {}, _observe(client), _written(plan))
         if report.conflicts:
@@ -186,7 +186,7 @@ def _create_missing_groups(plan: Plan, client: OpenWebUIClient, report: ApplyRep
         return plan
     ids: dict[str, str] = {}
     for group in plan.group_creates:
-        name = str(group["name"])
+        name = group.name
         try:
             created = client.create_group(group_form(name)) or {}
         except ProvisionError as exc:

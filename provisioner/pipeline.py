@@ -38,7 +38,7 @@ from .identity_keys import live_identity_keys, next_identity_keys
 from .orphans import keep_orphan_agents
 from .loader import Catalog, load_catalog
 from .observed import observe
-from .plan import Plan, make_plan
+from .plan import GroupAction, Plan, make_plan
 from .groups import missing_group_notes, missing_groups, named_groups, placeholder_id, stale_own_groups
 from .state import InstanceState, Kind
 from .targets import TARGETS_FILE, Target, load_targets_config
@@ -294,7 +294,7 @@ def desired_state(
 
 def resolve_groups(
     catalog: Catalog, client: OpenWebUIClient, *, prune: bool, mode: str
-) -> tuple[dict[str, str], list[dict[str, str]]]:
+) -> tuple[dict[str, str], list[GroupAction]]:
     """Group name -> id for the grants, and what happens to groups (groups.py): a missing group
     fails the plan (later, naming file and line), is skipped, or is to be created. Planning writes
     nothing: a group to create gets a placeholder id, and apply creates it (after the plan was
@@ -305,31 +305,31 @@ def resolve_groups(
         return {}, []
     live = client.list_groups()
     groups = {str(g.get("name")): str(g.get("id")) for g in live}
-    actions: list[dict[str, str]] = []
+    actions: list[GroupAction] = []
     missing = missing_groups(catalog, groups)
     if missing and mode == "skip":
-        actions = [{"name": name, "action": "skip"} for name in missing]
+        actions = [GroupAction(name, "skip") for name in missing]
     elif missing and mode == "create":
         for name in missing:
             groups[name] = placeholder_id(name)
-            actions.append({"name": name, "action": "create"})
+            actions.append(GroupAction(name, "create"))
     if prune and mode == "create":
         empty, kept = stale_own_groups(live, wanted)
-        actions += [{"name": str(g.get("name")), "id": str(g.get("id")), "action": "delete"} for g in empty]
-        actions += [{"name": str(g.get("name")), "id": str(g.get("id")), "action": "keep"} for g in kept]
+        actions += [GroupAction(str(g.get("name")), "delete", str(g.get("id"))) for g in empty]
+        actions += [GroupAction(str(g.get("name")), "keep", str(g.get("id"))) for g in kept]
     return groups, actions
 
 
-def group_notes(actions: list[dict[str, str]]) -> list[str]:
+def group_notes(actions: list[GroupAction]) -> list[str]:
     """One line per group action, for the plan's notes."""
     notes: list[str] = []
     for a in actions:
-        if a["action"] in ("skip", "create"):
-            notes += missing_group_notes([a["name"]], a["action"])
-        elif a["action"] == "delete":
-            notes.append(f"group {a['name']!r} was created by provision, is empty and no blueprint names it: --prune deletes it")
+        if a.action in ("skip", "create"):
+            notes += missing_group_notes([a.name], a.action)
+        elif a.action == "delete":
+            notes.append(f"group {a.name!r} was created by provision, is empty and no blueprint names it: --prune deletes it")
         else:
-            notes.append(f"group {a['name']!r} was created by provision and no blueprint names it, but it has members: kept")
+            notes.append(f"group {a.name!r} was created by provision and no blueprint names it, but it has members: kept")
     return notes
 
 

@@ -11,7 +11,7 @@ import copy
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from .version import __version__
 from .commit_message import CommitInfo
@@ -33,6 +33,28 @@ class Action(str, Enum):
     CREATE = "create"
     UPDATE = "update"
     DELETE = "delete"
+
+
+GroupVerb = Literal["create", "skip", "delete", "keep"]
+
+
+@dataclass(frozen=True)
+class GroupAction:
+    """What a plan does with one group (groups.py, the target's missing_groups): a group the
+    blueprints name that the instance lacks is skipped or created; one provision made that no
+    blueprint names any more is deleted when empty (--prune), else kept. `id` is the instance's
+    id of a group that exists (delete, keep)."""
+
+    name: str
+    action: GroupVerb
+    id: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.id is not None) != (self.action in ("delete", "keep")):
+            raise ValueError(f"group {self.name!r}: {self.action} {'needs' if self.id is None else 'takes no'} group id")
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.name, **({"id": self.id} if self.id is not None else {}), "action": self.action}
 
 
 @dataclass(frozen=True)
@@ -81,9 +103,8 @@ class Plan:
     wrappers: tuple[Mapping[str, str], ...] = ()
     # Plain-text notes on choices the plan made (e.g. how native features reach agents).
     notes: tuple[str, ...] = ()
-    # Groups the blueprints name that the instance lacked, and provision's own groups no longer
-    # named: {"name", "id"?, "action": "create" | "skip" | "delete" | "keep"} (groups.py).
-    groups: tuple[Mapping[str, str], ...] = ()
+    # Groups the blueprints name that the instance lacked, and provision's own groups no longer named.
+    groups: tuple[GroupAction, ...] = ()
     # What the plan read of each object it may touch (conflicts.py): apply checks the instance
     # against it before and after writing. None: a plan built by hand, nothing to check against.
     read: Mapping[Key, Seen] | None = field(default=None, repr=False, compare=False)
@@ -96,12 +117,12 @@ class Plan:
         return not self.changes and not self.group_deletes and not self.group_creates
 
     @property
-    def group_creates(self) -> list[Mapping[str, str]]:
-        return [g for g in self.groups if g.get("action") == "create"]
+    def group_creates(self) -> list[GroupAction]:
+        return [g for g in self.groups if g.action == "create"]
 
     @property
-    def group_deletes(self) -> list[Mapping[str, str]]:
-        return [g for g in self.groups if g.get("action") == "delete"]
+    def group_deletes(self) -> list[GroupAction]:
+        return [g for g in self.groups if g.action == "delete"]
 
     def count(self, action: Action) -> int:
         return sum(1 for c in self.changes if c.action is action)
@@ -144,7 +165,7 @@ class Plan:
             ],
             "wrappers": [dict(w) for w in self.wrappers],
             "notes": list(self.notes),
-            "groups": [dict(g) for g in self.groups],
+            "groups": [g.to_json() for g in self.groups],
             "drift": [dict(d) for d in self.drift],
         }
 

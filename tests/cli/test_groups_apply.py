@@ -4,6 +4,7 @@ pure parts of groups: tests/core/test_groups.py)."""
 from __future__ import annotations
 
 from provisioner.groups import is_own_group
+from provisioner.plan import GroupAction
 
 
 def _legal_plan(tmp_path, client, groups):
@@ -44,7 +45,7 @@ def test_apply_creates_a_missing_group_first_and_writes_its_real_id_and_fingerpr
         client = OpenWebUIClient(base_url=fake.base_url, token="sk-test", sleep=lambda s: None, retries=1)
         names = ("Legal", "Audit")  # created in this order: Legal gets g1, Audit g2
         plan = _legal_plan(tmp_path, client, {n: placeholder_id(n) for n in names})
-        plan = dataclasses.replace(plan, groups=tuple({"name": n, "action": "create"} for n in names))
+        plan = dataclasses.replace(plan, groups=tuple(GroupAction(n, "create") for n in names))
         assert fake.groups == [] and not plan.is_empty and plan.read is not None  # planning wrote nothing
 
         report = apply_plan(plan, client)
@@ -78,7 +79,7 @@ def test_a_group_open_webui_gives_no_id_stops_apply_before_the_first_row(tmp_pat
         client = OpenWebUIClient(base_url=fake.base_url, token="sk-test", sleep=lambda s: None, retries=1)
         client.create_group = lambda form: {"name": form["name"]}  # answers without the id; none is listed
         plan = _legal_plan(tmp_path, client, {n: placeholder_id(n) for n in ("Legal", "Audit")})
-        plan = dataclasses.replace(plan, groups=({"name": "Legal", "action": "create"},))
+        plan = dataclasses.replace(plan, groups=(GroupAction("Legal", "create"),))
 
         with pytest.raises(ApplyError) as raised:
             apply_plan(plan, client)

@@ -60,3 +60,29 @@ def test_a_plan_that_only_deletes_a_group_is_not_shown_as_no_changes() -> None:
     assert "No changes" not in markdown and "groups: 1 to delete" in markdown and "`Old`" in markdown
     result = {"applied": {"add": 0, "change": 0, "destroy": 0}, "groups_created": ["New"], "groups_deleted": ["Old"]}
     assert applied_line(result) == "Applied: 0 added, 0 changed, 0 destroyed; groups: 1 created, 1 deleted."
+
+
+# --- what a plan does with a group (plan.GroupAction) -----------------------------------------------
+
+
+def test_group_actions_reach_the_plan_json_as_before() -> None:
+    from provisioner.plan import GroupAction, Plan
+
+    plan = Plan(
+        changes=(),
+        groups=(GroupAction("Legal", "create"), GroupAction("Old", "delete", "g-1"), GroupAction("Kept", "keep", "g-2")),
+    )
+    assert plan.to_json()["groups"] == [
+        {"name": "Legal", "action": "create"},
+        {"name": "Old", "id": "g-1", "action": "delete"},
+        {"name": "Kept", "id": "g-2", "action": "keep"},
+    ]
+    assert [g.name for g in plan.group_creates] == ["Legal"] and [g.id for g in plan.group_deletes] == ["g-1"]
+
+
+@pytest.mark.parametrize(("action", "ident"), [("delete", None), ("keep", None), ("create", "g-1"), ("skip", "g-1")])
+def test_a_group_action_has_an_id_exactly_when_the_group_exists(action: str, ident: str | None) -> None:
+    from provisioner.plan import GroupAction
+
+    with pytest.raises(ValueError, match="group id"):
+        GroupAction("Legal", action, ident)  # type: ignore[arg-type]  # the test's plain str
