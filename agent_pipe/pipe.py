@@ -23,7 +23,7 @@ from agent_pipe.files import Attachment, FileLimits, InboundFiles, place_files, 
 from agent_pipe.helpers import EventEmitter, _str, log, random_hex
 from agent_pipe.history import to_agui_messages, to_openai_messages
 from agent_pipe.outbound import outbound_end
-from agent_pipe.questions import run_with_questions
+from agent_pipe.questions import AgentRun, run_with_questions
 from agent_pipe.recorder import Recorder
 from agent_pipe.rendering import render_error
 from agent_pipe.request import (
@@ -337,9 +337,20 @@ class Pipe:
             headers = {**self._headers(agent), **turn.headers}
             client = await shared_client()
             run = run_with_questions(
-                client, agent, headers, payload, recorder, batch, status, self.valves.TIMEOUT_SECONDS,
-                __event_call__, self.valves.QUESTION_TIMEOUT_SECONDS, inbound.attachments,
-                int(self.valves.MAX_EVENT_MB * MB),
+                AgentRun(
+                    client=client,
+                    agent=agent,
+                    headers=headers,
+                    payload=payload,
+                    recorder=recorder,
+                    batch=batch,
+                    status=status,
+                    timeout=self.valves.TIMEOUT_SECONDS,
+                    event_call=__event_call__,
+                    question_timeout=self.valves.QUESTION_TIMEOUT_SECONDS,
+                    attachments=inbound.attachments,
+                    max_event=int(self.valves.MAX_EVENT_MB * MB),
+                )
             )
             try:
                 async for chunk in run:

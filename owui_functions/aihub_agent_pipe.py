@@ -3046,29 +3046,39 @@ def unanswered_result(how: str, timeout: float) -> str:
     return "Not run: the user declined."
 
 
-async def run_with_questions(
-    client: aiohttp.ClientSession,
-    agent: AgentSpec,
-    headers: dict[str, str],
-    payload: dict[str, Any],
-    recorder: Recorder,
-    batch: "Batch",
-    status: "StatusLine",
-    timeout: float,
-    event_call: Any,
-    question_timeout: float,
-    attachments: "Sequence[Attachment]" = (),
-    max_event: int = MAX_EVENT_MB * MB,
-) -> AsyncIterator[str]:
+@dataclass(frozen=True, kw_only=True)
+class AgentRun:
+    """One answer's run of the agent: where it goes, what it sends first, where its output goes,
+    and how the user is asked when it pauses (``event_call``: Open WebUI's __event_call__)."""
+
+    client: aiohttp.ClientSession
+    agent: AgentSpec
+    headers: dict[str, str]
+    payload: dict[str, Any]
+    recorder: Recorder
+    batch: Batch
+    status: StatusLine
+    timeout: float
+    event_call: Any
+    question_timeout: float
+    attachments: Sequence[Attachment] = ()
+    max_event: int = MAX_EVENT_MB * MB
+
+
+async def run_with_questions(run: AgentRun) -> AsyncIterator[str]:
     """``stream_run``, and while the run pauses for the user: ask, then resume the same run.
 
     With ``attachments`` the body is encoded in a thread (megabytes of JSON; encode_body)."""
-    recorder.outbound.asks = agent.transport == "agui"
+    recorder, status, event_call, question_timeout = run.recorder, run.status, run.event_call, run.question_timeout
+    payload = run.payload
+    recorder.outbound.asks = run.agent.transport == "agui"
     for _ in range(MAX_RESUMES + 1):
         sent: dict[str, Any] | RequestBody = payload
-        if attachments:
-            sent = await asyncio.to_thread(encode_body, payload, attachments)
-        async for chunk in stream_run(client, agent, headers, sent, recorder, batch, status, timeout, max_event):
+        if run.attachments:
+            sent = await asyncio.to_thread(encode_body, payload, run.attachments)
+        async for chunk in stream_run(
+            run.client, run.agent, run.headers, sent, recorder, run.batch, status, run.timeout, run.max_event
+        ):
             yield chunk
         if not recorder.paused:
             return
@@ -3467,9 +3477,20 @@ class Pipe:
             headers = {**self._headers(agent), **turn.headers}
             client = await shared_client()
             run = run_with_questions(
-                client, agent, headers, payload, recorder, batch, status, self.valves.TIMEOUT_SECONDS,
-                __event_call__, self.valves.QUESTION_TIMEOUT_SECONDS, inbound.attachments,
-                int(self.valves.MAX_EVENT_MB * MB),
+                AgentRun(
+                    client=client,
+                    agent=agent,
+                    headers=headers,
+                    payload=payload,
+                    recorder=recorder,
+                    batch=batch,
+                    status=status,
+                    timeout=self.valves.TIMEOUT_SECONDS,
+                    event_call=__event_call__,
+                    question_timeout=self.valves.QUESTION_TIMEOUT_SECONDS,
+                    attachments=inbound.attachments,
+                    max_event=int(self.valves.MAX_EVENT_MB * MB),
+                )
             )
             try:
                 async for chunk in run:
