@@ -240,6 +240,14 @@ class Pipe:
         try:
             identity = await self._identity(agent, model, user, turn, settings) if agent.identity != "none" else {}
             delegated = oauth_header(agent, oauth_token)
+            taken = {h.lower() for h in (*turn.headers, *identity, *settings.user_headers, settings.jwt_header,
+                                         settings.chat_header, settings.message_header)}
+            if any(h.lower() in taken for h in delegated):  # a forwarding header renamed in the server's env
+                raise PipeConfigError(
+                    "The agent asks for the user's OAuth token in a header the pipe already sends (Open WebUI's "
+                    "forwarding settings name it); an administrator has to give it a header of its own. "
+                    "Nothing was sent to the agent."
+                )
         except PipeConfigError as exc:
             turn.failure = exc
             identity, delegated = {}, {}

@@ -3,7 +3,9 @@
 import base64
 import functools
 import hmac
+import ipaddress
 import json
+import re
 import os
 import sys
 import time
@@ -27,7 +29,7 @@ from agent_pipe.failures import _host
 from agent_pipe.helpers import _str, log, random_hex
 from agent_pipe.secrets import TokenMask
 from agent_pipe.valves import AgentSpec
-from provisioner.contract import METADATA_KEY
+from provisioner.contract import METADATA_KEY, RESERVED_HEADER_PREFIX, RESERVED_HEADERS
 
 # === the request ==================================================================================
 
@@ -322,16 +324,40 @@ def utc_time_text(second: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(second))
 
 
+# An HTTP field name (RFC 9110 token), as provision's HeaderName checks it.
+_HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}")
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address (provisioner/urls.py's rule); a name that only starts
+    like one (``127.attacker.example``) is not."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def oauth_header(agent: "AgentSpec", token: Any) -> dict[str, str]:
-    """The user's OAuth access token in the backend's own header, only over https or loopback."""
+    """The user's OAuth access token in the backend's own header, only over https or loopback,
+    and never in a header the pipe or HTTP sets itself (the rules provision validates with: the
+    AGENTS valve can be edited by hand)."""
     if not agent.oauth_token_header:
         return {}
+    name = agent.oauth_token_header
+    lowered = name.lower()
+    if not _HEADER_NAME.fullmatch(name) or lowered in RESERVED_HEADERS or lowered.startswith(RESERVED_HEADER_PREFIX):
+        raise PipeConfigError(
+            "The agent asks for the user's OAuth token in a header the pipe or HTTP sets itself (or in no valid "
+            "header name); an administrator has to give it a header of its own. Nothing was sent to the agent."
+        )
     access = token.get("access_token") if isinstance(token, Mapping) else None
     if not isinstance(access, str) or not access:
         return {}
     parts = urlsplit(agent.url)
     host = parts.hostname or ""
-    if parts.scheme != "https" and not (host == "localhost" or host.startswith("127.") or host == "::1"):
+    if parts.scheme != "https" and not is_loopback(host):
         raise PipeConfigError(
             f"The agent asks for the user's OAuth token, and its address {_host(agent.url)} is not https: "
             "the pipe sends the token only over https (or to loopback). Nothing was sent to the agent."

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StringConstraints, field_validator
 
+from .contract import RESERVED_HEADER_PREFIX, RESERVED_HEADERS
 from .text import describe, first_hidden
 from .urls import credential_in_url
 
@@ -164,17 +165,10 @@ BackendUrl = Annotated[
 
 ModelName = Annotated[str, StringConstraints(min_length=1, max_length=256), AfterValidator(_no_hidden_characters)]
 
-# Headers the pipe sets itself (the backend's key, the identity, the ids, the trace) or HTTP
-# owns: a delegated OAuth token in one of them would replace it or be replaced.
-RESERVED_HEADERS = frozenset(
-    {"authorization", "cookie", "host", "content-type", "content-length", "transfer-encoding", "connection",
-     "accept", "traceparent", "tracestate", "x-aihub-identity"}
-)
-
-
 def _own_header(name: str) -> str:
+    """Not a header the pipe or HTTP sets itself (contract.RESERVED_HEADERS; the pipe checks the same)."""
     lowered = name.lower()
-    if lowered in RESERVED_HEADERS or lowered.startswith("x-openwebui-"):
+    if lowered in RESERVED_HEADERS or lowered.startswith(RESERVED_HEADER_PREFIX):
         raise ValueError(
             f"{name} is a header the pipe or HTTP sets itself; give the OAuth token a header of its own, "
             "e.g. X-User-Access-Token"

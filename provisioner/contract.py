@@ -34,6 +34,17 @@ SIGNING_VALVE = "HISTORY_SIGNING_KEY"  # signs the tool blocks the pipe renders
 IDENTITY_VALVE = "IDENTITY_KEYS"  # the Ed25519 keys the pipe signs who is asking with
 
 
+# The headers a delegated OAuth token may not go in (`oauth_token_header`): those the pipe sets
+# itself (the backend's key, the identity, the ids, the trace) or HTTP owns, where the token would
+# replace one or be replaced. Checked by provision at validate and by the pipe at chat time (a
+# valve can be edited by hand). Lower case; every name starting with the prefix is Open WebUI's.
+RESERVED_HEADERS = (
+    "authorization", "proxy-authorization", "cookie", "host", "content-type", "content-length",
+    "transfer-encoding", "connection", "accept", "traceparent", "tracestate", "x-aihub-identity",
+)
+RESERVED_HEADER_PREFIX = "x-openwebui-"
+
+
 def valve_path(valve: str) -> str:
     """A valve as a field path of the desired and observed state (`valves.NAME`)."""
     return f"valves.{valve}"
