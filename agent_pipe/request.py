@@ -177,11 +177,22 @@ def _valve_signing_key(text: str) -> tuple[str, str]:
         return "", ""
 
 
+@functools.lru_cache(maxsize=8)
+def _valve_staged_pem(text: str) -> str:
+    """The PEM of the IDENTITY_KEYS valve's ``staged`` entry (published, never signs); empty when none."""
+    try:
+        staged = (json.loads(text) if text else {}).get("staged") or {}
+        return _str(staged.get("private_key_pem"))
+    except (ValueError, AttributeError):
+        return ""
+
+
 def identity_secrets(valve: str, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """What signs identities (the HS256 secret, the private keys): masked like the agents' keys."""
+    """What signs identities (the HS256 secret, the private keys, the staged one too): masked
+    like the agents' keys."""
     environ = server_environment() if environ is None else environ
-    pem = _valve_signing_key(valve)[0] if valve else ""
-    values = (environ.get("FORWARD_USER_INFO_HEADER_JWT_SECRET") or "", environ.get(IDENTITY_KEY_ENV) or "", pem)
+    pems = (_valve_signing_key(valve)[0], _valve_staged_pem(valve)) if valve else ()
+    values = (environ.get("FORWARD_USER_INFO_HEADER_JWT_SECRET") or "", environ.get(IDENTITY_KEY_ENV) or "", *pems)
     return tuple(v.strip() for v in values if v.strip())
 
 

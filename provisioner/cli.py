@@ -224,6 +224,7 @@ def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Pla
             adopt=adopted,
             missing_groups=opts.missing_groups,
             rotate_identity_key=opts.rotate_identity_key,
+            revoke_identity_key=opts.revoke_identity_key,
             message=opts.message,
             token_variables=token_variables(conn.token_env, opts.variables),
         )
@@ -395,9 +396,19 @@ def sync(
         bool,
         typer.Option(
             "--rotate-identity-key",
-            help="Give the pipe a new identity signing key; the old public key stays in `provision jwks` for 24 hours.",
+            help="Stage a new identity signing key: `provision jwks` publishes it now, and the first sync 10 minutes "
+            "or more later makes it sign (the old public key stays in the JWKS 24 hours after that).",
         ),
     ] = False,
+    revoke_identity_key: Annotated[
+        Optional[str],
+        typer.Option(
+            "--revoke-identity-key",
+            metavar="KID",
+            help="Drop the identity key KID from the JWKS at once (after a compromise); if it signs now, the staged "
+            "key, else a new one, signs from the next chat. Agents must refresh their JWKS.",
+        ),
+    ] = None,
 ) -> int:
     """Make the instance match the blueprints: functions, then models, then deletes."""
     conn, selected = _select_target(ctx, target, targets_file, Connection(url, token_file, insecure, timeout))
@@ -419,6 +430,7 @@ def sync(
             message=message,
             missing_groups=selected.missing_groups if selected else "fail",
             rotate_identity_key=rotate_identity_key,
+            revoke_identity_key=revoke_identity_key,
         ),
         conn,
     )
@@ -445,7 +457,8 @@ class RunOptions:
     target: Optional[str] = None  # its name, for the Markdown title
     message: Optional[str] = None  # sync --message: the history's commit message
     missing_groups: str = "fail"  # the target's missing_groups (groups.py)
-    rotate_identity_key: bool = False  # a new IDENTITY_KEYS signing key (sync --rotate-identity-key)
+    rotate_identity_key: bool = False  # stage a new IDENTITY_KEYS signing key (sync --rotate-identity-key)
+    revoke_identity_key: Optional[str] = None  # the kid to drop at once (sync --revoke-identity-key)
 
 
 def _run(opts: RunOptions, conn: Connection) -> int:
@@ -632,18 +645,21 @@ def jwks(
     """Print the JWKS of the pipe's identity keys, read from the instance: the signing key and
     every key rotated out within the last 24 hours. stdout is the JWKS alone (serve it to your
     agents); -o text also says on stderr which key is which. With --key-file no instance is read."""
-    from .identity_keys import describe_jwks, instance_jwks, key_file_jwks
+    from .identity_keys import describe_jwks, instance_identity_keys, instance_jwks, key_file_jwks
 
     _, err = _consoles(no_color)
+    valve = None
     if key_file is not None:  # no instance is read
         keys = key_file_jwks(key_file, key_id)
     else:
         conn, _target = _select_target(ctx, target, targets_file, Connection(url, token_file, insecure, timeout))
         with _connect(conn) as client:
-            keys = instance_jwks(client.list_functions(), now=time.time())
+            functions = client.list_functions()
+        keys = instance_jwks(functions, now=time.time())
+        valve = instance_identity_keys(functions)
     sys.stdout.write(json.dumps(keys, indent=2) + "\n")
     if output is Output.text:
-        for line in describe_jwks(keys, key_file is not None):
+        for line in describe_jwks(keys, key_file is not None, valve):
             err.print(line, soft_wrap=True, markup=False)
     return EXIT_OK
 

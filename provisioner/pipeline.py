@@ -34,7 +34,7 @@ from .desired import build_desired, history_signing_key
 from .errors import BlueprintError, ConfigError, Problem
 from .features import NATIVE_FEATURES
 from .function_files import FunctionFile, bundle_dir, load_function_files, skipped_function_files
-from .identity_keys import live_identity_keys, next_identity_keys
+from .identity_keys import KeyPlan, live_identity_keys, plan_identity_keys
 from .orphans import keep_orphan_agents
 from .loader import Catalog, load_catalog
 from .observed import observe
@@ -211,7 +211,8 @@ class PlanOptions:
     prune: bool = False
     adopt: Collection[tuple[Kind, str]] = ()
     missing_groups: str = "fail"  # the target's missing_groups (groups.py)
-    rotate_identity_key: bool = False  # a new IDENTITY_KEYS signing key (sync --rotate-identity-key)
+    rotate_identity_key: bool = False  # stage a new IDENTITY_KEYS signing key (sync --rotate-identity-key)
+    revoke_identity_key: Optional[str] = None  # the kid to drop at once (sync --revoke-identity-key)
     message: Optional[str] = None  # sync --message: the history's commit message
     token_variables: Collection[str] = ()  # variables that hold an admin token (token_variables())
 
@@ -240,12 +241,20 @@ def prepare_plan(
     groups, group_actions = resolve_groups(inputs.catalog, client, prune=options.prune, mode=options.missing_groups)
     rows = client.list_models()
     observed = observe(rows, client.list_functions(), compat)
-    desired, kept_notes = desired_state(inputs, observed, groups, token=token, options=options, compat=compat, env=env)
+    keys = plan_identity_keys(
+        live_identity_keys(observed), now=time.time(), rotate=options.rotate_identity_key,
+        revoke=options.revoke_identity_key,
+    )
+    if keys.waiting and on_warning:
+        on_warning(keys.waiting)
+    desired, kept_notes = desired_state(
+        inputs, observed, groups, token=token, options=options, compat=compat, env=env, identity_keys=keys
+    )
     agent_ids = set(desired.models) | {i for i, m in observed.models.items() if m.managed}
     wrappers = named_wrappers(client, find_wrappers(rows, agent_ids))
     plan = make_plan(
         desired, observed, prune=options.prune, adopt=set(options.adopt), orphan_notes=kept_notes, wrappers=wrappers,
-        notes=[*native_toggle_notes(inputs.catalog), *group_notes(group_actions)],
+        notes=[*native_toggle_notes(inputs.catalog), *group_notes(group_actions), *keys.notes],
         commit=CommitInfo.from_env(__version__, env, options.message),
     )
     from .drift import plan_drift
@@ -271,12 +280,18 @@ def desired_state(
     options: PlanOptions = PlanOptions(),
     compat: Compat | None = None,
     env: Mapping[str, str] | None = None,
+    identity_keys: KeyPlan | None = None,
 ) -> tuple[InstanceState, dict[str, str]]:
     """The state the instance should have, with what the instance must keep from itself: the
-    pipe's signing key, its identity keys, and the entries of agents kept without --prune.
+    pipe's signing key, its identity keys (`identity_keys`, default: plan_identity_keys of the
+    live valve with `options`), and the entries of agents kept without --prune.
     Returns it with one note per kept orphan row (orphans.py)."""
     signing_key = history_signing_key(observed, fresh=secrets.token_urlsafe(32))
-    identity_keys = next_identity_keys(live_identity_keys(observed), now=time.time(), rotate=options.rotate_identity_key)
+    if identity_keys is None:
+        identity_keys = plan_identity_keys(
+            live_identity_keys(observed), now=time.time(), rotate=options.rotate_identity_key,
+            revoke=options.revoke_identity_key,
+        )
     desired = build_desired(
         inputs.catalog,
         inputs.functions,
@@ -287,7 +302,7 @@ def desired_state(
         signing_key=signing_key,
         priority_in_valves=compat is not None and compat.filter_priority_in_valves,
         skip_missing_groups=options.missing_groups == "skip",
-        identity_keys=identity_keys,
+        identity_keys=identity_keys.value,
     )
     return keep_orphan_agents(desired, observed, prune=options.prune)
 

@@ -1,5 +1,6 @@
-"""The pipe's identity key: made once by sync, kept, rotated on request with the old public key
-kept 24 hours, printed only as a JWKS; the private key never appears in any output."""
+"""The pipe's identity key: made once by sync, kept, rotated on request (staged, published, then
+promoted by a later sync, the old public key kept 24 hours), revoked at once on request, printed
+only as a JWKS; no private key ever appears in any output."""
 
 from __future__ import annotations
 
@@ -14,11 +15,15 @@ import respx
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from provisioner.errors import ConfigError
 from provisioner.identity_keys import (
     RETIRED_KEY_SECONDS,
+    STAGED_KEY_SECONDS,
+    TOKEN_SECONDS,
     jwks,
     jwks_of_private_key,
     next_identity_keys,
+    plan_identity_keys,
     private_key_lines,
 )
 from tests.support.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
@@ -61,36 +66,143 @@ def test_an_unusable_value_is_replaced_by_a_fresh_key(live: str) -> None:
     assert fresh != live and jwks(fresh, now=NOW) is not None
 
 
-def test_a_rotation_retires_the_old_public_key_and_signs_with_a_new_one() -> None:
+def _kid(value: str, entry: str = "signing") -> str:
+    return json.loads(value)[entry]["kid"]
+
+
+def _rotated(value: str, at: float) -> str:
+    """A rotation done the way it is meant to be: staged at `at`, promoted STAGED_KEY_SECONDS later."""
+    return next_identity_keys(next_identity_keys(value, now=at, rotate=True), now=at + STAGED_KEY_SECONDS)
+
+
+def test_a_rotation_stages_a_new_key_published_in_the_jwks_while_the_old_one_still_signs() -> None:
     first = next_identity_keys(None, now=NOW)
-    old_kid = json.loads(first)["signing"]["kid"]
-    rotated = next_identity_keys(first, now=NOW, rotate=True)
-    data = json.loads(rotated)
-    assert data["signing"]["kid"] != old_kid
+    old_kid = _kid(first)
+    plan = plan_identity_keys(first, now=NOW, rotate=True)
+    data = json.loads(plan.value)
+    assert data["signing"] == json.loads(first)["signing"]  # the same key still signs
+    new_kid = data["staged"]["kid"]
+    assert new_kid != old_kid and data["staged"]["staged_at"] == int(NOW) and data["retired"] == []
+    keys = jwks(plan.value, now=NOW)["keys"]
+    assert [k["kid"] for k in keys] == [old_kid, new_kid]  # published: agents can fetch it before it signs
+    assert "d" not in keys[1] and set(keys[1]) == {"kty", "crv", "alg", "use", "kid", "x"}
+    [note] = plan.notes
+    assert f"{new_kid} is staged" in note and f"{old_kid} still signs" in note
+
+
+def test_a_sync_before_the_staged_key_is_old_enough_changes_nothing_and_says_when() -> None:
+    staged = next_identity_keys(next_identity_keys(None, now=NOW), now=NOW, rotate=True)
+    plan = plan_identity_keys(staged, now=NOW + STAGED_KEY_SECONDS - 1)
+    assert plan.value is staged and plan.notes == ()  # byte for byte: the plan stays empty
+    assert plan.waiting and _kid(staged, "staged") in plan.waiting and "makes it sign" in plan.waiting
+
+
+def test_the_first_sync_once_the_staged_key_is_old_enough_promotes_it_and_retires_the_old_one() -> None:
+    first = next_identity_keys(None, now=NOW)
+    staged = next_identity_keys(first, now=NOW, rotate=True)
+    later = NOW + STAGED_KEY_SECONDS
+    plan = plan_identity_keys(staged, now=later)
+    data = json.loads(plan.value)
+    assert data["signing"] == {k: v for k, v in json.loads(staged)["staged"].items() if k != "staged_at"}
+    assert "staged" not in data
     [retired] = data["retired"]
-    assert retired["kid"] == old_kid and retired["retired_at"] == int(NOW)
+    assert retired["kid"] == _kid(first) and retired["retired_at"] == int(later)
     assert retired["public_jwk"]["x"] == _x(_key(first)) and "d" not in retired["public_jwk"]
-    keys = jwks(rotated, now=NOW + 60)["keys"]
-    assert [k["kid"] for k in keys] == [data["signing"]["kid"], old_kid]  # the signing key first
-    assert keys[0]["x"] == _x(_key(rotated))
+    keys = jwks(plan.value, now=later + 60)["keys"]
+    assert [k["kid"] for k in keys] == [data["signing"]["kid"], _kid(first)]  # the signing key first
+    assert keys[0]["x"] == _x(_key(plan.value))
+    assert plan.waiting is None and "signs from now on" in plan.notes[0]
+    assert next_identity_keys(plan.value, now=later + 1) is plan.value  # then kept
+
+
+def test_a_rotation_while_a_key_is_staged_is_refused() -> None:
+    staged = next_identity_keys(next_identity_keys(None, now=NOW), now=NOW, rotate=True)
+    with pytest.raises(ConfigError, match="already staged"):
+        plan_identity_keys(staged, now=NOW + STAGED_KEY_SECONDS + 5, rotate=True)
 
 
 def test_retired_keys_are_dropped_after_24_hours_at_the_next_sync() -> None:
-    rotated = next_identity_keys(next_identity_keys(None, now=NOW), now=NOW, rotate=True)
-    inside = NOW + RETIRED_KEY_SECONDS - 1
+    rotated = _rotated(next_identity_keys(None, now=NOW), NOW)
+    retired_at = NOW + STAGED_KEY_SECONDS
+    inside = retired_at + RETIRED_KEY_SECONDS - 1
     assert next_identity_keys(rotated, now=inside) is rotated  # nothing to drop: unchanged
     assert len(jwks(rotated, now=inside)["keys"]) == 2
-    later = next_identity_keys(rotated, now=NOW + RETIRED_KEY_SECONDS)
+    later = next_identity_keys(rotated, now=retired_at + RETIRED_KEY_SECONDS)
     assert json.loads(later)["retired"] == [] and json.loads(later)["signing"] == json.loads(rotated)["signing"]
-    assert len(jwks(rotated, now=NOW + RETIRED_KEY_SECONDS)["keys"]) == 1  # jwks never lists an expired one
+    assert len(jwks(rotated, now=retired_at + RETIRED_KEY_SECONDS)["keys"]) == 1  # jwks never lists an expired one
 
 
 def test_two_rotations_keep_both_old_keys_for_their_24_hours() -> None:
-    one = next_identity_keys(None, now=NOW)
-    two = next_identity_keys(one, now=NOW, rotate=True)
-    three = next_identity_keys(two, now=NOW + 7200, rotate=True)
-    assert [r["retired_at"] for r in json.loads(three)["retired"]] == [int(NOW), int(NOW + 7200)]
-    assert len(jwks(three, now=NOW + RETIRED_KEY_SECONDS + 1)["keys"]) == 2
+    two = _rotated(next_identity_keys(None, now=NOW), NOW)
+    three = _rotated(two, NOW + 7200)
+    assert [r["retired_at"] for r in json.loads(three)["retired"]] == [int(NOW + STAGED_KEY_SECONDS), int(NOW + 7200 + STAGED_KEY_SECONDS)]
+    assert len(jwks(three, now=NOW + STAGED_KEY_SECONDS + RETIRED_KEY_SECONDS + 1)["keys"]) == 2
+
+
+# --- revoking a key at once, after a compromise ---------------------------------------------------------
+
+
+def test_revoking_a_retired_key_drops_it_from_the_jwks_at_once_and_says_agents_must_refresh() -> None:
+    first = next_identity_keys(None, now=NOW)
+    rotated = _rotated(first, NOW)
+    promoted_at = NOW + STAGED_KEY_SECONDS
+    plan = plan_identity_keys(rotated, now=promoted_at + 3600, revoke=_kid(first))
+    assert json.loads(plan.value)["retired"] == [] and json.loads(plan.value)["signing"] == json.loads(rotated)["signing"]
+    assert [k["kid"] for k in jwks(plan.value, now=promoted_at + 3600)["keys"]] == [_kid(rotated)]
+    [note] = plan.notes
+    assert "revoked" in note and "refresh its JWKS" in note and "may still be valid" not in note
+
+
+def test_revoking_a_key_retired_less_than_a_token_lifetime_ago_says_its_tokens_may_still_be_valid() -> None:
+    first = next_identity_keys(None, now=NOW)
+    rotated = _rotated(first, NOW)
+    promoted_at = NOW + STAGED_KEY_SECONDS
+    [note] = plan_identity_keys(rotated, now=promoted_at + 100, revoke=_kid(first)).notes
+    assert f"may still be valid for {TOKEN_SECONDS - 100} s" in note and "refresh its JWKS" in note
+
+
+def test_revoking_the_signing_key_promotes_the_staged_key_at_once_and_drops_the_old_one() -> None:
+    first = next_identity_keys(None, now=NOW)
+    staged = next_identity_keys(first, now=NOW, rotate=True)
+    plan = plan_identity_keys(staged, now=NOW + 5, revoke=_kid(first))  # long before STAGED_KEY_SECONDS
+    data = json.loads(plan.value)
+    assert data["signing"]["kid"] == _kid(staged, "staged") and "staged" not in data and data["retired"] == []
+    assert [k["kid"] for k in jwks(plan.value, now=NOW + 5)["keys"]] == [_kid(staged, "staged")]
+    [note] = plan.notes
+    assert "not retired" in note and "refresh its JWKS" in note and f"last {TOKEN_SECONDS} s" in note
+
+
+def test_revoking_the_signing_key_with_nothing_staged_signs_with_a_fresh_key_at_once() -> None:
+    rotated = _rotated(next_identity_keys(None, now=NOW), NOW)
+    plan = plan_identity_keys(rotated, now=NOW + 7200, revoke=_kid(rotated))
+    data = json.loads(plan.value)
+    assert data["signing"]["kid"] not in (_kid(rotated),) and data["retired"] == json.loads(rotated)["retired"]
+    assert _kid(rotated) not in {k["kid"] for k in jwks(plan.value, now=NOW + 7200)["keys"]}
+    assert "refuses the identity until it does" in plan.notes[0]
+
+
+def test_revoking_the_staged_key_drops_it_and_keeps_the_signing_key() -> None:
+    first = next_identity_keys(None, now=NOW)
+    staged = next_identity_keys(first, now=NOW, rotate=True)
+    plan = plan_identity_keys(staged, now=NOW + 60, revoke=_kid(staged, "staged"))
+    assert json.loads(plan.value) == json.loads(first)
+
+
+def test_a_revoke_of_an_unknown_kid_or_with_a_rotation_or_of_nothing_is_refused() -> None:
+    first = next_identity_keys(None, now=NOW)
+    with pytest.raises(ConfigError, match=f"no such key; its keys: {_kid(first)} \\(signs now\\)"):
+        plan_identity_keys(first, now=NOW, revoke="nope")
+    with pytest.raises(ConfigError, match="one at a time"):
+        plan_identity_keys(first, now=NOW, revoke=_kid(first), rotate=True)
+    with pytest.raises(ConfigError, match="holds no identity key"):
+        plan_identity_keys(None, now=NOW, revoke="k")
+
+
+def test_an_expired_retired_key_cannot_be_revoked_it_is_gone_already() -> None:
+    first = next_identity_keys(None, now=NOW)
+    rotated = _rotated(first, NOW)
+    with pytest.raises(ConfigError, match="no such key"):
+        plan_identity_keys(rotated, now=NOW + STAGED_KEY_SECONDS + RETIRED_KEY_SECONDS, revoke=_kid(first))
 
 
 def test_the_jwks_verifies_a_token_signed_with_the_valves_key() -> None:
@@ -131,6 +243,13 @@ def test_only_the_private_keys_base64_is_what_redaction_looks_for() -> None:
     lines = private_key_lines(value)
     assert lines and all(line in json.loads(value)["signing"]["private_key_pem"] for line in lines)
     assert not any(line.startswith("-----") or line == json.loads(value)["signing"]["kid"] for line in lines)
+
+
+def test_redaction_looks_for_the_staged_private_key_too() -> None:
+    staged = next_identity_keys(next_identity_keys(None, now=NOW), now=NOW, rotate=True)
+    pem = json.loads(staged)["staged"]["private_key_pem"]
+    body = [line for line in pem.splitlines() if not line.startswith("-----")]
+    assert body and set(body) <= set(private_key_lines(staged))
 
 
 # --- the CLI: sync keeps it, --rotate-identity-key rotates it, jwks prints it -------------------------
@@ -174,26 +293,73 @@ def test_sync_makes_the_key_once_keeps_it_and_never_prints_it(capsys, desk) -> N
     assert _valve(server) == value
 
 
-def test_rotate_identity_key_keeps_the_old_kid_in_jwks(capsys, desk) -> None:
+def test_rotate_identity_key_stages_then_a_later_sync_promotes_and_the_old_kid_stays_in_jwks(
+    capsys, desk, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, server = desk
     assert _run(capsys, desk, "sync")[0] == 0
     first = _valve(server)
-    old_kid = json.loads(first)["signing"]["kid"]
+    old_kid = _kid(first)
     secrets = tuple(private_key_lines(first))
-    code, out, _ = _run(capsys, desk, "sync", "--rotate-identity-key", "-o", "json", secrets=secrets)
-    assert code == 0
-    [change] = json.loads(out)["plan"]["changes"]
+    code, out, err = _run(capsys, desk, "sync", "--rotate-identity-key", "-o", "json", secrets=secrets)
+    assert code == 0, err
+    plan = json.loads(out)["plan"]
+    [change] = plan["changes"]
     assert change["fields"] == [{"path": "valves.IDENTITY_KEYS", "before": "(sensitive)", "after": "(sensitive)"}]
-    rotated = _valve(server)
-    secrets += tuple(private_key_lines(rotated))
+    staged = _valve(server)
+    new_kid = _kid(staged, "staged")
+    assert _kid(staged) == old_kid and any(f"{new_kid} is staged" in n for n in plan["notes"])
+    secrets += tuple(private_key_lines(staged))
     code, out, err = _run(capsys, desk, "jwks", secrets=secrets)
-    assert code == 0
+    assert code == 0 and [k["kid"] for k in json.loads(out)["keys"]] == [old_kid, new_kid]
+    assert f"kid {old_kid}: signs the identity tokens now" in err and f"kid {new_kid}: staged" in err
+
+    code, out, err = _run(capsys, desk, "sync", secrets=secrets)  # too early: it stays staged, and says so
+    assert code == 0 and "No changes." in out and f"identity key {new_kid} is staged" in err
+    assert _valve(server) == staged
+
+    monkeypatch.setattr("provisioner.identity_keys.STAGED_KEY_SECONDS", 0)  # as if ten minutes had passed
+    code, out, err = _run(capsys, desk, "sync", secrets=secrets)
+    assert code == 0, err
+    promoted = _valve(server)
+    assert _kid(promoted) == new_kid and "staged" not in json.loads(promoted)
+    code, out, err = _run(capsys, desk, "jwks", secrets=secrets)
+    assert code == 0, err
     keys = json.loads(out)["keys"]
-    assert [k["kid"] for k in keys] == [json.loads(rotated)["signing"]["kid"], old_kid]
-    assert keys[0]["x"] == _x(_key(rotated))
+    assert [k["kid"] for k in keys] == [new_kid, old_kid]
+    assert keys[0]["x"] == _x(_key(promoted))
     assert "signs the identity tokens now" in err and "retired" in err
     code, out, err = _run(capsys, desk, "jwks", "-o", "json", secrets=secrets)
     assert code == 0 and json.loads(out)["keys"] == keys and err == ""
+
+
+def test_revoke_identity_key_drops_the_key_at_once_and_tells_to_refresh(capsys, desk, monkeypatch) -> None:
+    _, server = desk
+    monkeypatch.setattr("provisioner.identity_keys.STAGED_KEY_SECONDS", 0)
+    assert _run(capsys, desk, "sync")[0] == 0
+    first = _valve(server)
+    secrets = tuple(private_key_lines(first))
+    assert _run(capsys, desk, "sync", "--rotate-identity-key", secrets=secrets)[0] == 0
+    secrets += tuple(private_key_lines(_valve(server)))
+    assert _run(capsys, desk, "sync", secrets=secrets)[0] == 0  # promoted
+    rotated = _valve(server)
+
+    before = len(server.writes)
+    code, out, err = _run(capsys, desk, "sync", "--revoke-identity-key", "no-such-kid", secrets=secrets)
+    assert code == 1 and "no such key" in err and _kid(rotated) in err and len(server.writes) == before
+
+    code, out, err = _run(capsys, desk, "sync", "--revoke-identity-key", _kid(first), secrets=secrets)
+    assert code == 0, err
+    assert "refresh its JWKS" in err and "valves.IDENTITY_KEYS" in out
+    code, out, _ = _run(capsys, desk, "jwks", "-o", "json", secrets=secrets)
+    assert [k["kid"] for k in json.loads(out)["keys"]] == [_kid(rotated)]
+
+    code, out, err = _run(capsys, desk, "sync", "--revoke-identity-key", _kid(rotated), secrets=secrets)
+    assert code == 0 and "refuses the identity until it does" in err
+    fresh = _valve(server)
+    secrets += tuple(private_key_lines(fresh))
+    code, out, _ = _run(capsys, desk, "jwks", "-o", "json", secrets=secrets)
+    assert [k["kid"] for k in json.loads(out)["keys"]] == [_kid(fresh)] and _kid(fresh) != _kid(rotated)
 
 
 def test_jwks_without_an_identity_key_says_to_sync(capsys, desk) -> None:
@@ -258,3 +424,25 @@ def test_a_server_error_echoing_the_valves_masks_the_private_key_and_keeps_the_m
     [value] = echoed
     assert code == 1 and "bad valves" in err
     assert not any(line in err for line in private_key_lines(value))
+
+
+def test_a_server_error_echoing_the_valves_masks_the_staged_private_key_too(capsys, desk) -> None:
+    import httpx
+
+    _, server = desk
+    assert _run(capsys, desk, "sync")[0] == 0
+    echoed: list[str] = []
+
+    def echo(method: str, path: str, body):
+        if not path.endswith("/valves/update"):
+            return None
+        echoed.append(body["IDENTITY_KEYS"])
+        return httpx.Response(400, json={"detail": f"bad valves: {body}"})
+
+    server.faults.append(echo)
+    code, _, err = _run(capsys, desk, "sync", "--rotate-identity-key")
+    [value] = echoed
+    staged_pem = json.loads(value)["staged"]["private_key_pem"]
+    body = [line for line in staged_pem.splitlines() if not line.startswith("-----")]
+    assert code == 1 and "bad valves" in err and body
+    assert not any(line in err for line in body)

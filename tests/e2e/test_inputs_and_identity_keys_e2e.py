@@ -1,6 +1,6 @@
 """Against the session's real Open WebUI: the samples' rows take the files their capabilities
-read, and the pipe's identity key is made once, kept, rotated, and printed as a JWKS that
-verifies what the key signs."""
+read, and the pipe's identity key is made once, kept, rotated (staged, then promoted by a later
+sync), revoked, and printed as a JWKS that verifies what the key signs."""
 
 from __future__ import annotations
 
@@ -73,13 +73,20 @@ def test_samples_rows_take_what_their_capabilities_read(owui, bundle, recorder, 
     assert {e["identity"] for e in entries.values()} == {"auto"}
 
 
-def test_identity_key_is_kept_rotated_and_printed_as_a_jwks_that_verifies(owui, bundle, recorder, capsys) -> None:
+def test_identity_key_is_kept_staged_promoted_revoked_and_printed_as_a_jwks_that_verifies(
+    owui, bundle, recorder, capsys, monkeypatch
+) -> None:
     printed: list[str] = []
 
     def run(*args: str) -> tuple[int, str, str]:
         code, out, err = provision(capsys, *args)
         printed.append(out + err)
         return code, out, err
+
+    def kids() -> list[str]:
+        code, out, err = run("jwks", "-o", "json")
+        assert code == 0, err
+        return [k["kid"] for k in json.loads(out)["keys"]]
 
     assert run("sync", *bundle)[0] == 0
     first = _valves(owui)["IDENTITY_KEYS"]  # Open WebUI stored it: the pipe declares the valve
@@ -98,13 +105,27 @@ def test_identity_key_is_kept_rotated_and_printed_as_a_jwks_that_verifies(owui, 
     old_token = _signed(first, {"sub": "u1", "aud": f"{PIPE}.document-analyst.default"})
     assert _verify(old_token, keys, f"{PIPE}.document-analyst.default")["sub"] == "u1"
 
+    # Publish first: the new key is staged, in the JWKS, and the old key still signs.
     code, out, err = run("sync", *bundle, "--rotate-identity-key")
     assert code == 0, out + err
-    assert "valves.IDENTITY_KEYS" in out and "(sensitive)" in out
+    assert "valves.IDENTITY_KEYS" in out and "(sensitive)" in out and "is staged" in err
+    staged = _valves(owui)["IDENTITY_KEYS"]
+    new_kid = json.loads(staged)["staged"]["kid"]
+    assert json.loads(staged)["signing"]["kid"] == old_kid != new_kid
+    secrets += private_key_lines(staged)
+    assert kids() == [old_kid, new_kid]
+
+    recorder.clear()
+    code, out, err = run("sync", *bundle)  # too early to sign with it: nothing written
+    assert code == 0 and "No changes." in out and recorder.writes == [] and f"{new_kid} is staged" in err
+
+    # Sign later: once it has been published long enough, the next sync promotes it.
+    monkeypatch.setattr("provisioner.identity_keys.STAGED_KEY_SECONDS", 0)
+    code, out, err = run("sync", *bundle)
+    assert code == 0, out + err
     rotated = _valves(owui)["IDENTITY_KEYS"]
-    new_kid = json.loads(rotated)["signing"]["kid"]
-    assert new_kid != old_kid and _valves(owui)["HISTORY_SIGNING_KEY"]  # the history key is not touched
-    secrets += private_key_lines(rotated)
+    assert json.loads(rotated)["signing"]["kid"] == new_kid and "staged" not in json.loads(rotated)
+    assert _valves(owui)["HISTORY_SIGNING_KEY"]  # the history key is not touched
 
     code, out, err = run("jwks")
     assert code == 0, err
@@ -116,4 +137,19 @@ def test_identity_key_is_kept_rotated_and_printed_as_a_jwks_that_verifies(owui, 
     assert _verify(_signed_in_open_webui(owui, rotated), keys, "agent-y")["sub"] == "u3"  # Open WebUI's own libraries
 
     assert run("diff", *bundle, "--detailed-exitcode")[0] == 0  # the rotation is kept too
+
+    # After a compromise: the old public key leaves the JWKS at once.
+    code, out, err = run("sync", *bundle, "--revoke-identity-key", old_kid)
+    assert code == 0, out + err
+    assert "refresh its JWKS" in err
+    assert kids() == [new_kid]
+    code, out, err = run("jwks", "-o", "json")
+    revoked = json.loads(out)
+    try:
+        _verify(old_token, revoked, f"{PIPE}.document-analyst.default")
+    except KeyError:  # PyJWKSet: no key with that kid
+        pass
+    else:
+        raise AssertionError("a token of the revoked key still verifies")
+    assert _verify(new_token, revoked, "agent-x")["sub"] == "u2"
     assert not any(line in output for output in printed for line in secrets)  # no private key, ever

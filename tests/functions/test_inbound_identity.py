@@ -180,6 +180,31 @@ def test_the_servers_key_wins_over_the_valve(sse_stub: SSEStub, monkeypatch) -> 
     jwt.decode(token, public, algorithms=["EdDSA"], audience=MODEL)
 
 
+def test_a_staged_key_is_published_but_the_pipe_signs_with_the_signing_key_alone(sse_stub: SSEStub) -> None:
+    from provisioner.identity_keys import jwks, next_identity_keys
+
+    first = next_identity_keys(None, now=time.time())
+    staged = next_identity_keys(first, now=time.time(), rotate=True)  # what sync --rotate-identity-key writes
+    signing_kid, staged_kid = json.loads(staged)["signing"]["kid"], json.loads(staged)["staged"]["kid"]
+    _run(sse_stub, keys=staged)
+    token = _headers(sse_stub)["x-aihub-identity"]
+    assert jwt.get_unverified_header(token)["kid"] == signing_kid != staged_kid
+    keys = jwt.PyJWKSet.from_dict(jwks(staged, now=time.time()))
+    claims = jwt.decode(token, keys[signing_kid].key, algorithms=["EdDSA"], audience=MODEL)
+    assert claims["sub"] == "u-42"
+    with pytest.raises(jwt.InvalidSignatureError):  # and not with the staged key
+        jwt.decode(token, keys[staged_kid].key, algorithms=["EdDSA"], audience=MODEL)
+
+
+def test_the_staged_private_key_is_masked_like_the_signing_one() -> None:
+    from provisioner.identity_keys import next_identity_keys
+
+    staged = next_identity_keys(next_identity_keys(None, now=time.time()), now=time.time(), rotate=True)
+    data = json.loads(staged)
+    secrets = pipe_module.identity_secrets(staged, environ={})
+    assert set(secrets) == {data["signing"]["private_key_pem"].strip(), data["staged"]["private_key_pem"].strip()}
+
+
 def test_a_key_that_does_not_load_signs_nothing_and_says_so_in_the_log(sse_stub: SSEStub, caplog) -> None:
     bad = json.dumps({"signing": {"kid": "k", "private_key_pem": "-----BEGIN PRIVATE KEY-----\nnope\n"}})
     _run(sse_stub, keys=bad)
