@@ -253,8 +253,8 @@ def test_no_option_takes_a_secret_and_a_secret_given_as_an_option_is_not_echoed(
     root = typer.main.get_command(APP)
     for name, command in root.commands.items():
         for param in command.params:
-            # a file's path, a public key id, and flags (which take no value) carry no secret
-            if param.name in ("token_file", "key_file", "key_id") or getattr(param, "is_flag", False):
+            # a file's path, a public key id (a kid to revoke too), and flags (which take no value) carry no secret
+            if param.name in ("token_file", "key_file", "key_id", "revoke_identity_key") or getattr(param, "is_flag", False):
                 continue
             assert not any(word in param.name for word in ("token", "key", "secret", "password")), (name, param.name)
     for args in (["diff", "--token", TOKEN], [f"--token={TOKEN}", "diff"], ["diff", "--api-key", API_KEY]):
