@@ -16,6 +16,13 @@ USAGE = "AIHUB_USAGE"  # the pipe's own event: an OpenAI stream's usage chunk (t
 SOURCE_EVENT = "aihub.source"
 IMAGE_EVENT = "aihub.image"
 MAX_SOURCES = 50  # per turn: every source is a write of the chat's row
+# The MAX_IMAGES and MAX_TURN_IMAGES_MB valves' defaults: what one answer may store and attach.
+MAX_IMAGES = 10
+MAX_TURN_IMAGES_MB = 30
+# A token count above this is not a count (no run of one answer reads a billion tokens): dropped,
+# and sums stop here, so a broken agent cannot write 10**30 into Open WebUI's usage records.
+MAX_USAGE_COUNT = 10**9
+MAX_STATUS_CHARS = 120  # a status line from the agent's words (a step, a workflow state, a tool's name)
 # The MAX_EVENT_MB valve's default: an SSE line or event past it ends the run. Above an image of
 # MAX_IMAGE_MB (10) as base64 (13.4 MB): an agent's image arrives in one event.
 MAX_EVENT_MB = 16

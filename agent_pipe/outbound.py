@@ -8,7 +8,15 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from agent_pipe.constants import IMAGE_EVENT, MAX_SOURCES, SOURCE_EVENT
+from agent_pipe.constants import (
+    IMAGE_EVENT,
+    MAX_IMAGES,
+    MAX_SOURCES,
+    MAX_TURN_IMAGES_MB,
+    MAX_USAGE_COUNT,
+    MB,
+    SOURCE_EVENT,
+)
 from agent_pipe.helpers import EventEmitter, _str, log
 from agent_pipe.recorder import Recorder
 from agent_pipe.secrets import Scrubber
@@ -54,7 +62,9 @@ _SUPERSTEP = re.compile(r"superstep:\d+")  # Agent Framework's workflow rounds: 
 
 
 def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    """A token count, or None (not an int, negative, or past MAX_USAGE_COUNT)."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_USAGE_COUNT
+    return value if ok else None
 
 
 def usage_counts(report: Any) -> dict[str, int]:
@@ -78,7 +88,7 @@ def _add_counts(reports: Iterable[dict[str, int]]) -> dict[str, int]:
     total: dict[str, int] = {}
     for counts in reports:
         for kind, value in counts.items():
-            total[kind] = total.get(kind, 0) + value
+            total[kind] = min(MAX_USAGE_COUNT, total.get(kind, 0) + value)
     return total
 
 
@@ -134,7 +144,11 @@ class Outbound:
         self._usage_taken = False
         self._source_keys: set[tuple[str, str]] = set()
         self.events: list[dict[str, Any]] = []  # Open WebUI events for the emitter, in order
-        self.max_image_bytes = 10 * 1024 * 1024  # the MAX_IMAGE_MB valve (set by the pipe)
+        self.max_image_bytes = 10 * MB  # the MAX_IMAGE_MB valve (set by the pipe)
+        self.max_images = MAX_IMAGES  # the MAX_IMAGES valve: images and image links per answer
+        self.max_turn_image_bytes = MAX_TURN_IMAGES_MB * MB  # the MAX_TURN_IMAGES_MB valve
+        self._image_bytes = 0  # of the images kept so far
+        self._images_left_out = False  # the answer says so once
         self.images: list[tuple[str, bytes]] = []  # (content type, bytes) to store when the turn ends
         self.image_links: list[str] = []  # http(s) images, attached as links (as Open WebUI does)
         self.asks = False  # set by the pipe when it can ask the user and resume the run (AG-UI)
@@ -202,19 +216,40 @@ class Outbound:
             if match := _DATA_URI.match(url):
                 mime, data = match.group(1), match.group(2)
             elif link := safe_url(self._scrubber.redact(url)):
-                self.image_links.append(link)
+                if self._room(recorder, 0):
+                    self.image_links.append(link)
                 continue
             if not mime.startswith("image/") or not data:
                 continue
-            if len(data) * 3 // 4 > self.max_image_bytes + 3:  # the base64's size, before decoding it
-                recorder.text(image_over_limit(len(data) * 3 // 4, self.max_image_bytes))
+            size = len(data) * 3 // 4  # the base64's size, before decoding it (+ up to 2 of padding)
+            if size > self.max_image_bytes + 3:
+                recorder.text(image_over_limit(size, self.max_image_bytes))
                 continue
+            if not self._room(recorder, min(size, self.max_image_bytes)):
+                continue  # past the answer's limits: not decoded, not held
             try:
                 raw = base64.b64decode(data, validate=False)
             except ValueError:
                 continue
-            if raw:
+            if len(raw) > self.max_image_bytes:
+                recorder.text(image_over_limit(len(raw), self.max_image_bytes))
+            elif raw:
                 self.images.append((mime, raw))
+                self._image_bytes += len(raw)
+
+    def _room(self, recorder: Recorder, size: int) -> bool:
+        """Whether one more image (of ``size`` bytes; 0 for a link) fits the answer's limits; the
+        first that does not gets one line in the answer, where it arrived."""
+        count = len(self.images) + len(self.image_links)
+        if count < self.max_images and self._image_bytes + size <= self.max_turn_image_bytes:
+            return True
+        if not self._images_left_out:
+            self._images_left_out = True
+            recorder.text(
+                f"\n\n*The agent made more images than one answer shows (at most {self.max_images} images per "
+                f"answer, {self.max_turn_image_bytes / MB:g} MB in all), so the rest are not shown.*\n\n"
+            )
+        return False
 
     def take_events(self) -> list[dict[str, Any]]:
         events, self.events = self.events, []

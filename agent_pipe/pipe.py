@@ -11,6 +11,8 @@ from pydantic import BaseModel, Field
 from agent_pipe.constants import (
     ASKING_DELAY_SECONDS,
     IDENTITY_HEADER,
+    MAX_IMAGES,
+    MAX_TURN_IMAGES_MB,
     MB,
     AgentHTTPError,
     EventTooLarge,
@@ -87,6 +89,15 @@ class Pipe:
         MAX_IMAGE_MB: float = Field(
             default=10, gt=0, allow_inf_nan=False,
             description="Largest image an agent may show in a chat, in MB; a larger one gets a line instead.",
+        )
+        MAX_IMAGES: int = Field(
+            default=MAX_IMAGES, ge=0,
+            description="Most images (stored, or attached as links) an agent may show in one answer; the rest "
+            "get one line instead.",
+        )
+        MAX_TURN_IMAGES_MB: float = Field(
+            default=MAX_TURN_IMAGES_MB, gt=0, allow_inf_nan=False,
+            description="Most MB of images an agent may store in one answer; the rest get one line instead.",
         )
         MAX_EVENT_MB: float = Field(
             default=16, gt=0, allow_inf_nan=False,
@@ -335,7 +346,9 @@ class Pipe:
             input_ids = [m["id"] for m in payload["messages"]]
         recorder = Recorder(input_ids=input_ids, scrubber=scrubber, signer=signer)
         recorder.error_note = f" (trace {turn.trace_id})"  # also on the agent's own RUN_ERROR
-        recorder.outbound.max_image_bytes = int(self.valves.MAX_IMAGE_MB * 1024 * 1024)
+        recorder.outbound.max_image_bytes = int(self.valves.MAX_IMAGE_MB * MB)
+        recorder.outbound.max_images = self.valves.MAX_IMAGES
+        recorder.outbound.max_turn_image_bytes = int(self.valves.MAX_TURN_IMAGES_MB * MB)
         status = StatusLine(__event_emitter__)
         status.later({"description": f"Asking {agent.name}…", "done": False}, ASKING_DELAY_SECONDS)
         batch = Batch(self.valves.STREAM_INTERVAL_MS / 1000)

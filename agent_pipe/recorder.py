@@ -4,7 +4,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from agent_pipe.constants import CALLS_RAN, USAGE
+from agent_pipe.constants import CALLS_RAN, MAX_STATUS_CHARS, USAGE
 from agent_pipe.helpers import _is_json, _parts_concatenated, _str, random_hex
 from agent_pipe.outbound import Outbound
 from agent_pipe.rendering import render_piece, render_segments
@@ -328,8 +328,9 @@ class Recorder:
 
     def take_statuses(self) -> list[dict[str, Any]]:
         statuses, self.statuses = self.statuses, []
-        for status in statuses:
-            status["description"] = self.scrubber.redact(status["description"])
+        for status in statuses:  # masked first: a cut must not leave half a key behind
+            text = self.scrubber.redact(status["description"])
+            status["description"] = text if len(text) <= MAX_STATUS_CHARS else text[: MAX_STATUS_CHARS - 1] + "…"
         return statuses
 
     # -- helpers ----------------------------------------------------------------------------------

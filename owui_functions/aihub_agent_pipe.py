@@ -91,6 +91,13 @@ USAGE = "AIHUB_USAGE"  # the pipe's own event: an OpenAI stream's usage chunk (t
 SOURCE_EVENT = "aihub.source"
 IMAGE_EVENT = "aihub.image"
 MAX_SOURCES = 50  # per turn: every source is a write of the chat's row
+# The MAX_IMAGES and MAX_TURN_IMAGES_MB valves' defaults: what one answer may store and attach.
+MAX_IMAGES = 10
+MAX_TURN_IMAGES_MB = 30
+# A token count above this is not a count (no run of one answer reads a billion tokens): dropped,
+# and sums stop here, so a broken agent cannot write 10**30 into Open WebUI's usage records.
+MAX_USAGE_COUNT = 10**9
+MAX_STATUS_CHARS = 120  # a status line from the agent's words (a step, a workflow state, a tool's name)
 # The MAX_EVENT_MB valve's default: an SSE line or event past it ends the run. Above an image of
 # MAX_IMAGE_MB (10) as base64 (13.4 MB): an agent's image arrives in one event.
 MAX_EVENT_MB = 16
@@ -2226,8 +2233,9 @@ class Recorder:
 
     def take_statuses(self) -> list[dict[str, Any]]:
         statuses, self.statuses = self.statuses, []
-        for status in statuses:
-            status["description"] = self.scrubber.redact(status["description"])
+        for status in statuses:  # masked first: a cut must not leave half a key behind
+            text = self.scrubber.redact(status["description"])
+            status["description"] = text if len(text) <= MAX_STATUS_CHARS else text[: MAX_STATUS_CHARS - 1] + "…"
         return statuses
 
     # -- helpers ----------------------------------------------------------------------------------
@@ -2346,7 +2354,9 @@ _SUPERSTEP = re.compile(r"superstep:\d+")  # Agent Framework's workflow rounds: 
 
 
 def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    """A token count, or None (not an int, negative, or past MAX_USAGE_COUNT)."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_USAGE_COUNT
+    return value if ok else None
 
 
 def usage_counts(report: Any) -> dict[str, int]:
@@ -2370,7 +2380,7 @@ def _add_counts(reports: Iterable[dict[str, int]]) -> dict[str, int]:
     total: dict[str, int] = {}
     for counts in reports:
         for kind, value in counts.items():
-            total[kind] = total.get(kind, 0) + value
+            total[kind] = min(MAX_USAGE_COUNT, total.get(kind, 0) + value)
     return total
 
 
@@ -2426,7 +2436,11 @@ class Outbound:
         self._usage_taken = False
         self._source_keys: set[tuple[str, str]] = set()
         self.events: list[dict[str, Any]] = []  # Open WebUI events for the emitter, in order
-        self.max_image_bytes = 10 * 1024 * 1024  # the MAX_IMAGE_MB valve (set by the pipe)
+        self.max_image_bytes = 10 * MB  # the MAX_IMAGE_MB valve (set by the pipe)
+        self.max_images = MAX_IMAGES  # the MAX_IMAGES valve: images and image links per answer
+        self.max_turn_image_bytes = MAX_TURN_IMAGES_MB * MB  # the MAX_TURN_IMAGES_MB valve
+        self._image_bytes = 0  # of the images kept so far
+        self._images_left_out = False  # the answer says so once
         self.images: list[tuple[str, bytes]] = []  # (content type, bytes) to store when the turn ends
         self.image_links: list[str] = []  # http(s) images, attached as links (as Open WebUI does)
         self.asks = False  # set by the pipe when it can ask the user and resume the run (AG-UI)
@@ -2494,19 +2508,40 @@ class Outbound:
             if match := _DATA_URI.match(url):
                 mime, data = match.group(1), match.group(2)
             elif link := safe_url(self._scrubber.redact(url)):
-                self.image_links.append(link)
+                if self._room(recorder, 0):
+                    self.image_links.append(link)
                 continue
             if not mime.startswith("image/") or not data:
                 continue
-            if len(data) * 3 // 4 > self.max_image_bytes + 3:  # the base64's size, before decoding it
-                recorder.text(image_over_limit(len(data) * 3 // 4, self.max_image_bytes))
+            size = len(data) * 3 // 4  # the base64's size, before decoding it (+ up to 2 of padding)
+            if size > self.max_image_bytes + 3:
+                recorder.text(image_over_limit(size, self.max_image_bytes))
                 continue
+            if not self._room(recorder, min(size, self.max_image_bytes)):
+                continue  # past the answer's limits: not decoded, not held
             try:
                 raw = base64.b64decode(data, validate=False)
             except ValueError:
                 continue
-            if raw:
+            if len(raw) > self.max_image_bytes:
+                recorder.text(image_over_limit(len(raw), self.max_image_bytes))
+            elif raw:
                 self.images.append((mime, raw))
+                self._image_bytes += len(raw)
+
+    def _room(self, recorder: Recorder, size: int) -> bool:
+        """Whether one more image (of ``size`` bytes; 0 for a link) fits the answer's limits; the
+        first that does not gets one line in the answer, where it arrived."""
+        count = len(self.images) + len(self.image_links)
+        if count < self.max_images and self._image_bytes + size <= self.max_turn_image_bytes:
+            return True
+        if not self._images_left_out:
+            self._images_left_out = True
+            recorder.text(
+                f"\n\n*The agent made more images than one answer shows (at most {self.max_images} images per "
+                f"answer, {self.max_turn_image_bytes / MB:g} MB in all), so the rest are not shown.*\n\n"
+            )
+        return False
 
     def take_events(self) -> list[dict[str, Any]]:
         events, self.events = self.events, []
@@ -3269,6 +3304,15 @@ class Pipe:
             default=10, gt=0, allow_inf_nan=False,
             description="Largest image an agent may show in a chat, in MB; a larger one gets a line instead.",
         )
+        MAX_IMAGES: int = Field(
+            default=MAX_IMAGES, ge=0,
+            description="Most images (stored, or attached as links) an agent may show in one answer; the rest "
+            "get one line instead.",
+        )
+        MAX_TURN_IMAGES_MB: float = Field(
+            default=MAX_TURN_IMAGES_MB, gt=0, allow_inf_nan=False,
+            description="Most MB of images an agent may store in one answer; the rest get one line instead.",
+        )
         MAX_EVENT_MB: float = Field(
             default=16, gt=0, allow_inf_nan=False,
             description="Largest line or event of an agent's stream, in MB; a larger one ends the run with an "
@@ -3516,7 +3560,9 @@ class Pipe:
             input_ids = [m["id"] for m in payload["messages"]]
         recorder = Recorder(input_ids=input_ids, scrubber=scrubber, signer=signer)
         recorder.error_note = f" (trace {turn.trace_id})"  # also on the agent's own RUN_ERROR
-        recorder.outbound.max_image_bytes = int(self.valves.MAX_IMAGE_MB * 1024 * 1024)
+        recorder.outbound.max_image_bytes = int(self.valves.MAX_IMAGE_MB * MB)
+        recorder.outbound.max_images = self.valves.MAX_IMAGES
+        recorder.outbound.max_turn_image_bytes = int(self.valves.MAX_TURN_IMAGES_MB * MB)
         status = StatusLine(__event_emitter__)
         status.later({"description": f"Asking {agent.name}…", "done": False}, ASKING_DELAY_SECONDS)
         batch = Batch(self.valves.STREAM_INTERVAL_MS / 1000)
