@@ -1,7 +1,7 @@
 """Questions to the user: an AG-UI run that pauses (interrupt) and is resumed."""
 
 import asyncio
-import html
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,21 +27,59 @@ from agent_pipe.valves import AgentSpec
 # an input dialog for any other responseSchema) and resumes the same run within the same answer.
 
 
+# Open WebUI's dialog renders its message as Markdown (0.12.4 ConfirmDialog:
+# DOMPurify.sanitize(marked.parse(message))): what the agent wrote must not become a link, a
+# remote image (which would tell the image's host the user's address), emphasis or HTML there.
+_MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+_BACKTICKS = re.compile(r"`+")
+
+
+def markdown_text(text: str) -> str:
+    """Text Markdown shows as written: every ASCII punctuation character backslash-escaped
+    (CommonMark allows it for each), so no link, image, emphasis, list, heading or tag forms."""
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", text)
+
+
+def _fence(text: str, minimum: int) -> str:
+    """Backticks longer than any run of them in ``text``: the code it opens cannot be closed early."""
+    return "`" * max(minimum, 1 + max((len(run) for run in _BACKTICKS.findall(text)), default=0))
+
+
+def markdown_code(text: str) -> str:
+    """One line as a code span (whitespace folded: a blank line would end the span)."""
+    line = " ".join(text.split())
+    fence = _fence(line, 1)
+    return f"{fence} {line} {fence}"
+
+
+def markdown_block(text: str) -> str:
+    """Any text as a fenced code block: its lines shown as they are, nothing in them markup."""
+    fence = _fence(text, 3)
+    return f"{fence}\n{text}\n{fence}"
+
+
 def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, Any]:
-    """The dialog for an interrupt: a confirmation for a tool call, else an input (keys masked)."""
+    """The dialog for an interrupt: a confirmation for a tool call, else an input (keys masked).
+
+    The confirmation always starts by naming the tool, whatever the agent's own message says; the
+    message follows as plain text and the arguments as a code block, so nothing the agent sent
+    becomes markup in the dialog."""
     redact = recorder.scrubber.redact
     call = recorder._calls.get(_str(interrupt.get("toolCallId")))
     schema = interrupt.get("responseSchema") if isinstance(interrupt.get("responseSchema"), Mapping) else {}
     properties = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
     message = redact(_str(interrupt.get("message")))
     if call is not None or interrupt.get("reason") == "tool_call" or "approved" in properties:
-        name = redact(call[1].name) if call else "a tool"
+        name = " ".join(redact(call[1].name).split()) if call else ""
         arguments = redact(call[1].arguments) if call else ""
-        text = message or f"The agent wants to run {name}."
+        text = f"The agent wants to run {markdown_code(name)}." if name else "The agent wants to run a tool."
+        if message.strip():
+            text += "\n\n" + markdown_text(message)
         if arguments:
-            text += f"\n\nArguments: `{arguments.replace('`', '')}`"
-        return {"type": "confirmation", "data": {"title": f"Allow {name}?", "message": html.escape(text, quote=False)}}
-    return {"type": "input", "data": {"title": "The agent asks", "message": html.escape(message, quote=False),
+            text += "\n\nArguments:\n\n" + markdown_block(arguments)
+        title = f"Allow {name[:80] or 'a tool'}?"
+        return {"type": "confirmation", "data": {"title": title, "message": text}}
+    return {"type": "input", "data": {"title": "The agent asks", "message": markdown_text(message),
                                        "placeholder": "Your answer"}}
 
 

@@ -300,7 +300,7 @@ def test_a_question_with_a_response_schema_opens_the_input_dialog_and_resumes_th
     sse_stub.behaviour.data = events(T("Let me ask."), _paused(CITY))
     dialog = _dialog(sse_stub, "Paris", events(T(" Paris it is."), FINISHED))
     run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
-    assert dialog.questions == [{"type": "input", "data": {"title": "The agent asks", "message": "Which &lt;city&gt;?",
+    assert dialog.questions == [{"type": "input", "data": {"title": "The agent asks", "message": "Which \\<city\\>\\?",
                                                             "placeholder": "Your answer"}}]
     first, resumed = (r["json"] for r in sse_stub.requests)
     assert resumed["threadId"] == first["threadId"] and resumed["runId"] != first["runId"]
@@ -327,8 +327,9 @@ def test_the_approval_dialog_shows_the_tool_and_its_arguments_with_keys_masked(s
     run = run_pipe(make_pipe([_agui(sse_stub.url)], api_keys={"k": KEY}), "lab.helper", HISTORY, event_call=dialog)
     (question,) = dialog.questions
     assert question["type"] == "confirmation" and question["data"]["title"] == "Allow deploy?"
-    assert question["data"]["message"] == (
-        'Approve running deploy? [redacted]\n\nArguments: `{"token": "[redacted]", "env": "&lt;prod&gt;"}`')
+    assert question["data"]["message"] == (  # Markdown in the dialog: the message escaped, the arguments code
+        "The agent wants to run ` deploy `.\n\nApprove running deploy\\? \\[redacted\\]\n\n"
+        'Arguments:\n\n```\n{"token": "[redacted]", "env": "<prod>"}\n```')
     assert sse_stub.requests[1]["json"]["resume"][0]["payload"] == {"approved": True}
     assert 'result="[approved by the user] deployed"' in run.content and run.content.endswith("Done.")
 
