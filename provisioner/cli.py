@@ -772,6 +772,90 @@ def init(
     return EXIT_OK
 
 
+@app.command("explain", short_help="Say why an agent shows the toggles it shows.")
+def explain_command(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Argument(metavar="AGENT", show_default=False, hidden=True)],
+    path: PathOpt = Path("blueprints"),
+    output: OutputOpt = Output.text,
+    target: TargetOpt = None,
+    targets_file: TargetsFileOpt = Path(TARGETS_FILE),
+    url: UrlOpt = None,
+    token_file: TokenFileOpt = None,
+    insecure: InsecureOpt = False,
+    timeout: TimeoutOpt = 30.0,
+    no_color: NoColorOpt = False,
+) -> int:
+    """AGENT is <blueprint>.<agent>, its model id, or an agent id only one blueprint has.
+    For each toggle AGENT shows: the feature, the capability that serves it and every step
+    that calls it (file and line); for each feature it does not show, why; and what its model
+    row will say. Offline; with --target (or --url) also what the instance adds on top."""
+    from .explain import explain_agent
+    from .loader import load_catalog
+    from .render_explain import render_explain
+
+    out, err = _consoles(no_color)
+    conn, selected = _select_target(ctx, target, targets_file, Connection(url, token_file, insecure, timeout))
+    catalog = load_catalog(path, target_variables(selected, strict=selected is not None, targets_file=targets_file))
+    print_notes(catalog, err)
+    explained = explain_agent(catalog, agent)
+    if selected is not None or url:
+        from .diagnose import instance_explanation
+
+        with _connect(conn) as client:
+            explained["instance"] = instance_explanation(client, explained)
+        explained["target"] = target
+    if output is Output.json:
+        sys.stdout.write(json.dumps(explained, indent=2) + "\n")
+    else:
+        render_explain(explained, out)
+    return EXIT_OK
+
+
+@app.command("doctor", short_help="Check what on the instance makes agents fail, with the fix.")
+def doctor_command(
+    ctx: typer.Context,
+    path: PathOpt = Path("blueprints"),
+    functions: FunctionsOpt = Path("functions"),
+    output: PlanOutputOpt = PlanOutput.text,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 2 when a check warns (and none fails).")] = False,
+    target: TargetOpt = None,
+    targets_file: TargetsFileOpt = Path(TARGETS_FILE),
+    url: UrlOpt = None,
+    token_file: TokenFileOpt = None,
+    insecure: InsecureOpt = False,
+    timeout: TimeoutOpt = 30.0,
+    no_color: NoColorOpt = False,
+    bundle: BundleOpt = None,
+) -> int:
+    """One line per check, failures first, each with its fix: the release, functions enabled,
+    the bundle's functions, the pipe's valves against the blueprints (when -p DIR exists), the
+    agents' rows, identity keys, file uploads for document agents, the embedding bypass,
+    wrappers. Exit 0 when nothing fails, 1 when something does, 2 on warnings with --strict."""
+    from .diagnose import diagnose, expected_from
+    from .doctor import exit_code, report_json
+    from .render_doctor import doctor_markdown, render_doctor
+
+    out, err = _consoles(no_color)
+    conn, selected = _select_target(ctx, target, targets_file, Connection(url, token_file, insecure, timeout))
+    expected = None
+    source = ctx.get_parameter_source("path")
+    if path.exists() or (source is not None and source.name == "COMMANDLINE"):  # else: the instance alone
+        inputs = load_inputs(path, functions, bundle, target_variables(selected, strict=selected is not None, targets_file=targets_file))
+        print_notes(inputs.catalog, err)
+        expected = expected_from(inputs.catalog, inputs.functions)
+    with _connect(conn) as client:
+        checks = diagnose(client, expected)
+    report = report_json(checks, target)
+    if output is PlanOutput.json:
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    elif output is PlanOutput.markdown:
+        sys.stdout.write(doctor_markdown(report))
+    else:
+        render_doctor(report, out)
+    return exit_code(checks, strict)
+
+
 @app.command("version", short_help="Show the provision version.")
 def version_command() -> int:
     """Show the provision version (the one recorded in the marker of what it writes)."""

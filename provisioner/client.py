@@ -169,6 +169,22 @@ class OpenWebUIClient:
     def get_function(self, function_id: str) -> dict[str, Any]:
         return self._request("GET", f"/api/v1/functions/id/{function_id}")
 
+    def find_function(self, function_id: str) -> dict[str, Any] | None:
+        """One function by id, or None when there is none. Unlike every listing, this answers
+        while functions are switched off (ENABLE_FUNCTIONS=false): `provision doctor` tells the two apart."""
+        data = self._request("GET", f"/api/v1/functions/id/{function_id}", missing_ok=True)
+        return data if isinstance(data, dict) else None
+
+    def default_permissions(self) -> dict[str, Any]:
+        """What users may do unless a group grants more (`chat.file_upload`, ...)."""
+        data = self._request("GET", "/api/v1/users/default/permissions")
+        return data if isinstance(data, dict) else {}
+
+    def retrieval_config(self) -> dict[str, Any]:
+        """The document settings (`BYPASS_EMBEDDING_AND_RETRIEVAL`, ...)."""
+        data = self._request("GET", "/api/v1/retrieval/config")
+        return data if isinstance(data, dict) else {}
+
     def history(self, kind: str, object_id: str) -> list[dict[str, Any]]:
         """Open WebUI's version history of a model row or function (0.12+), newest first: id,
         user_id, user {name}, commit_message, created_at; the first page (20 entries)."""

@@ -65,6 +65,8 @@ class Catalog:
     blueprints: tuple[LoadedBlueprint, ...]
     # Files in the directory that were not read, each with why (printed as notes, not errors).
     notes: tuple[Problem, ...] = ()
+    # capabilities.yaml as read, for the line of each capability (`provision explain`).
+    capability_source: SourceFile | None = None
 
 
 def load_catalog(root: Path, variables: Variables | None = None) -> Catalog:
@@ -148,6 +150,7 @@ def load_catalog(root: Path, variables: Variables | None = None) -> Catalog:
         feature_icons=feature_icons,
         blueprints=tuple(sorted(loaded, key=lambda lb: lb.blueprint.id)),
         notes=tuple(unread_files(root, read)),
+        capability_source=cap_source,
     )
 
 

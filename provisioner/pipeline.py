@@ -29,8 +29,9 @@ from .attachments import check_attachments
 from .client import OpenWebUIClient, check_url
 from .commit_message import CommitInfo
 from .compat import TESTED, Compat
-from .contract import BUNDLE_PREFIX, FEATURE_FILTER_ID
+from .contract import BUNDLE_PREFIX, FEATURE_FILTER_ID, PIPE_FUNCTION_ID
 from .desired import build_desired, history_signing_key
+from .doctor import every_agent_fails
 from .errors import BlueprintError, ConfigError, Problem
 from .features import NATIVE_FEATURES
 from .function_files import FunctionFile, bundle_dir, load_function_files, skipped_function_files
@@ -40,7 +41,7 @@ from .loader import Catalog, load_catalog
 from .observed import observe
 from .plan import GroupAction, Plan, make_plan
 from .groups import missing_group_notes, missing_groups, named_groups, placeholder_id, stale_own_groups
-from .state import InstanceState, Kind
+from .state import InstanceState, Kind, is_managed
 from .targets import TARGETS_FILE, Target, load_targets_config
 from .text import visible
 from .toggle_filters import rendered_toggle_functions, toggle_filter_id
@@ -240,7 +241,15 @@ def prepare_plan(
             on_warning(message)
     groups, group_actions = resolve_groups(inputs.catalog, client, prune=options.prune, mode=options.missing_groups)
     rows = client.list_models()
-    observed = observe(rows, client.list_functions(), compat)
+    functions = client.list_functions()
+    # Functions off answer every listing with []; on an instance synced before (it has managed
+    # rows), the pipe read by id tells that from functions deleted. A new instance costs no read.
+    synced_before = any(is_managed(row.get("meta")) for row in rows)
+    pipe_by_id = client.find_function(PIPE_FUNCTION_ID) if not functions and synced_before else None
+    for message in every_agent_fails(functions, pipe_by_id):  # never blocks: sync cannot fix these
+        if on_warning:
+            on_warning(message)
+    observed = observe(rows, functions, compat)
     keys = plan_identity_keys(
         live_identity_keys(observed), now=time.time(), rotate=options.rotate_identity_key,
         revoke=options.revoke_identity_key,

@@ -20,6 +20,7 @@ COMMANDS_MD = REPO / "docs" / "commands.md"
 SHARED = {"--targets-file", "--no-color", "--url", "--token-file", "--insecure", "--timeout"}
 OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
 POSITIONAL = re.compile(r"\[[A-Z][A-Z_]*(?: \.\.\.)?\]")  # [DIR], [ID_OR_PATTERN ...]
+REQUIRED = re.compile(r"[A-Z][A-Z_]*(?: |$)")  # AGENT
 
 
 def section(title: str) -> str:
@@ -84,7 +85,8 @@ def test_each_rows_options_are_the_commands_options() -> None:
                 problems.append(f"`provision {name}`: the row lacks {'/'.join(names)}")
         for token in sorted(named - known):
             problems.append(f"`provision {name}`: the row names {token}, which the command does not take")
-        shows_arguments = any(POSITIONAL.search(span) for span in spans)
+        # `[DIR]` anywhere, or a required one (`AGENT`) right after the command's name
+        shows_arguments = any(POSITIONAL.search(span) or REQUIRED.match(span, len(f"provision {name} ")) for span in spans)
         if has_arguments(command) != shows_arguments:
             takes = "takes" if has_arguments(command) else "takes no"
             problems.append(f"`provision {name}`: the command {takes} arguments, the row shows "

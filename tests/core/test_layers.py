@@ -30,15 +30,15 @@ LAYERS: dict[str, int] = {
     "function_files": SOURCE, "attachments": SOURCE, "scaffold": SOURCE,
     # the pure core: desired and observed shapes, the plan
     "state": CORE, "fingerprint": CORE, "conflicts": CORE, "desired": CORE, "groups": CORE,
-    "identity_keys": CORE, "orphans": CORE, "wrappers": CORE, "plan": CORE,
+    "identity_keys": CORE, "orphans": CORE, "wrappers": CORE, "plan": CORE, "explain": CORE, "doctor": CORE,
     # the Open WebUI adapter: the only layer that reaches the network
     "compat": ADAPTER, "client": ADAPTER, "observed": ADAPTER, "apply": ADAPTER, "drift": ADAPTER,
     "token": ADAPTER, "token_file": ADAPTER,
     # what diff and sync do, step by step
-    "pipeline": PIPELINE,
+    "pipeline": PIPELINE, "diagnose": PIPELINE,
     # output: text, Markdown, tables, YAML written back
     "render": OUTPUT, "render_markdown": OUTPUT, "render_drift": OUTPUT, "progress": OUTPUT,
-    "inventory": OUTPUT, "dump": OUTPUT,
+    "inventory": OUTPUT, "dump": OUTPUT, "render_explain": OUTPUT, "render_doctor": OUTPUT,
     # the command line
     "cli": CLI, "__main__": CLI, "__init__": CLI,
 }

@@ -54,6 +54,11 @@ class FakeOpenWebUI:
         self.users: dict[str, dict[str, Any]] = {}  # id -> {"id", "name", "email", ...}
         self.calls: list[tuple[str, str]] = []
         self.registry_refreshes = 0
+        # What the admin settings say (`provision doctor` reads them); functions_enabled=False
+        # is ENABLE_FUNCTIONS=false: every listing answers [], a function read by id still answers.
+        self.functions_enabled = True
+        self.default_permissions: dict[str, Any] = {"chat": {"file_upload": True}}
+        self.retrieval: dict[str, Any] = {"BYPASS_EMBEDDING_AND_RETRIEVAL": False, "web": {"ENABLE_WEB_SEARCH": False}}
         # Each fault sees (method, path, body) and may return a Response to send instead.
         self.faults: list[Callable[[str, str, Any], httpx.Response | None]] = []
         # Each sees (method, path, body) after the request was carried out; True loses the
@@ -95,6 +100,10 @@ class FakeOpenWebUI:
             return {"data": []}
         if path == "/api/v1/groups/":
             return self.groups
+        if path == "/api/v1/users/default/permissions":
+            return self.default_permissions
+        if path == "/api/v1/retrieval/config":
+            return self.retrieval
         if path.startswith("/api/v1/users/") and method == "GET":
             user = self.users.get(path.rsplit("/", 1)[1])
             if user is None:
@@ -153,7 +162,7 @@ class FakeOpenWebUI:
             self.models.pop(body["id"])
             return True
         if path == "/api/v1/functions/export":
-            return list(copy.deepcopy(self.functions).values())
+            return list(copy.deepcopy(self.functions).values()) if self.functions_enabled else []
         if path == "/api/v1/functions/create":
             if body["id"] in self.functions:
                 raise Taken(400, ID_TAKEN)

@@ -1,0 +1,348 @@
+"""`provision doctor`'s checks: what on an instance makes agents fail, each with the fix. Pure.
+
+The caller reads the instance once (`Facts`: listings, the admin settings an API key may read)
+and, when a blueprint directory is at hand, says what it expects (`Expected`, from
+desired.build_desired). Every check yields `Check` lines, pass/warn/fail; `ordered` puts what
+breaks every agent first, as an operator on call wants to read them.
+
+Open WebUI tells an API key nothing about ENABLE_FUNCTIONS: `/api/config` reports
+`features.enable_functions` only to a signed-in session (0.12.4 `main.py:get_app_config`
+decodes only JWTs), and every function listing answers `[]` while functions are off. So
+`functions_off` infers it the one way an admin key can: the listing is empty while
+`GET /api/v1/functions/id/<pipe>` answers with the pipe.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from .contract import AGENTS_VALVE, API_KEYS_VALVE, FEATURE_FILTER_ID, IDENTITY_VALVE, PIPE_FUNCTION_ID, SIGNING_VALVE
+from .contract import model_id as agent_model_id
+from .contract import split_agent_key
+from .orphans import agent_entries
+
+Status = Literal["fail", "warn", "pass", "skip"]
+STATUS_ORDER: Mapping[str, int] = {"fail": 0, "warn": 1, "pass": 2, "skip": 3}
+FORMAT_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the report: what was checked, what was found, and what to do about it."""
+
+    id: str
+    status: Status
+    message: str
+    fix: str = ""
+    subject: str = ""  # the agent or function it is about, when it is about one
+
+    def to_json(self) -> dict[str, str]:
+        return {k: v for k, v in asdict(self).items() if v or k in ("id", "status", "message")}
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the instance said. None: not read (an older release, or a read that failed)."""
+
+    version: str
+    release_problem: str | None  # compat.select's refusal of an unsupported release
+    tested: bool
+    functions: Sequence[Mapping[str, Any]]  # /functions/export?include_valves=true
+    pipe_by_id: Mapping[str, Any] | None  # /functions/id/<pipe>, read only when the listing is empty
+    models: Sequence[Mapping[str, Any]]
+    groups: Sequence[Mapping[str, Any]] = ()
+    default_permissions: Mapping[str, Any] | None = None
+    retrieval: Mapping[str, Any] | None = None  # /retrieval/config
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What the blueprints say the instance should hold (desired.build_desired, offline)."""
+
+    functions: Mapping[str, bool]  # function id -> is_global wanted
+    agents: Mapping[str, Mapping[str, Any]]  # agent key -> its AGENTS valve entry
+    key_names: frozenset[str] = frozenset()  # API_KEYS names sync writes (key_from sync)
+    groups: Mapping[str, Sequence[str]] = field(default_factory=dict)  # agent key -> group names (access)
+    public: frozenset[str] = frozenset()  # agent keys readable by every user
+
+
+def functions_off(functions: Sequence[Mapping[str, Any]], pipe_by_id: Mapping[str, Any] | None) -> bool:
+    """Every listing is empty while functions are off, but the pipe still answers by id."""
+    return not functions and bool(pipe_by_id)
+
+
+def every_agent_fails(functions: Sequence[Mapping[str, Any]], pipe_by_id: Mapping[str, Any] | None) -> list[str]:
+    """The findings that stop every agent (functions off, the pipe inactive), as warnings for
+    diff and sync: they never block a sync, but a sync that succeeds changes nothing about them."""
+    if functions_off(functions, pipe_by_id):
+        return [
+            "Warning: functions are switched off on this Open WebUI (ENABLE_FUNCTIONS=false or ENABLE_PLUGINS=false): "
+            "every agent fails, whatever sync writes. Set ENABLE_FUNCTIONS=true in the server's environment and restart it "
+            "(`provision doctor` checks it)."
+        ]
+    pipe = next((f for f in functions if f.get("id") == PIPE_FUNCTION_ID), None)
+    if pipe is not None and not pipe.get("is_active"):
+        return [
+            f"Warning: the agent pipe {PIPE_FUNCTION_ID} is inactive on this Open WebUI: every agent's chat fails "
+            "until it is active (a sync of the bundle switches it on; `provision doctor` checks it)."
+        ]
+    return []
+
+
+def run_checks(facts: Facts, expected: Expected | None) -> list[Check]:
+    """Every check, in order of importance; `ordered` sorts the result for reading."""
+    checks = [_release(facts)]
+    if functions_off(facts.functions, facts.pipe_by_id):
+        checks.append(
+            Check(
+                "functions-enabled", "fail",
+                "functions are switched off (ENABLE_FUNCTIONS=false or ENABLE_PLUGINS=false): no agent row is served and "
+                "no toggle shows; every chat with an agent fails",
+                "set ENABLE_FUNCTIONS=true (and ENABLE_PLUGINS, if set) in Open WebUI's environment and restart it",
+            )
+        )
+        return checks  # every other check would read an empty listing
+    checks.append(Check("functions-enabled", "pass", "functions are enabled"))
+    by_id = {str(f.get("id")): f for f in facts.functions}
+    checks += _pipe(by_id)
+    checks += _bundle(by_id, expected)
+    pipe = by_id.get(PIPE_FUNCTION_ID)
+    valves = (pipe or {}).get("valves") or {}
+    served = agent_entries(valves.get(AGENTS_VALVE))
+    checks += _pipe_valves(valves, served, expected)
+    agents = dict(expected.agents) if expected is not None else served
+    checks += _rows(facts.models, agents)
+    checks += _identity(valves, agents)
+    checks += _uploads(facts, agents, expected)
+    checks += _wrappers(facts.models, agents)
+    return checks
+
+
+def ordered(checks: Iterable[Check]) -> list[Check]:
+    """Failures first, then warnings, then what passed; each group in the order checked."""
+    return sorted(checks, key=lambda c: STATUS_ORDER[c.status])
+
+
+def summary(checks: Iterable[Check]) -> dict[str, int]:
+    counts = {"fail": 0, "warn": 0, "pass": 0, "skip": 0}
+    for check in checks:
+        counts[check.status] += 1
+    return counts
+
+
+def report_json(checks: Sequence[Check], target: str | None = None) -> dict[str, Any]:
+    """The `-o json` form, versioned like the plan's."""
+    checks = ordered(checks)
+    return {
+        "format_version": FORMAT_VERSION,
+        "target": target,
+        "summary": summary(checks),
+        "checks": [c.to_json() for c in checks],
+    }
+
+
+def exit_code(checks: Iterable[Check], strict: bool) -> int:
+    """0 nothing fails, 1 something fails, 2 warnings under --strict."""
+    counts = summary(checks)
+    if counts["fail"]:
+        return 1
+    return 2 if strict and counts["warn"] else 0
+
+
+# ------------------------------------------------------------------------------- checks
+
+
+def _release(facts: Facts) -> Check:
+    if facts.release_problem:
+        return Check("release", "fail", facts.release_problem, "upgrade Open WebUI")
+    if not facts.tested:
+        return Check(
+            "release", "warn", f"Open WebUI {facts.version or '(unknown version)'} is outside the tested range",
+            "run a tested release (see `provision diff`'s warning for the list), or watch the first chats closely",
+        )
+    return Check("release", "pass", f"Open WebUI {facts.version} is a tested release")
+
+
+def _pipe(by_id: Mapping[str, Mapping[str, Any]]) -> list[Check]:
+    pipe = by_id.get(PIPE_FUNCTION_ID)
+    if pipe is None:
+        return [Check("pipe-active", "fail", f"the agent pipe {PIPE_FUNCTION_ID} is not on the instance: every agent fails",
+                      "run `provision sync`", PIPE_FUNCTION_ID)]
+    if not pipe.get("is_active"):
+        return [Check("pipe-active", "fail", f"the agent pipe {PIPE_FUNCTION_ID} is inactive: every agent's chat fails",
+                      "run `provision sync` (it switches the pipe on), or switch it on in Admin Panel > Functions",
+                      PIPE_FUNCTION_ID)]
+    if pipe.get("is_global"):
+        return [Check("pipe-active", "warn", f"the agent pipe {PIPE_FUNCTION_ID} is global", "run `provision sync`", PIPE_FUNCTION_ID)]
+    return [Check("pipe-active", "pass", f"the agent pipe {PIPE_FUNCTION_ID} is active", subject=PIPE_FUNCTION_ID)]
+
+
+def _bundle(by_id: Mapping[str, Mapping[str, Any]], expected: Expected | None) -> list[Check]:
+    """The filters every agent row lists: present, active, and global only when their file says."""
+    wanted: Mapping[str, bool | None] = (
+        {k: v for k, v in expected.functions.items() if k != PIPE_FUNCTION_ID}
+        if expected is not None
+        else {fid: None for fid in by_id if fid.startswith("aihub_") and fid != PIPE_FUNCTION_ID}
+    )
+    checks: list[Check] = []
+    for fid, is_global in sorted(wanted.items()):
+        fn = by_id.get(fid)
+        effect = (
+            "no requested feature reaches any agent, and Open WebUI's own toggles are not stripped"
+            if fid == FEATURE_FILTER_ID
+            else "its toggle shows on no agent"
+        )
+        if fn is None:
+            checks.append(Check("bundle-functions", "fail", f"{fid} is not on the instance: {effect}", "run `provision sync`", fid))
+        elif not fn.get("is_active"):
+            status: Status = "fail" if fid == FEATURE_FILTER_ID else "warn"
+            checks.append(Check("bundle-functions", status, f"{fid} is inactive: {effect}",
+                                "run `provision sync`, or switch it on in Admin Panel > Functions", fid))
+        elif is_global is not None and bool(fn.get("is_global")) != is_global:
+            checks.append(Check(
+                "bundle-functions", "warn",
+                f"{fid} is {'global: it runs on every model of the instance' if fn.get('is_global') else 'not global, but its file says global: true'}",
+                "run `provision sync` (it sets the flag from the file's frontmatter)", fid,
+            ))
+    if not checks:
+        checks.append(Check("bundle-functions", "pass", f"the bundle's {len(wanted)} filter(s) are present and active"))
+    return checks
+
+
+def _pipe_valves(valves: Mapping[str, Any], served: Mapping[str, Mapping[str, Any]], expected: Expected | None) -> list[Check]:
+    if expected is None:
+        return [Check("pipe-valves", "skip", "no blueprints read: the pipe's valves were not compared",
+                      "run `provision doctor -p DIR` with your blueprint directory")]
+    checks: list[Check] = []
+    for key, entry in sorted(expected.agents.items()):
+        live = served.get(key)
+        if live is None:
+            checks.append(Check("pipe-valves", "fail", f"the pipe's AGENTS valve has no entry for {key}: its chats fail",
+                                "run `provision sync`", key))
+        elif _comparable(live) != _comparable(entry):
+            fields = sorted(k for k in set(entry) | set(live) if entry.get(k) != live.get(k))
+            checks.append(Check("pipe-valves", "fail",
+                                f"the pipe's entry for {key} differs from the blueprints ({', '.join(fields)})",
+                                "run `provision diff` to see it, then `provision sync`", key))
+    keys = _names(valves.get(API_KEYS_VALVE))
+    for name in sorted(expected.key_names - keys):
+        checks.append(Check("pipe-valves", "fail", f"the pipe's API_KEYS valve holds no {name}: its agents get no key",
+                            f"set {name} where sync runs and run `provision sync`", name))
+    if not valves.get(SIGNING_VALVE):
+        checks.append(Check("pipe-valves", "warn", "the pipe has no HISTORY_SIGNING_KEY: tool rounds are not replayed to agents",
+                            "run `provision sync` (it makes one)"))
+    if not checks:
+        checks.append(Check("pipe-valves", "pass", f"the pipe's valves hold what the blueprints say ({len(expected.agents)} agent(s))"))
+    return checks
+
+
+def _comparable(entry: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if v not in (None, [], False)}
+
+
+def _names(raw: Any) -> frozenset[str]:
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else {}
+    except ValueError:
+        return frozenset()
+    return frozenset(str(k) for k in data) if isinstance(data, dict) else frozenset()
+
+
+def _rows(models: Sequence[Mapping[str, Any]], agents: Mapping[str, Mapping[str, Any]]) -> list[Check]:
+    rows = {str(m.get("id")): m for m in models}
+    checks = []
+    for key in sorted(agents):
+        row = rows.get(agent_model_id(*split_agent_key(key)))
+        if row is None:
+            checks.append(Check("agent-rows", "fail", f"{key} has no model row: nobody sees the agent", "run `provision sync`", key))
+        elif row.get("is_active") is False:
+            checks.append(Check("agent-rows", "fail", f"{key}'s model row is switched off: nobody sees the agent",
+                                "run `provision sync`, or switch it on in Admin Panel > Models", key))
+    if not checks:
+        checks.append(Check("agent-rows", "pass", f"every agent has an active model row ({len(agents)})"))
+    return checks
+
+
+def _identity(valves: Mapping[str, Any], agents: Mapping[str, Mapping[str, Any]]) -> list[Check]:
+    signed = sorted(k for k, e in agents.items() if e.get("identity") == "signed")
+    if not signed:
+        return []
+    if valves.get(IDENTITY_VALVE):
+        return [Check("identity", "pass", f"the pipe holds an identity signing key for {', '.join(signed)}")]
+    return [Check(
+        "identity", "fail",
+        f"{', '.join(signed)} ask for a signed identity, and the pipe holds no signing key: their chats fail "
+        "unless the server sets AIHUB_IDENTITY_PRIVATE_KEY",
+        "run `provision sync` (it makes the key), or set AIHUB_IDENTITY_PRIVATE_KEY on the Open WebUI server",
+    )]
+
+
+def _reads(entry: Mapping[str, Any]) -> set[str]:
+    return set(entry.get("reads") or [])
+
+
+def _uploads(facts: Facts, agents: Mapping[str, Mapping[str, Any]], expected: Expected | None) -> list[Check]:
+    """A document agent needs users who may upload, and (where documents must reach the agent
+    unembedded) the instance's embedding bypass."""
+    readers = sorted(k for k, e in agents.items() if _reads(e) & {"documents", "images"})
+    if not readers:
+        return []
+    checks: list[Check] = []
+    default = _file_upload(facts.default_permissions)
+    groups = {str(g.get("name")): g for g in facts.groups}
+    for key in readers:
+        if default is not False:
+            continue
+        names = list(expected.groups.get(key, ())) if expected is not None else []
+        if expected is None or key in expected.public:
+            checks.append(Check(
+                "file-upload", "fail" if expected is not None else "warn",
+                f"{key} reads attached files, but users may not upload files (default permission chat.file_upload is off)",
+                "Admin Panel > Users > Groups > Default permissions: allow File Upload (or grant it to the agent's groups)", key,
+            ))
+            continue
+        lacking = [n for n in names if _file_upload((groups.get(n) or {}).get("permissions")) is not True]
+        if names and len(lacking) == len(names):
+            checks.append(Check(
+                "file-upload", "fail",
+                f"{key} reads attached files, but none of its groups ({', '.join(lacking)}) may upload files",
+                "allow File Upload in the permissions of its groups (Admin Panel > Users > Groups)", key,
+            ))
+    if not checks:
+        checks.append(Check("file-upload", "pass" if default is not None else "skip",
+                            "users of the document agents may upload files" if default is not None
+                            else "the default permissions could not be read"))
+    docs = sorted(k for k in readers if "documents" in _reads(agents[k]))
+    bypass = (facts.retrieval or {}).get("BYPASS_EMBEDDING_AND_RETRIEVAL")
+    if docs and bypass is False:
+        checks.append(Check(
+            "embedding-bypass", "warn",
+            f"files attached for {', '.join(docs)} are also embedded into Open WebUI's vector store at upload",
+            "set Bypass Embedding and Retrieval (Admin Panel > Settings > Documents, BYPASS_EMBEDDING_AND_RETRIEVAL=true) "
+            "if documents must reach the agents unembedded",
+        ))
+    elif docs and bypass is True:
+        checks.append(Check("embedding-bypass", "pass", "attached documents are not embedded by Open WebUI"))
+    return checks
+
+
+def _file_upload(permissions: Mapping[str, Any] | None) -> bool | None:
+    value = ((permissions or {}).get("chat") or {}).get("file_upload")
+    return value if isinstance(value, bool) else None
+
+
+def _wrappers(models: Sequence[Mapping[str, Any]], agents: Mapping[str, Mapping[str, Any]]) -> list[Check]:
+    ids = {agent_model_id(*split_agent_key(k)) for k in agents}
+    return [
+        Check(
+            "wrappers", "warn",
+            f"workspace model {row.get('id')} wraps {row.get('base_model_id')}: its chats skip the feature filter, "
+            "so toggles never reach the agent",
+            "point its users at the agent itself, or delete the wrapper", str(row.get("id")),
+        )
+        for row in models
+        if row.get("base_model_id") in ids and row.get("id") not in ids
+    ]

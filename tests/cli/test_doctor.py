@@ -1,0 +1,166 @@
+"""`provision doctor` against the in-memory Open WebUI: one line per check, failures first, each
+with its fix; exit 0/1/2; the JSON and Markdown forms; and the "every agent fails" warnings of
+diff and sync (issue 31). The real server's side is tests/e2e/test_doctor_e2e.py."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import httpx
+
+from tests.support.builders import REPO
+from tests.support.fake_owui import FakeOpenWebUI
+from tests.support.run_cli import run_cli
+
+TOKEN = "sk-doctor-test-token-0123456789"
+SAMPLES = ["-p", str(REPO / "blueprints"), "--bundle", str(REPO / "owui_functions")]
+PIPE = "aihub_agent_pipe"
+
+run = functools.partial(run_cli, secrets=(TOKEN,))
+
+
+def doctor(capsys, *args: str) -> tuple[int, dict]:
+    code, out, _ = run(capsys, "doctor", *SAMPLES, "-o", "json", *args)
+    return code, json.loads(out)
+
+
+def statuses(report: dict) -> dict[tuple[str, str], str]:
+    return {(c["id"], c.get("subject", "")): c["status"] for c in report["checks"]}
+
+
+def test_a_synced_instance_passes_and_warns_only_about_embedding(capsys, fake: FakeOpenWebUI) -> None:
+    assert run(capsys, "sync", *SAMPLES)[0] == 0
+    code, report = doctor(capsys)
+    assert code == 0, report
+    assert report["format_version"] == "1" and report["summary"]["fail"] == 0
+    assert [c["id"] for c in report["checks"] if c["status"] == "warn"] == ["embedding-bypass"]
+    assert {"release", "functions-enabled", "pipe-active", "bundle-functions", "pipe-valves", "agent-rows", "file-upload"} <= {
+        c["id"] for c in report["checks"] if c["status"] == "pass"
+    }
+    assert doctor(capsys, "--strict")[0] == 2
+    fake.retrieval["BYPASS_EMBEDDING_AND_RETRIEVAL"] = True
+    assert doctor(capsys, "--strict")[0] == 0
+
+
+def test_functions_switched_off_fails_first_and_diff_warns_once(capsys, fake: FakeOpenWebUI) -> None:
+    assert run(capsys, "sync", *SAMPLES)[0] == 0
+    fake.functions_enabled = False
+    code, out, _ = run(capsys, "doctor", *SAMPLES)
+    assert code == 1
+    first = out.splitlines()[0]
+    assert first.startswith("FAIL  functions-enabled") and "every chat with an agent fails" in first
+    assert "fix: set ENABLE_FUNCTIONS=true" in out.splitlines()[1]
+    code, _, err = run(capsys, "diff", *SAMPLES)
+    assert code == 0 and err.count("functions are switched off on this Open WebUI") == 1
+
+
+def test_an_inactive_pipe_fails_and_diff_and_sync_warn_but_never_block(capsys, fake: FakeOpenWebUI) -> None:
+    assert run(capsys, "sync", *SAMPLES)[0] == 0
+    fake.functions[PIPE]["is_active"] = False
+    code, report = doctor(capsys)
+    assert code == 1 and report["checks"][0] == {
+        "id": "pipe-active", "status": "fail", "subject": PIPE,
+        "message": f"the agent pipe {PIPE} is inactive: every agent's chat fails",
+        "fix": "run `provision sync` (it switches the pipe on), or switch it on in Admin Panel > Functions",
+    }
+    code, _, err = run(capsys, "diff", *SAMPLES)
+    assert code == 0 and err.count(f"Warning: the agent pipe {PIPE} is inactive") == 1
+    code, _, err = run(capsys, "sync", *SAMPLES, "--yes")
+    assert code == 0 and err.count(f"Warning: the agent pipe {PIPE} is inactive") == 1
+    assert fake.functions[PIPE]["is_active"] is True and doctor(capsys)[0] == 0
+
+
+def test_the_pipes_valves_are_held_to_the_blueprints(capsys, fake: FakeOpenWebUI) -> None:
+    assert run(capsys, "sync", *SAMPLES)[0] == 0
+    agents = json.loads(fake.functions[PIPE]["valves"]["AGENTS"])
+    agents = [a for a in agents if a["id"] != "policy-faq.default"]
+    agents[0]["url"] = "http://127.0.0.1:1/elsewhere"
+    fake.functions[PIPE]["valves"]["AGENTS"] = json.dumps(agents)
+    code, report = doctor(capsys)
+    found = statuses(report)
+    assert code == 1
+    assert found[("pipe-valves", "policy-faq.default")] == "fail"
+    assert found[("pipe-valves", agents[0]["id"])] == "fail"
+    message = next(c["message"] for c in report["checks"] if c.get("subject") == agents[0]["id"])
+    assert message.endswith("differs from the blueprints (url)")
+
+
+def test_bundle_functions_missing_inactive_or_global(capsys, fake: FakeOpenWebUI) -> None:
+    assert run(capsys, "sync", *SAMPLES)[0] == 0
+    fake.functions["aihub_feature_filter"]["is_active"] = False
+    fake.functions["aihub_toggle_web_search"]["is_global"] = True
+    del fake.functions["aihub_toggle_user_files"]
+    code, report = doctor(capsys)
+    found = statuses(report)
+    assert code == 1
+    assert found[("bundle-functions", "aihub_feature_filter")] == "fail"
+    assert found[("bundle-functions", "aihub_toggle_user_files")] == "fail"
+    assert found[("bundle-functions", "aihub_toggle_web_search")] == "warn"
+    assert [c["status"] for c in report["checks"]] == sorted(
+        (c["status"] for c in report["checks"]), key=["fail", "warn", "pass", "skip"].index
+    )
+
+
+def test_document_agents_need_users_who_may_upload(capsys, fake: FakeOpenWebUI) -> None:
+    assert run(capsys, "sync", *SAMPLES)[0] == 0
+    fake.default_permissions = {"chat": {"file_upload": False}}
+    code, report = doctor(capsys)
+    assert code == 1
+    uploads = [c for c in report["checks"] if c["id"] == "file-upload"]
+    # the document agent and the one that reads images, both public
+    assert {c["subject"] for c in uploads} == {"document-analyst.default", "research-assistant.default"}
+    assert all(c["status"] == "fail" and "Default permissions: allow File Upload" in c["fix"] for c in uploads)
+
+
+def test_rows_and_wrappers(capsys, fake: FakeOpenWebUI) -> None:
+    assert run(capsys, "sync", *SAMPLES)[0] == 0
+    del fake.models["aihub_agent_pipe.policy-faq.default"]
+    fake.models["mine"] = {"id": "mine", "name": "Mine", "base_model_id": "aihub_agent_pipe.support-desk.tier1", "meta": {}}
+    found = statuses(doctor(capsys)[1])
+    assert found[("agent-rows", "policy-faq.default")] == "fail"
+    assert found[("wrappers", "mine")] == "warn"
+
+
+def test_without_blueprints_the_instance_alone_is_checked(capsys, fake: FakeOpenWebUI, tmp_path, monkeypatch) -> None:
+    assert run(capsys, "sync", *SAMPLES)[0] == 0
+    monkeypatch.chdir(tmp_path)  # no ./blueprints
+    code, out, _ = run(capsys, "doctor", "-o", "json")
+    report = json.loads(out)
+    assert code == 0
+    assert statuses(report)[("pipe-valves", "")] == "skip"
+    assert statuses(report)[("agent-rows", "")] == "pass"
+
+
+def test_markdown_is_one_table_with_every_value_in_a_code_span(capsys, fake: FakeOpenWebUI) -> None:
+    assert run(capsys, "sync", *SAMPLES)[0] == 0
+    fake.models["x"] = {"id": "<img src=x>|`", "name": "n", "base_model_id": "aihub_agent_pipe.support-desk.tier1", "meta": {}}
+    code, out, _ = run(capsys, "doctor", *SAMPLES, "-o", "markdown")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "### provision doctor" and lines[2].startswith("**Doctor: 0 failed, 2 warnings,")
+    assert lines[4] == "| | check | finding | fix |"
+    wrapper = next(line for line in lines if "wrappers" in line)
+    # the id holds a backtick: the finding's span is fenced by two, and its | is escaped for the table
+    assert "| ``workspace model <img src=x>\\|` wraps" in wrapper and wrapper.count("``") == 2
+
+
+def test_an_unreachable_instance_is_one_failed_check(capsys, fake: FakeOpenWebUI) -> None:
+    fake.faults.append(lambda method, path, body: (_ for _ in ()).throw(httpx.ConnectError("refused")))
+    code, out, _ = run(capsys, "doctor", *SAMPLES, "--timeout", "0.1")
+    assert code == 1 and out.startswith("FAIL  connection  cannot read Open WebUI at http://127.0.0.1:9")
+
+
+def test_explain_offline_and_with_the_instance(capsys, fake: FakeOpenWebUI, monkeypatch) -> None:
+    monkeypatch.delenv("OPENWEBUI_URL")
+    code, out, _ = run(capsys, "explain", "document-analyst", "-p", str(REPO / "blueprints"))
+    assert code == 0 and fake.calls == []  # offline: nothing read
+    assert "    served by capability read_user_files (" in out and "      called by step read (" in out
+    assert "On the instance" not in out
+    assert run(capsys, "sync", *SAMPLES, "--url", fake.base_url)[0] == 0
+    fake.functions["aihub_toggle_user_files"]["is_active"] = False
+    code, out, _ = run(capsys, "explain", "document-analyst", "-p", str(REPO / "blueprints"), "--url", fake.base_url, "-o", "json")
+    notes = json.loads(out)["instance"]
+    assert code == 0 and notes == [
+        {"about": "aihub_toggle_user_files", "note": "aihub_toggle_user_files is inactive: its toggle does not show on any agent"}
+    ]
