@@ -149,7 +149,20 @@ class OpenWebUIClient:
         return self._list("/api/v1/groups/")
 
     def create_group(self, form: Mapping[str, Any]) -> dict[str, Any]:
-        return self._request("POST", "/api/v1/groups/create", json=form)
+        """Create a group. Open WebUI (0.12.4 too) does not refuse a second group of one name, so
+        before a retry the listing is read: a group of that name holding the form's `data` (the
+        marker; Open WebUI adds its own keys beside it) means the earlier attempt was made and its
+        answer lost, and that group is the answer."""
+        name, data = form.get("name"), form.get("data") or {}
+
+        def holds(group: Mapping[str, Any]) -> bool:
+            theirs = group.get("data")
+            return isinstance(theirs, Mapping) and all(theirs.get(k) == v for k, v in data.items())
+
+        def made() -> dict[str, Any] | None:
+            return next((g for g in self.list_groups() if g.get("name") == name and holds(g)), None)
+
+        return self._request("POST", "/api/v1/groups/create", json=form, made=made)
 
     def delete_group(self, group_id: str) -> None:
         self._request("DELETE", f"/api/v1/groups/id/{group_id}/delete", missing_ok=True)
@@ -317,11 +330,17 @@ class OpenWebUIClient:
         missing_ok: bool = False,
         secrets: Collection[str] = (),
         rebuild: Callable[[], Any] | None = None,
+        made: Callable[[], Any] | None = None,
     ) -> Any:
+        """One call, retried as the module says; `made`, for a create the server cannot refuse
+        twice, is asked before each retry and its answer (not None: the earlier attempt landed)
+        returned instead."""
         url = self.base_url + path
         hidden = (self._token, *secrets)
         attempt = 0
         while True:
+            if attempt and made is not None and (found := made()) is not None:
+                return found
             try:
                 response = self._send(method, url, path, attempt, json=json, params=params)
             except httpx.TimeoutException as exc:

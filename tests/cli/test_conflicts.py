@@ -126,6 +126,25 @@ def test_a_valve_changed_since_the_plan_is_named_without_its_value(
     assert secret not in message and secret not in json.dumps(info.value.report.to_json())
 
 
+def test_a_valve_key_the_plan_did_not_read_added_within_the_same_second_is_a_conflict(
+    drifted: FakeOpenWebUI, client: OpenWebUIClient
+) -> None:
+    """The plan would write the pipe's valves: a key another writer added since (its stamp the
+    same second) would be lost to that write, so nothing is written."""
+    drifted.functions[PIPE]["valves"] = {**drifted.functions[PIPE]["valves"], "AGENTS": "[]"}  # the plan writes it
+    plan = sample_plan(client)
+    assert any(c.id == PIPE and c.changed("valves") for c in plan.changes)
+    drifted.functions[PIPE]["valves"] = {**drifted.functions[PIPE]["valves"], "MAX_IMAGE_MB": 1}
+    assert drifted.functions[PIPE]["updated_at"] == READ_AT  # within the second the plan read
+    drifted.calls.clear()
+    with pytest.raises(ApplyError) as info:
+        apply_plan(plan, client)
+    assert writes(drifted) == []
+    [conflict] = info.value.report.conflicts
+    assert (conflict.kind, conflict.id, conflict.paths) == ("function", PIPE, ("valves.MAX_IMAGE_MB",))
+    assert drifted.functions[PIPE]["valves"]["MAX_IMAGE_MB"] == 1
+
+
 def test_a_managed_row_created_since_the_plan_is_a_conflict(drifted: FakeOpenWebUI, client: OpenWebUIClient) -> None:
     plan = sample_plan(client)
     other = "aihub_agent_pipe.from-version-b.default"

@@ -88,3 +88,86 @@ def test_a_group_open_webui_gives_no_id_stops_apply_before_the_first_row(tmp_pat
         assert "gave no id for the group(s) 'Legal'" in report.failure_message()
         assert fake.models == {} and fake.functions == {}  # no row written
         assert {r.outcome for r in report.results} == {"not attempted"}
+
+
+def _fake_client():
+    import respx
+
+    from provisioner.client import OpenWebUIClient
+    from tests.support.fake_owui import FakeOpenWebUI
+
+    router = respx.mock(assert_all_called=False)
+    router.start()
+    fake = FakeOpenWebUI()
+    fake.mount(router)
+    return router, fake, OpenWebUIClient(base_url=fake.base_url, token="sk-test", sleep=lambda s: None, retries=2)
+
+
+def test_a_create_that_fails_part_way_leaves_only_groups_the_report_names_and_the_next_sync_reuses_them(tmp_path) -> None:
+    """Legal is created, Audit fails: no row is written, the report names Legal, Legal carries
+    provision's marker (so --prune can find it), and the next sync creates Audit alone."""
+    import dataclasses
+
+    import httpx
+    import pytest
+
+    from provisioner.apply import apply_plan
+    from provisioner.errors import ApplyError
+    from provisioner.groups import placeholder_id
+
+    router, fake, client = _fake_client()
+    try:
+        names = ("Legal", "Audit")
+        refuse = lambda method, path, body: (  # noqa: E731
+            httpx.Response(400, json={"detail": "no"}) if path.endswith("/groups/create") and body["name"] == "Audit" else None
+        )
+        fake.faults.append(refuse)
+        plan = _legal_plan(tmp_path, client, {n: placeholder_id(n) for n in names})
+        plan = dataclasses.replace(plan, groups=tuple(GroupAction(n, "create") for n in names))
+        with pytest.raises(ApplyError) as raised:
+            apply_plan(plan, client)
+        report = raised.value.report
+        assert [g["name"] for g in fake.groups] == ["Legal"] and is_own_group(fake.groups[0])
+        assert report.groups_created == ["Legal"] and "(created before it: Legal)" in report.failure_message()
+        assert fake.models == {} and {r.outcome for r in report.results} == {"not attempted"}
+
+        fake.faults.remove(refuse)
+        plan = _legal_plan(tmp_path, client, {"Legal": "g1", "Audit": placeholder_id("Audit")})
+        plan = dataclasses.replace(plan, groups=(GroupAction("Audit", "create"),))
+        assert apply_plan(plan, client).groups_created == ["Audit"]
+        assert sorted(g["name"] for g in fake.groups) == ["Audit", "Legal"]  # no second Legal
+    finally:
+        router.stop()
+
+
+def test_a_group_create_whose_answer_was_lost_is_not_made_twice(tmp_path) -> None:
+    """Open WebUI 0.12.4 does not refuse a second group of the same name (Groups.insert_new_group),
+    so a retried create whose first answer was lost would leave a group nothing records: the
+    retry first looks for the group provision made."""
+    import dataclasses
+
+    from provisioner.apply import apply_plan
+    from provisioner.groups import placeholder_id
+
+    router, fake, client = _fake_client()
+    try:
+        lost = []
+
+        def lose_first_audit(method, path, body):
+            if path.endswith("/groups/create") and body["name"] == "Audit" and not lost:
+                lost.append(body)
+                return True
+            return False
+
+        fake.lost_answers.append(lose_first_audit)
+        names = ("Legal", "Audit")
+        plan = _legal_plan(tmp_path, client, {n: placeholder_id(n) for n in names})
+        plan = dataclasses.replace(plan, groups=tuple(GroupAction(n, "create") for n in names))
+        report = apply_plan(plan, client)
+        assert lost and sorted(g["name"] for g in fake.groups) == ["Audit", "Legal"], fake.groups
+        assert report.groups_created == ["Legal", "Audit"]
+        audit = next(g["id"] for g in fake.groups if g["name"] == "Audit")
+        grants = fake.models["aihub_agent_pipe.legal.counsel"]["access_grants"]
+        assert audit in {g["principal_id"] for g in grants}
+    finally:
+        router.stop()

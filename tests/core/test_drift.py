@@ -107,3 +107,17 @@ def test_versions_are_ordered_by_their_parent_links_not_the_listing() -> None:
     listed = [{"id": "b", "parent_id": "c"}, {"id": "a", "parent_id": None}, {"id": "c", "parent_id": "a"}]
     assert [e["id"] for e in in_order(listed, "b")] == ["b", "c", "a"]
     assert [e["id"] for e in in_order(listed, "unknown")] == ["b", "a", "c"]  # no head: as listed
+
+
+def test_a_value_that_went_a_b_a_is_credited_to_the_newest_version_that_brought_it_back() -> None:
+    # Newest first: carol put "A" back over bob's "B"; alice wrote "A" first. Carol's is the live "A".
+    entries = [{"id": "4", "user_id": "dave"}, {"id": "3", "user_id": "carol"}, {"id": "2", "user_id": "bob"},
+               {"id": "1", "user_id": "alice"}]
+    snapshots = {
+        "4": {"name": "A", "meta": {"description": "dave's"}},
+        "3": {"name": "A", "meta": {"description": "x"}},
+        "2": {"name": "B", "meta": {"description": "x"}},
+        "1": {"name": "A", "meta": {"description": "x"}},
+    }
+    found = attribute("model", ["name"], {"name": "A"}, entries, lambda e: snapshots[e["id"]])
+    assert {p: e["user_id"] for p, e in found.items()} == {"name": "carol"}

@@ -113,6 +113,8 @@ class FakeOpenWebUI:
             return []  # a fake keeps no versions: drift is reported without a name
         if path == "/api/v1/groups/create":
             group = {"id": f"g{len(self.groups) + 1}", "member_count": 0, **body}
+            # 0.12.4 adds its share config beside what the form's data holds (_ensure_default_share_config)
+            group["data"] = {**(body.get("data") or {}), "config": {"share": True}}
             self.groups.append(group)
             return group
         if path.startswith("/api/v1/groups/id/") and path.endswith("/delete"):
