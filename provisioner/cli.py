@@ -1,8 +1,8 @@
 """The `provision` command line: thin commands over the library; exit codes mapped once, in main().
 
-Exit codes: 0 success (no changes, or applied), 1 any error (usage included), 2 changes present
-(only with --detailed-exitcode). stdout carries the answer (plan, JSON); everything else goes to
-stderr. The token is read from the environment or a file, never from argv, and never printed.
+The exit codes are the EXIT_* constants below and stopping.exit_code (a sync stopped by a
+signal); docs/commands.md ("Exit codes") says what each means, and a test holds the two together.
+stdout carries the answer (plan, JSON); everything else goes to stderr. The token is read from the environment or a file, never from argv, and never printed.
 """
 
 from __future__ import annotations
@@ -54,7 +54,9 @@ from .variables import Variables
 from .version import __version__
 from .wrappers import find_wrappers
 
-EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
+EXIT_OK = 0  # success: no changes, or changes applied
+EXIT_ERROR = 1  # any error, usage errors included
+EXIT_CHANGES = 2  # changes present (--detailed-exitcode on diff and sync --dry-run), or drift found
 
 app = typer.Typer(
     name="provision",

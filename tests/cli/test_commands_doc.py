@@ -114,3 +114,16 @@ def test_the_shared_options_are_described_once() -> None:
         assert ("--target" in known) == ("--targets-file" in known), name
         # "--no-color ... on every command but token and version"
         assert ("--no-color" in known) == (name not in {"token", "version"}), name
+
+
+def test_the_exit_codes_section_names_exactly_the_codes_provision_exits_with() -> None:
+    """The exit codes are written once, in docs/commands.md; cli's EXIT_* constants and
+    stopping.exit_code are what provision returns."""
+    from provisioner import cli
+    from provisioner.stopping import exit_code
+
+    documented = {int(code) for code in re.findall(r"`(\d+)`", section("Exit codes"))}
+    codes = {cli.EXIT_OK, cli.EXIT_ERROR, cli.EXIT_CHANGES, exit_code("SIGINT"), exit_code("SIGTERM")}
+    assert documented == codes
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "Exit codes" not in readme and "| command |" not in readme, "README links to docs/commands.md"
