@@ -137,16 +137,25 @@ class Outbound:
     and sent once each (by URL, else by title).
     """
 
-    def __init__(self, scrubber: Scrubber) -> None:
+    def __init__(
+        self,
+        scrubber: Scrubber,
+        *,
+        max_image_bytes: int = 10 * MB,
+        max_images: int | None = None,
+        max_turn_image_bytes: int | None = None,
+    ) -> None:
+        """The limits are the MAX_IMAGE_MB, MAX_IMAGES and MAX_TURN_IMAGES_MB valves (the pipe
+        passes them; None: the module's defaults, read when the Outbound is made)."""
         self._scrubber = scrubber
         self._report: dict[str, int] = {}
         self._total: dict[str, int] | None = None
         self._usage_taken = False
         self._source_keys: set[tuple[str, str]] = set()
         self.events: list[dict[str, Any]] = []  # Open WebUI events for the emitter, in order
-        self.max_image_bytes = 10 * MB  # the MAX_IMAGE_MB valve (set by the pipe)
-        self.max_images = MAX_IMAGES  # the MAX_IMAGES valve: images and image links per answer
-        self.max_turn_image_bytes = MAX_TURN_IMAGES_MB * MB  # the MAX_TURN_IMAGES_MB valve
+        self.max_image_bytes = max_image_bytes  # the MAX_IMAGE_MB valve
+        self.max_images = MAX_IMAGES if max_images is None else max_images  # images and image links per answer
+        self.max_turn_image_bytes = MAX_TURN_IMAGES_MB * MB if max_turn_image_bytes is None else max_turn_image_bytes
         self._image_bytes = 0  # of the images kept so far
         self._images_left_out = False  # the answer says so once
         self.images: list[tuple[str, bytes]] = []  # (content type, bytes) to store when the turn ends

@@ -21,10 +21,9 @@ from agent_pipe.constants import (
 )
 from agent_pipe.failures import _CONNECT_FAILURES, _TRANSPORT_FAILURES, _kinds, failure_text
 from agent_pipe.file_store import OpenWebUIStore, _notify, read_files
-from agent_pipe.files import Attachment, FileLimits, InboundFiles, place_files, with_files, with_openai_files
-from agent_pipe.helpers import EventEmitter, _str, log, random_hex
-from agent_pipe.history import to_agui_messages, to_openai_messages
-from agent_pipe.outbound import outbound_end
+from agent_pipe.files import Attachment, FileLimits, InboundFiles, place_files, with_files
+from agent_pipe.helpers import EventEmitter, _str, log
+from agent_pipe.outbound import Outbound, outbound_end
 from agent_pipe.questions import AgentRun, run_with_questions
 from agent_pipe.recorder import Recorder
 from agent_pipe.rendering import render_error
@@ -33,11 +32,13 @@ from agent_pipe.request import (
     GroupsCache,
     Turn,
     _oauth_secrets,
+    agui_request,
     identity_claims,
     identity_headers,
     identity_secrets,
     needs_groups,
     oauth_header,
+    openai_request,
     requested_features,
     server_forward_settings,
     session_headers,
@@ -323,32 +324,23 @@ class Pipe:
         signer = history_signer(self.valves.HISTORY_SIGNING_KEY, agent.id, __user__, metadata)
         scrubber = self.scrubber()
         if agent.transport == "openai":
-            payload: dict[str, Any] = {
-                "model": agent.model or agent.id,
-                "messages": with_openai_files(to_openai_messages(history, signer)),
-                "stream": True,
-                "stream_options": {"include_usage": True},  # the final chunk then carries the usage
-                "metadata": {"features": features, **{key: value for key, _, value in turn.context}},
-            }
-            if turn.user_id:
-                payload["user"] = turn.user_id
+            payload = openai_request(agent, history, signer, turn, features)
             input_ids: list[str] = []
         else:
-            payload = {
-                "threadId": turn.chat_id or f"aihub-{random_hex()}",
-                "runId": turn.message_id or f"aihub-run-{random_hex()}",
-                "messages": to_agui_messages(history, signer),
-                "tools": [],
-                "context": [{"description": description, "value": value} for _, description, value in turn.context],
-                "state": {},
-                "forwardedProps": {"features": features, **turn.forwarded},
-            }
+            payload = agui_request(history, signer, turn, features)
             input_ids = [m["id"] for m in payload["messages"]]
-        recorder = Recorder(input_ids=input_ids, scrubber=scrubber, signer=signer)
-        recorder.error_note = f" (trace {turn.trace_id})"  # also on the agent's own RUN_ERROR
-        recorder.outbound.max_image_bytes = int(self.valves.MAX_IMAGE_MB * MB)
-        recorder.outbound.max_images = self.valves.MAX_IMAGES
-        recorder.outbound.max_turn_image_bytes = int(self.valves.MAX_TURN_IMAGES_MB * MB)
+        recorder = Recorder(
+            input_ids=input_ids,
+            scrubber=scrubber,
+            signer=signer,
+            error_note=f" (trace {turn.trace_id})",  # also on the agent's own RUN_ERROR
+            outbound=Outbound(
+                scrubber,
+                max_image_bytes=int(self.valves.MAX_IMAGE_MB * MB),
+                max_images=self.valves.MAX_IMAGES,
+                max_turn_image_bytes=int(self.valves.MAX_TURN_IMAGES_MB * MB),
+            ),
+        )
         status = StatusLine(__event_emitter__)
         status.later({"description": f"Asking {agent.name}…", "done": False}, ASKING_DELAY_SECONDS)
         batch = Batch(self.valves.STREAM_INTERVAL_MS / 1000)

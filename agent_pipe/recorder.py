@@ -14,6 +14,11 @@ from agent_pipe.segments import Error, Reasoning, Segment, Text, ToolCall, ToolS
 # === the recorder: events in, ordered segments and stable output out ==============================
 
 
+class RecorderStateError(RuntimeError):
+    """The recorder's own bookkeeping disagrees with its segments: a bug in the pipe, never the
+    agent's doing. The turn ends with an error alert and the log has the traceback."""
+
+
 class Recorder:
     """Records one agent run as ordered segments from AG-UI events (pure: no I/O).
 
@@ -49,7 +54,11 @@ class Recorder:
         input_ids: Iterable[str] = (),
         scrubber: Scrubber | None = None,
         signer: Signer | None = None,
+        error_note: str = "",
+        outbound: "Outbound | None" = None,
     ) -> None:
+        """``error_note`` ends every error alert (the pipe: the turn's trace id); ``outbound``
+        holds what shows beside the answer, with the pipe's limits (else the valves' defaults)."""
         self.scrubber = scrubber or Scrubber()
         self.signer = signer
         self._tail = ""  # text of the open segment that waits for the next delta (see Scrubber)
@@ -75,8 +84,8 @@ class Recorder:
         self._emitted_ids: set[int] = set()  # id() of the segments fully emitted
         self._emitted_chars = 0  # characters of segments[_emitted] emitted so far (text only)
         self._streamed_any = False
-        self.error_note = ""  # ends every error alert: the pipe puts the turn's trace id here
-        self.outbound = Outbound(self.scrubber)  # usage, sources and steps: beside the answer
+        self.error_note = error_note
+        self.outbound = outbound or Outbound(self.scrubber)  # usage, sources and steps: beside the answer
         self.paused = False  # the run paused for the user (an interrupt): see Questions
 
     # -- events ---------------------------------------------------------------------------------
@@ -173,8 +182,7 @@ class Recorder:
             self._text_ids.add(message_id)
         self._close_reasoning()
         if self._text_open:
-            segment = self.segments[-1]
-            assert isinstance(segment, Text)
+            segment = self._open_text()
             if (
                 message_id
                 and self._text_message
@@ -363,10 +371,17 @@ class Recorder:
         elif isinstance(segment, Reasoning):
             segment.id, segment.text = redact(segment.id), redact(segment.text)
 
+    def _open_text(self) -> Text:
+        """The open text segment: while text is open, the last segment is text (an explicit
+        check, not an ``assert``, which ``python -O`` strips)."""
+        segment = self.segments[-1] if self.segments else None
+        if not isinstance(segment, Text):
+            raise RecorderStateError(f"text is open but the last segment is {type(segment).__name__}")
+        return segment
+
     def _close_text(self) -> None:
         if self._tail and self._text_open:
-            segment = self.segments[-1]
-            assert isinstance(segment, Text)
+            segment = self._open_text()
             segment.text += self.scrubber.text(self._tail)
         self._tail = ""
         self._text_open = False

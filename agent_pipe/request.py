@@ -5,8 +5,8 @@ import functools
 import hmac
 import ipaddress
 import json
-import re
 import os
+import re
 import sys
 import time
 import types
@@ -26,8 +26,10 @@ from agent_pipe.constants import (
     PipeConfigError,
 )
 from agent_pipe.failures import _host
+from agent_pipe.files import with_openai_files
 from agent_pipe.helpers import _str, log, random_hex
-from agent_pipe.secrets import TokenMask
+from agent_pipe.history import to_agui_messages, to_openai_messages
+from agent_pipe.secrets import Signer, TokenMask
 from agent_pipe.valves import AgentSpec
 from provisioner.contract import METADATA_KEY, RESERVED_HEADER_PREFIX, RESERVED_HEADERS
 
@@ -407,3 +409,34 @@ def requested_features(metadata: Mapping[str, Any], supported: Iterable[str]) ->
         return []
     allowed = set(supported)
     return list(dict.fromkeys(f for f in requested if isinstance(f, str) and f in allowed))
+
+
+def openai_request(
+    agent: "AgentSpec", history: Iterable[Mapping[str, Any]], signer: Signer, turn: Turn, features: list[str]
+) -> dict[str, Any]:
+    """A turn as an OpenAI chat completions request: the history with its files, streamed, with
+    the run's usage in the final chunk; features and user context as metadata."""
+    payload: dict[str, Any] = {
+        "model": agent.model or agent.id,
+        "messages": with_openai_files(to_openai_messages(history, signer)),
+        "stream": True,
+        "stream_options": {"include_usage": True},  # the final chunk then carries the usage
+        "metadata": {"features": features, **{key: value for key, _, value in turn.context}},
+    }
+    if turn.user_id:
+        payload["user"] = turn.user_id
+    return payload
+
+
+def agui_request(history: Iterable[Mapping[str, Any]], signer: Signer, turn: Turn, features: list[str]) -> dict[str, Any]:
+    """A turn as an AG-UI RunAgentInput: the chat is the thread and Open WebUI's message the run
+    (fresh ids for an API client's chat), user context as context, features as forwardedProps."""
+    return {
+        "threadId": turn.chat_id or f"aihub-{random_hex()}",
+        "runId": turn.message_id or f"aihub-run-{random_hex()}",
+        "messages": to_agui_messages(history, signer),
+        "tools": [],
+        "context": [{"description": description, "value": value} for _, description, value in turn.context],
+        "state": {},
+        "forwardedProps": {"features": features, **turn.forwarded},
+    }

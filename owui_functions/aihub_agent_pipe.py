@@ -1715,6 +1715,37 @@ def requested_features(metadata: Mapping[str, Any], supported: Iterable[str]) ->
     return list(dict.fromkeys(f for f in requested if isinstance(f, str) and f in allowed))
 
 
+def openai_request(
+    agent: "AgentSpec", history: Iterable[Mapping[str, Any]], signer: Signer, turn: Turn, features: list[str]
+) -> dict[str, Any]:
+    """A turn as an OpenAI chat completions request: the history with its files, streamed, with
+    the run's usage in the final chunk; features and user context as metadata."""
+    payload: dict[str, Any] = {
+        "model": agent.model or agent.id,
+        "messages": with_openai_files(to_openai_messages(history, signer)),
+        "stream": True,
+        "stream_options": {"include_usage": True},  # the final chunk then carries the usage
+        "metadata": {"features": features, **{key: value for key, _, value in turn.context}},
+    }
+    if turn.user_id:
+        payload["user"] = turn.user_id
+    return payload
+
+
+def agui_request(history: Iterable[Mapping[str, Any]], signer: Signer, turn: Turn, features: list[str]) -> dict[str, Any]:
+    """A turn as an AG-UI RunAgentInput: the chat is the thread and Open WebUI's message the run
+    (fresh ids for an API client's chat), user context as context, features as forwardedProps."""
+    return {
+        "threadId": turn.chat_id or f"aihub-{random_hex()}",
+        "runId": turn.message_id or f"aihub-run-{random_hex()}",
+        "messages": to_agui_messages(history, signer),
+        "tools": [],
+        "context": [{"description": description, "value": value} for _, description, value in turn.context],
+        "state": {},
+        "forwardedProps": {"features": features, **turn.forwarded},
+    }
+
+
 # --- begin agent_pipe/wire.py ---
 # === wire decoding: SSE, the OpenAI adapter, the event decoder ====================================
 
@@ -1919,6 +1950,11 @@ class AgentStream:
 # === the recorder: events in, ordered segments and stable output out ==============================
 
 
+class RecorderStateError(RuntimeError):
+    """The recorder's own bookkeeping disagrees with its segments: a bug in the pipe, never the
+    agent's doing. The turn ends with an error alert and the log has the traceback."""
+
+
 class Recorder:
     """Records one agent run as ordered segments from AG-UI events (pure: no I/O).
 
@@ -1954,7 +1990,11 @@ class Recorder:
         input_ids: Iterable[str] = (),
         scrubber: Scrubber | None = None,
         signer: Signer | None = None,
+        error_note: str = "",
+        outbound: "Outbound | None" = None,
     ) -> None:
+        """``error_note`` ends every error alert (the pipe: the turn's trace id); ``outbound``
+        holds what shows beside the answer, with the pipe's limits (else the valves' defaults)."""
         self.scrubber = scrubber or Scrubber()
         self.signer = signer
         self._tail = ""  # text of the open segment that waits for the next delta (see Scrubber)
@@ -1980,8 +2020,8 @@ class Recorder:
         self._emitted_ids: set[int] = set()  # id() of the segments fully emitted
         self._emitted_chars = 0  # characters of segments[_emitted] emitted so far (text only)
         self._streamed_any = False
-        self.error_note = ""  # ends every error alert: the pipe puts the turn's trace id here
-        self.outbound = Outbound(self.scrubber)  # usage, sources and steps: beside the answer
+        self.error_note = error_note
+        self.outbound = outbound or Outbound(self.scrubber)  # usage, sources and steps: beside the answer
         self.paused = False  # the run paused for the user (an interrupt): see Questions
 
     # -- events ---------------------------------------------------------------------------------
@@ -2078,8 +2118,7 @@ class Recorder:
             self._text_ids.add(message_id)
         self._close_reasoning()
         if self._text_open:
-            segment = self.segments[-1]
-            assert isinstance(segment, Text)
+            segment = self._open_text()
             if (
                 message_id
                 and self._text_message
@@ -2268,10 +2307,17 @@ class Recorder:
         elif isinstance(segment, Reasoning):
             segment.id, segment.text = redact(segment.id), redact(segment.text)
 
+    def _open_text(self) -> Text:
+        """The open text segment: while text is open, the last segment is text (an explicit
+        check, not an ``assert``, which ``python -O`` strips)."""
+        segment = self.segments[-1] if self.segments else None
+        if not isinstance(segment, Text):
+            raise RecorderStateError(f"text is open but the last segment is {type(segment).__name__}")
+        return segment
+
     def _close_text(self) -> None:
         if self._tail and self._text_open:
-            segment = self.segments[-1]
-            assert isinstance(segment, Text)
+            segment = self._open_text()
             segment.text += self.scrubber.text(self._tail)
         self._tail = ""
         self._text_open = False
@@ -2429,16 +2475,25 @@ class Outbound:
     and sent once each (by URL, else by title).
     """
 
-    def __init__(self, scrubber: Scrubber) -> None:
+    def __init__(
+        self,
+        scrubber: Scrubber,
+        *,
+        max_image_bytes: int = 10 * MB,
+        max_images: int | None = None,
+        max_turn_image_bytes: int | None = None,
+    ) -> None:
+        """The limits are the MAX_IMAGE_MB, MAX_IMAGES and MAX_TURN_IMAGES_MB valves (the pipe
+        passes them; None: the module's defaults, read when the Outbound is made)."""
         self._scrubber = scrubber
         self._report: dict[str, int] = {}
         self._total: dict[str, int] | None = None
         self._usage_taken = False
         self._source_keys: set[tuple[str, str]] = set()
         self.events: list[dict[str, Any]] = []  # Open WebUI events for the emitter, in order
-        self.max_image_bytes = 10 * MB  # the MAX_IMAGE_MB valve (set by the pipe)
-        self.max_images = MAX_IMAGES  # the MAX_IMAGES valve: images and image links per answer
-        self.max_turn_image_bytes = MAX_TURN_IMAGES_MB * MB  # the MAX_TURN_IMAGES_MB valve
+        self.max_image_bytes = max_image_bytes  # the MAX_IMAGE_MB valve
+        self.max_images = MAX_IMAGES if max_images is None else max_images  # images and image links per answer
+        self.max_turn_image_bytes = MAX_TURN_IMAGES_MB * MB if max_turn_image_bytes is None else max_turn_image_bytes
         self._image_bytes = 0  # of the images kept so far
         self._images_left_out = False  # the answer says so once
         self.images: list[tuple[str, bytes]] = []  # (content type, bytes) to store when the turn ends
@@ -3575,32 +3630,23 @@ class Pipe:
         signer = history_signer(self.valves.HISTORY_SIGNING_KEY, agent.id, __user__, metadata)
         scrubber = self.scrubber()
         if agent.transport == "openai":
-            payload: dict[str, Any] = {
-                "model": agent.model or agent.id,
-                "messages": with_openai_files(to_openai_messages(history, signer)),
-                "stream": True,
-                "stream_options": {"include_usage": True},  # the final chunk then carries the usage
-                "metadata": {"features": features, **{key: value for key, _, value in turn.context}},
-            }
-            if turn.user_id:
-                payload["user"] = turn.user_id
+            payload = openai_request(agent, history, signer, turn, features)
             input_ids: list[str] = []
         else:
-            payload = {
-                "threadId": turn.chat_id or f"aihub-{random_hex()}",
-                "runId": turn.message_id or f"aihub-run-{random_hex()}",
-                "messages": to_agui_messages(history, signer),
-                "tools": [],
-                "context": [{"description": description, "value": value} for _, description, value in turn.context],
-                "state": {},
-                "forwardedProps": {"features": features, **turn.forwarded},
-            }
+            payload = agui_request(history, signer, turn, features)
             input_ids = [m["id"] for m in payload["messages"]]
-        recorder = Recorder(input_ids=input_ids, scrubber=scrubber, signer=signer)
-        recorder.error_note = f" (trace {turn.trace_id})"  # also on the agent's own RUN_ERROR
-        recorder.outbound.max_image_bytes = int(self.valves.MAX_IMAGE_MB * MB)
-        recorder.outbound.max_images = self.valves.MAX_IMAGES
-        recorder.outbound.max_turn_image_bytes = int(self.valves.MAX_TURN_IMAGES_MB * MB)
+        recorder = Recorder(
+            input_ids=input_ids,
+            scrubber=scrubber,
+            signer=signer,
+            error_note=f" (trace {turn.trace_id})",  # also on the agent's own RUN_ERROR
+            outbound=Outbound(
+                scrubber,
+                max_image_bytes=int(self.valves.MAX_IMAGE_MB * MB),
+                max_images=self.valves.MAX_IMAGES,
+                max_turn_image_bytes=int(self.valves.MAX_TURN_IMAGES_MB * MB),
+            ),
+        )
         status = StatusLine(__event_emitter__)
         status.later({"description": f"Asking {agent.name}…", "done": False}, ASKING_DELAY_SECONDS)
         batch = Batch(self.valves.STREAM_INTERVAL_MS / 1000)

@@ -255,3 +255,13 @@ def test_the_build_refuses_a_module_missing_from_its_list(tree: Path) -> None:
     result = run_build(tree)
     assert result.returncode == 2
     assert "agent_pipe/extra.py: not in scripts/build-pipe's MODULES" in result.stderr
+
+
+def test_the_tests_load_a_file_without_their_own_future_flags() -> None:
+    """Open WebUI executes the file as it is: an annotation that names a class defined further
+    down fails there at import. The tests' loader must fail the same way, not inherit its own
+    `from __future__ import annotations` (it did, and hid exactly that in a built pipe)."""
+    from tests.support.loading import load_source
+
+    with pytest.raises(NameError, match="Later"):
+        load_source("def f(x: Later) -> None: ...\n\n\nclass Later: ...\n", "forward_annotation", keep=False)

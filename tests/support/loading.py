@@ -22,7 +22,11 @@ def load_source(source: str, name: str, *, filename: str | None = None, keep: bo
         module.__file__ = filename
     sys.modules[name] = module
     try:
-        exec(compile(source, filename or f"<{name}>", "exec"), module.__dict__)  # noqa: S102 - our own files
+        # dont_inherit: this module's `from __future__ import annotations` must not reach the file
+        # (it would hide an annotation naming a class defined further down, which Open WebUI,
+        # executing the file as it is, fails on).
+        code = compile(source, filename or f"<{name}>", "exec", dont_inherit=True)
+        exec(code, module.__dict__)  # noqa: S102 - our own files
     except BaseException:
         sys.modules.pop(name, None)
         raise
