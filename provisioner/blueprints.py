@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StringConstraints, field_validator
 
 from .contract import RESERVED_HEADER_PREFIX, RESERVED_HEADERS
+from .locales import locale_problem
 from .text import describe, first_hidden
 from .urls import credential_in_url
 
@@ -122,12 +123,35 @@ class CapabilityCatalog(_Strict):
         return value
 
 
+def _standard_locale(tag: str) -> str:
+    why = locale_problem(tag)
+    if why:
+        raise ValueError(why)
+    return tag
+
+
+# A translation's key: a BCP 47 tag in its standard form (locales.py says why).
+Locale = Annotated[str, AfterValidator(_standard_locale)]
+
+
+FeatureTitle = Annotated[str, StringConstraints(min_length=1, max_length=80), AfterValidator(_no_hidden_characters)]
+
+
+class FeatureText(_Strict):
+    """A custom feature's toggle in one language; a field left out shows the default."""
+
+    title: FeatureTitle | None = None
+    description: Text | None = None
+
+
 class FeatureDef(_Strict):
     """A custom chat feature: what its toggle shows in the chat input."""
 
-    title: Annotated[str, StringConstraints(min_length=1, max_length=80), AfterValidator(_no_hidden_characters)]
+    title: FeatureTitle
     description: Text = ""
     icon: str | None = None  # data:image/...;base64 URI, http(s) URL, or a file next to the YAML
+    # The toggle's name and description per language (Open WebUI 0.12's meta.i18n).
+    i18n: dict[Locale, FeatureText] = Field(default_factory=dict)
 
 
 class FeatureCatalog(_Strict):
@@ -244,6 +268,33 @@ Suggestions = Annotated[list[Suggestion] | None, Field(max_length=20)]
 Tags = Annotated[list[Tag] | None, Field(max_length=20)]
 
 
+class AgentText(_Strict):
+    """An agent in one language: what Open WebUI 0.12 shows a user whose interface is in it.
+    A field left out shows the default; a suggestion list is the default's, in the same order."""
+
+    name: Name | None = None
+    description: Text | None = None
+    suggestions: Annotated[list[Suggestion] | None, Field(max_length=20)] = None
+
+
+class BlueprintText(_Strict):
+    """What a blueprint gives all its agents, in one language: the description and suggestions
+    of agents that have none of their own (a blueprint's name is shown nowhere)."""
+
+    description: Text | None = None
+    suggestions: Annotated[list[Suggestion] | None, Field(max_length=20)] = None
+    name: None = None  # refused with a reason: see _no_name
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _no_name(cls, value: object) -> object:
+        raise ValueError("a blueprint's name is shown nowhere in Open WebUI: translate each agent's name in the agent's own i18n")
+
+
+AgentI18n = dict[Locale, AgentText]
+BlueprintI18n = dict[Locale, BlueprintText]
+
+
 class Step(_Strict):
     id: Identifier
     description: Text = ""
@@ -267,6 +318,8 @@ class Agent(_Strict):
     # Replace the blueprint's suggestions for this agent; tags add to the blueprint's.
     suggestions: Suggestions = None
     tags: Tags = None
+    # Name, description and suggestions per language; None: the row's translations stay as they are.
+    i18n: AgentI18n | None = None
 
 
 class Blueprint(_Strict):
@@ -285,4 +338,6 @@ class Blueprint(_Strict):
     agents: list[Agent] = Field(min_length=1)
     suggestions: Suggestions = None
     tags: Tags = None
+    # Description and suggestions per language, for agents that take the blueprint's own.
+    i18n: BlueprintI18n | None = None
     # Which keys openwebui_capabilities may hold is checked by the loader, which knows each key's line.

@@ -44,6 +44,9 @@ class Compat:
       only (the class default is ignored), so sync stores it.
     - `history`: every write of a model row or function is kept as a version with its author
       (0.12+), so drift can name who changed a field (drift.py).
+    - `i18n`: the chat page shows a model's and a function's `meta.i18n` in the user's
+      interface language (0.12+, `localizedContent.ts`); before, only the default text shows,
+      so sync writes no translations there.
     """
 
     version: str
@@ -52,6 +55,7 @@ class Compat:
     access_in_update: bool
     filter_priority_in_valves: bool
     history: bool = False
+    i18n: bool = False
 
     @property
     def tested(self) -> bool:
@@ -114,6 +118,7 @@ def _row(v: Version, text: str) -> Compat:
         access_in_update=v < (0, 12, 0),
         filter_priority_in_valves=v < (0, 9, 0),
         history=v >= (0, 12, 0),
+        i18n=v >= (0, 12, 0),
     )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from .version import __version__
 from .attachments import attached
-from .blueprints import GroupAccess, Suggestion, agent_backend
+from .blueprints import Agent, Blueprint, GroupAccess, Suggestion, agent_backend
 from .owui_capabilities import model_capabilities
 from .contract import (  # noqa: F401  (ids re-exported: callers import them from here)
     AGENTS_VALVE,
@@ -26,7 +26,7 @@ from .errors import BlueprintError, Problem
 from .function_files import FunctionFile
 from .grants import PUBLIC_GRANT, normalize_grants
 from .loader import Catalog, LoadedBlueprint
-from .state import BUNDLE_PREFIX, MANAGED_BY, MARKER_KEY, InstanceState, ObjectState
+from .state import BUNDLE_PREFIX, I18N_KEY, MANAGED_BY, MARKER_KEY, InstanceState, ObjectState
 from .toggle_filters import toggle_filter_id
 from .urls import plain_http_host
 
@@ -42,6 +42,8 @@ def build_desired(
     priority_in_valves: bool = False,
     skip_missing_groups: bool = False,
     identity_keys: str | None = None,
+    translations: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
+    i18n: bool = True,
 ) -> InstanceState:
     """The desired instance.
 
@@ -51,7 +53,9 @@ def build_desired(
     `signing_key` is the pipe's HISTORY_SIGNING_KEY (the live one, or a fresh one when the
     instance has none: see `history_signing_key`); None leaves that valve out, and so does it
     `identity_keys` (the IDENTITY_KEYS valve: identity_keys.next_identity_keys). `priority_in_valves`:
-    the release reads a filter's priority only from its valves (compat.py). Raises BlueprintError naming the
+    the release reads a filter's priority only from its valves (compat.py). `i18n`: the release
+    shows `meta.i18n` (0.12+), so agent rows and the functions in `translations` (function id ->
+    locale -> name and description: toggle_filters.toggle_translations) carry their translations. Raises BlueprintError naming the
     file, line and field of every group or API-key variable that does not exist, and of every
     key variable holding the token; with `skip_missing_groups`, a grant to a group that does not
     exist is left out instead (groups.py).
@@ -60,7 +64,7 @@ def build_desired(
     models: dict[str, ObjectState] = {}
     for lb in catalog.blueprints:
         for index, _agent in enumerate(lb.blueprint.agents):
-            row = _model_row(lb, index, groups, problems, skip_missing_groups)
+            row = _model_row(lb, index, groups, problems, skip_missing_groups, i18n)
             models[row.id] = row
     pipe_valves = _pipe_valves(catalog, env, token, frozenset(token_variables), problems)
     if signing_key:
@@ -69,7 +73,11 @@ def build_desired(
         pipe_valves[PIPE_IDENTITY_VALVE] = identity_keys
     if problems:
         raise BlueprintError(problems)
-    states = {f.id: function_state(f, priority_in_valves) for f in functions}
+    translated = translations if i18n else None
+    states = {
+        f.id: function_state(f, priority_in_valves, translated.get(f.id) if translated is not None else None)
+        for f in functions
+    }
     pipe = states.get(PIPE_FUNCTION_ID)
     if pipe is not None:
         states[PIPE_FUNCTION_ID] = ObjectState(
@@ -79,12 +87,17 @@ def build_desired(
             sensitive=frozenset({PIPE_SECRET_VALVE, PIPE_SIGNING_VALVE, PIPE_IDENTITY_VALVE}),
             written_by=pipe.written_by,
             source=pipe.source,
+            owned_maps=pipe.owned_maps,
         )
     return InstanceState(functions=states, models=dict(sorted(models.items())))
 
 
-def function_state(f: FunctionFile, priority_in_valves: bool = False) -> ObjectState:
-    """`priority_in_valves`: the release reads a filter's priority only from stored valves."""
+def function_state(
+    f: FunctionFile, priority_in_valves: bool = False, translations: Mapping[str, Mapping[str, str]] | None = None
+) -> ObjectState:
+    """`priority_in_valves`: the release reads a filter's priority only from stored valves.
+    `translations` (locale -> name, description): the function's meta.i18n, owned whole; None
+    leaves the row's as it is."""
     fields: dict[str, Any] = {
         "name": f.name,
         "meta.description": f.description,
@@ -95,7 +108,53 @@ def function_state(f: FunctionFile, priority_in_valves: bool = False) -> ObjectS
     }
     if priority_in_valves and f.priority is not None:
         fields["valves.priority"] = f.priority
-    return ObjectState(kind="function", id=f.id, fields=fields, written_by=__version__, source=function_source(f))
+    owned: frozenset[str] = frozenset()
+    if translations is not None:
+        fields.update(i18n_leaves(translations))
+        owned = frozenset({I18N_KEY})
+    return ObjectState(
+        kind="function", id=f.id, fields=fields, written_by=__version__, source=function_source(f), owned_maps=owned
+    )
+
+
+def i18n_leaves(table: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """locale -> {key: value} as flat fields `meta.i18n.<locale>.<key>`: a plan shows each one
+    that changes on its own line (a locale tag holds no dot: locales.py)."""
+    return {
+        f"{I18N_KEY}.{locale}.{key}": value
+        for locale, entry in sorted(table.items())
+        for key, value in entry.items()
+    }
+
+
+def agent_translations(bp: Blueprint, agent: Agent) -> dict[str, dict[str, Any]] | None:
+    """The agent row's meta.i18n: per locale, the agent's own name, description and suggestions,
+    and the blueprint's translations of the description and suggestions the agent takes from it
+    (a translation goes with the text it translates). None: neither says `i18n`, and the row's
+    translations stay as an admin left them."""
+    if bp.i18n is None and agent.i18n is None:
+        return None
+    own = agent.i18n or {}
+    inherited = bp.i18n or {}
+    table: dict[str, dict[str, Any]] = {}
+    for locale in sorted({*own, *inherited}):
+        mine, theirs = own.get(locale), inherited.get(locale)
+        entry: dict[str, Any] = {}
+        if mine and mine.name:
+            entry["name"] = mine.name
+        description = mine.description if mine and mine.description else None
+        if description is None and theirs and theirs.description and not agent.description:
+            description = theirs.description
+        if description:
+            entry["description"] = description
+        suggestions = mine.suggestions if mine and mine.suggestions is not None else None
+        if suggestions is None and theirs and theirs.suggestions is not None and agent.suggestions is None:
+            suggestions = theirs.suggestions
+        if suggestions is not None:
+            entry["suggestion_prompts"] = [suggestion_prompt(s) for s in suggestions]
+        if entry:
+            table[locale] = entry
+    return table
 
 
 def function_source(f: FunctionFile) -> str:
@@ -228,7 +287,12 @@ def _pipe_valves(
 
 
 def _model_row(
-    lb: LoadedBlueprint, index: int, groups: Mapping[str, str] | None, problems: list[Problem], skip_missing: bool = False
+    lb: LoadedBlueprint,
+    index: int,
+    groups: Mapping[str, str] | None,
+    problems: list[Problem],
+    skip_missing: bool = False,
+    i18n: bool = True,
 ) -> ObjectState:
     bp = lb.blueprint
     agent = bp.agents[index]
@@ -269,8 +333,12 @@ def _model_row(
     if bp.tags is not None or agent.tags is not None:
         names = [*(bp.tags or []), *(agent.tags or [])]
         fields["meta.tags"] = [{"name": name} for name in dict.fromkeys(names)]
+    translations = agent_translations(bp, agent) if i18n else None
+    if translations is not None:
+        fields.update(i18n_leaves(translations))
     return ObjectState(
-        kind="model", id=model_id(bp.id, agent.id), fields=fields, written_by=__version__, source=lb.source.path
+        kind="model", id=model_id(bp.id, agent.id), fields=fields, written_by=__version__, source=lb.source.path,
+        owned_maps=frozenset({I18N_KEY}) if translations is not None else frozenset(),
     )
 
 

@@ -22,6 +22,7 @@ from .blueprints import (
     FeatureCatalog,
     FeatureDef,
     GroupAccess,
+    Suggestion,
     agent_backend,
 )
 from .errors import BlueprintError, Problem
@@ -356,6 +357,14 @@ def _check_features(
                     f"{name!r} is Open WebUI's own; custom features need another name",
                 )
             )
+        for locale, text in feature.i18n.items():
+            if text.description and not feature.description:
+                problems.append(
+                    source.problem(
+                        ("features", name, "i18n", locale, "description"),
+                        "translates a description the feature does not have: give the feature a description first",
+                    )
+                )
         icons[name] = None
         if feature.icon:
             try:
@@ -420,6 +429,7 @@ def _check_blueprint(
                         f"it supports {have}, from the capabilities its steps call",
                     )
                 )
+    _check_translations(blueprint, source, problems)
     icon = _icon(blueprint.icon, ("icon",), source, root, problems)
     agent_icons = {
         agent.id: _icon(agent.icon, ("agents", a, "icon"), source, root, problems) or icon
@@ -428,6 +438,57 @@ def _check_blueprint(
     if len(problems) > before:
         return None
     return LoadedBlueprint(blueprint, source, frozenset(supported), icon, agent_icons, frozenset(reads))
+
+
+def _check_translations(blueprint: Blueprint, source: SourceFile, problems: list[Problem]) -> None:
+    """A translation translates a default text: the field must exist there, and a suggestion list
+    must be as long as the default's, so that the Nth card means the same in every language."""
+    for locale, text in (blueprint.i18n or {}).items():
+        where: PathKey = ("i18n", locale)
+        if text.description and not blueprint.description:
+            problems.append(source.problem((*where, "description"), "translates a description the blueprint does not have"))
+        _check_translated_suggestions(text.suggestions, blueprint.suggestions, "the blueprint's", where, source, problems)
+    for a, agent in enumerate(blueprint.agents):
+        for locale, agent_text in (agent.i18n or {}).items():
+            where = ("agents", a, "i18n", locale)
+            if agent_text.description and not (agent.description or blueprint.description):
+                problems.append(
+                    source.problem((*where, "description"), "translates a description neither the agent nor its blueprint has")
+                )
+            own = agent.suggestions is not None
+            default = agent.suggestions if own else blueprint.suggestions
+            whose = "the agent's" if own else "the blueprint's (the agent has none of its own)"
+            _check_translated_suggestions(agent_text.suggestions, default, whose, where, source, problems)
+
+
+def _check_translated_suggestions(
+    translated: list[Suggestion] | None,
+    default: list[Suggestion] | None,
+    whose: str,
+    where: PathKey,
+    source: SourceFile,
+    problems: list[Problem],
+) -> None:
+    if translated is None:
+        return
+    path = (*where, "suggestions")
+    if default is None:
+        problems.append(source.problem(path, f"translates suggestions that are not there: {whose} default has none"))
+        return
+    if len(translated) != len(default):
+        problems.append(
+            source.problem(
+                path,
+                f"{len(translated)} suggestions, where {whose} default has {len(default)}: translate each one, "
+                "in the same order, so that the Nth suggestion means the same in every language",
+            )
+        )
+        return
+    for index, (mine, theirs) in enumerate(zip(translated, default)):
+        if mine.subtitle and not theirs.subtitle:
+            problems.append(
+                source.problem((*path, index, "subtitle"), f"translates a subtitle that suggestion {index + 1} of {whose} default does not have")
+            )
 
 
 def _icon(

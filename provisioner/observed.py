@@ -8,7 +8,17 @@ from typing import Any
 from .owui_capabilities import CAPABILITY_KEYS
 from .compat import Compat
 from .grants import normalize_grants
-from .state import MARKER_KEY, InstanceState, ObjectState, get_path, is_managed, split_marker
+from .state import (
+    FUNCTION_I18N_FIELDS,
+    MARKER_KEY,
+    MODEL_I18N_FIELDS,
+    InstanceState,
+    ObjectState,
+    get_path,
+    i18n_fields,
+    is_managed,
+    split_marker,
+)
 
 MODEL_PATHS: tuple[str, ...] = (
     "name",
@@ -48,6 +58,7 @@ def observe(
 
 def observed_model(raw: Mapping[str, Any], compat: Compat | None = None) -> ObjectState:
     fields = {path: get_path(raw, path) for path in MODEL_PATHS}
+    fields.update(i18n_fields(raw.get("meta"), MODEL_I18N_FIELDS))
     if fields["meta.actionIds"] is None:  # no key means no actions: rows from before need no write
         fields["meta.actionIds"] = []
     grants = compat.observed_grants(raw) if compat else raw.get("access_grants")
@@ -58,6 +69,7 @@ def observed_model(raw: Mapping[str, Any], compat: Compat | None = None) -> Obje
 
 def observed_function(raw: Mapping[str, Any]) -> ObjectState:
     fields = {path: get_path(raw, path) for path in FUNCTION_PATHS}
+    fields.update(i18n_fields(raw.get("meta"), FUNCTION_I18N_FIELDS))
     valves = raw.get("valves")
     if isinstance(valves, Mapping):
         fields.update({f"valves.{key}": value for key, value in valves.items()})

@@ -44,7 +44,7 @@ from .groups import missing_group_notes, missing_groups, named_groups, placehold
 from .state import InstanceState, Kind, is_managed
 from .targets import TARGETS_FILE, Target, load_targets_config
 from .text import visible
-from .toggle_filters import rendered_toggle_functions, toggle_filter_id
+from .toggle_filters import rendered_toggle_functions, toggle_filter_id, toggle_translations
 from .token_file import read_token_file
 from .variables import TOKEN_IN_USE, Variables, variables_for
 from .version import __version__
@@ -263,7 +263,7 @@ def prepare_plan(
     wrappers = named_wrappers(client, find_wrappers(rows, agent_ids))
     plan = make_plan(
         desired, observed, prune=options.prune, adopt=set(options.adopt), orphan_notes=kept_notes, wrappers=wrappers,
-        notes=[*native_toggle_notes(inputs.catalog), *group_notes(group_actions), *keys.notes],
+        notes=[*native_toggle_notes(inputs.catalog), *translation_notes(inputs.catalog, compat), *group_notes(group_actions), *keys.notes],
         commit=CommitInfo.from_env(__version__, env, options.message),
     )
     from .drift import plan_drift
@@ -312,6 +312,8 @@ def desired_state(
         priority_in_valves=compat is not None and compat.filter_priority_in_valves,
         skip_missing_groups=options.missing_groups == "skip",
         identity_keys=identity_keys.value,
+        translations=toggle_translations(inputs.catalog),
+        i18n=compat is None or compat.i18n,
     )
     return keep_orphan_agents(desired, observed, prune=options.prune)
 
@@ -366,6 +368,26 @@ def native_toggle_notes(catalog: Catalog) -> list[str]:
         f"{', '.join(native)} {'reaches' if len(native) == 1 else 'reach'} agents as the bundle's own toggles "
         f"({', '.join(toggle_filter_id(f) for f in native)}), on any instance configuration; "
         "Open WebUI's own toggles for them stay off on agent rows, so it never runs them for an agent."
+    ]
+
+
+def translation_notes(catalog: Catalog, compat: Compat) -> list[str]:
+    """One note for the whole plan when the blueprints translate and the release cannot show it."""
+    if compat.i18n:
+        return []
+    agents = sum(1 for lb in catalog.blueprints for a in lb.blueprint.agents if lb.blueprint.i18n or a.i18n)
+    features = sum(1 for f in catalog.features.values() if f.i18n)
+    if not agents and not features:
+        return []
+    what = ", ".join(
+        part for part in (
+            f"{agents} agent{'s' if agents != 1 else ''}" if agents else "",
+            f"{features} custom feature{'s' if features != 1 else ''}" if features else "",
+        ) if part
+    )
+    return [
+        f"translations (i18n) of {what} are not written: Open WebUI {visible(compat.version)} shows the default "
+        "language only; translated names, descriptions, suggestions and toggles need Open WebUI 0.12 or later."
     ]
 
 

@@ -20,7 +20,18 @@ from .errors import OwnershipError, PruneRefusedError
 from .redaction import SENSITIVE
 from .fingerprint import fingerprint, origin, recorded
 from .hashing import content_hash
-from .state import BUNDLE_PREFIX, FINGERPRINT_KEY, MARKER_KEY, VERSION_KEY, InstanceState, Kind, ObjectState, get_path, set_path
+from .state import (
+    BUNDLE_PREFIX,
+    FINGERPRINT_KEY,
+    MARKER_KEY,
+    VERSION_KEY,
+    InstanceState,
+    Kind,
+    ObjectState,
+    delete_path,
+    get_path,
+    set_path,
+)
 
 FORMAT_VERSION = "1"
 
@@ -258,6 +269,7 @@ def _create(target: ObjectState, commit: CommitInfo) -> Change:
 
 def _update(target: ObjectState, live: ObjectState, commit: CommitInfo) -> Change | None:
     written = recorded(live)
+    removed = _removed(target, live)
     fields = tuple(
         FieldChange(
             path, live.fields.get(path), value, path in target.sensitive,
@@ -265,6 +277,9 @@ def _update(target: ObjectState, live: ObjectState, commit: CommitInfo) -> Chang
         )
         for path, value in target.fields.items()
         if live.fields.get(path) != value
+    ) + tuple(
+        FieldChange(path, live.fields[path], None, origin=origin(path, live.fields[path], None, written))
+        for path in removed
     )
     if not fields:
         return None
@@ -277,12 +292,23 @@ def _update(target: ObjectState, live: ObjectState, commit: CommitInfo) -> Chang
         and any(f.path == "content" for f in fields)
     ):
         upgrade = (live.written_by, target.written_by)
-    body = _write_body(target, base=live.raw, message=commit.message(target.source))
+    body = _write_body(target, base=live.raw, message=commit.message(target.source), removed=removed)
     rewrite = written is not None and written != fingerprint(target)
     return Change(
         target.kind, target.id, Action.UPDATE, fields, body, upgrade, is_global=_runs_everywhere(target),
         rewrite_marker=rewrite,
     )
+
+
+def _removed(target: ObjectState, live: ObjectState) -> list[str]:
+    """Live paths under a map the target owns whole that the target no longer has (a dropped
+    translation): each is a change to nothing, and the write removes it."""
+    return [
+        path
+        for path in sorted(live.fields)
+        if path not in target.fields and live.fields[path] is not None
+        and any(path.startswith(prefix + ".") for prefix in target.owned_maps)
+    ]
 
 
 def _runs_everywhere(target: ObjectState) -> bool:
@@ -299,7 +325,11 @@ def remerge_model_form(live: Mapping[str, Any], change: Change, *, with_access: 
     if not isinstance(body.get("meta"), dict):
         body["meta"] = {}
     for field_change in change.fields:
-        if field_change.path != "access_grants":
+        if field_change.path == "access_grants":
+            continue
+        if field_change.after is None and field_change.before is not None and field_change.path.startswith("meta.i18n."):
+            delete_path(body, field_change.path)  # a translation the blueprint dropped (plan._removed)
+        else:
             set_path(body, field_change.path, copy.deepcopy(field_change.after))
     marker = get_path(change.body or {}, f"meta.{MARKER_KEY}")
     if isinstance(marker, dict):  # with the version of this provision
@@ -309,8 +339,11 @@ def remerge_model_form(live: Mapping[str, Any], change: Change, *, with_access: 
     return body
 
 
-def _write_body(target: ObjectState, base: Mapping[str, Any] | None, message: str | None = None) -> dict[str, Any]:
-    """The form Open WebUI expects: the live record (if any) with every owned field set."""
+def _write_body(
+    target: ObjectState, base: Mapping[str, Any] | None, message: str | None = None, removed: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The form Open WebUI expects: the live record (if any) with every owned field set and the
+    `removed` paths (plan._removed) taken out."""
     keys = _MODEL_FORM_KEYS if target.kind == "model" else _FUNCTION_FORM_KEYS
     body: dict[str, Any] = {k: copy.deepcopy(base[k]) for k in keys if base and k in base}
     body["id"] = target.id
@@ -324,6 +357,8 @@ def _write_body(target: ObjectState, base: Mapping[str, Any] | None, message: st
         body["meta"] = {k: v for k, v in meta.items() if k not in ("manifest", "toggle")}
     # Open WebUI keeps a version history per object; this says what wrote the version (commit_message.py).
     body["commit_message"] = message or CommitInfo(__version__).message(target.source)
+    for path in removed:
+        delete_path(body, path)
     valves: dict[str, Any] = {}
     for path, value in target.fields.items():
         if path == "access_grants":

@@ -37,6 +37,9 @@ class ObjectState:
     written_by: str | None = None
     # Desired only: the blueprint or function file it comes from (for the history's commit message).
     source: str | None = None
+    # Desired only: maps provision owns whole (`meta.i18n`): an owned path under one that the
+    # desired fields lack is removed from the row, where other fields absent are left alone.
+    owned_maps: frozenset[str] = frozenset()
 
 
 # The marker's key for the fingerprint of what sync wrote (fingerprint.py); never compared either.
@@ -76,6 +79,43 @@ def get_path(record: Mapping[str, Any], path: str) -> Any:
             return None
         current = current.get(part)
     return current
+
+
+# The keys of a locale's entry in `meta.i18n` that provision writes (Open WebUI 0.12 reads them:
+# localizedContent.ts); an admin's other keys there (model controls, valves) are not ours.
+I18N_KEY = "meta.i18n"
+MODEL_I18N_FIELDS = ("name", "description", "suggestion_prompts")
+FUNCTION_I18N_FIELDS = ("name", "description")
+
+
+def i18n_fields(meta: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    """`meta.i18n.<locale>.<key>` -> value, for each of `keys` a locale's entry holds."""
+    table = meta.get("i18n") if isinstance(meta, Mapping) else None
+    if not isinstance(table, Mapping):
+        return {}
+    return {
+        f"{I18N_KEY}.{locale}.{key}": entry[key]
+        for locale, entry in sorted(table.items(), key=lambda item: str(item[0]))
+        if isinstance(locale, str) and "." not in locale and isinstance(entry, Mapping)
+        for key in keys
+        if entry.get(key) is not None
+    }
+
+
+def delete_path(record: dict[str, Any], path: str) -> None:
+    """Remove `a.b.c` from nested dicts, and every dict the removal leaves empty on the way."""
+    parts = path.split(".")
+    chain: list[dict[str, Any]] = [record]
+    for part in parts[:-1]:
+        nxt = chain[-1].get(part)
+        if not isinstance(nxt, dict):
+            return
+        chain.append(nxt)
+    chain[-1].pop(parts[-1], None)
+    for depth in range(len(chain) - 1, 0, -1):
+        if chain[depth]:
+            break
+        chain[depth - 1].pop(parts[depth - 1], None)
 
 
 def set_path(record: dict[str, Any], path: str, value: Any) -> None:

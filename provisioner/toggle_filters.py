@@ -35,6 +35,7 @@ from .errors import Problem
 from .features import NATIVE_TOGGLES
 from .function_files import FunctionFile, parse_function
 from .loader import Catalog
+from .toggle_translations import NATIVE_TOGGLE_TRANSLATIONS
 
 # Open WebUI lower-cases function ids and requires Python identifiers; keep ids ASCII too.
 _FEATURE_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -192,6 +193,28 @@ def expected_toggle_files(catalog: Catalog) -> dict[str, str]:
         toggle_filter_filename(name): render_toggle_filter(feature=name, title=title, description=description, icon=icon)
         for name, (title, description, icon) in sorted(looks.items())
     }
+
+
+def toggle_translations(catalog: Catalog) -> dict[str, dict[str, dict[str, str]]]:
+    """Function id -> locale -> the toggle's `name` and `description` there (its meta.i18n on
+    Open WebUI 0.12+), for every toggle filter expected_toggle_files names: a custom feature's
+    from its `i18n`, a native one's from Open WebUI's own words (toggle_translations.py)."""
+    table: dict[str, dict[str, dict[str, str]]] = {}
+    for name, feature in catalog.features.items():
+        table[toggle_filter_id(name)] = {
+            locale: {
+                key: value
+                for key, value in (("name", text.title), ("description", text.description))
+                if value
+            }
+            for locale, text in sorted(feature.i18n.items())
+            if text.title or text.description
+        }
+    supported = {f for lb in catalog.blueprints for f in lb.supported_features}
+    for name in NATIVE_TOGGLES:
+        if name in supported:
+            table[toggle_filter_id(name)] = {k: dict(v) for k, v in NATIVE_TOGGLE_TRANSLATIONS.get(name, {}).items()}
+    return table
 
 
 def rendered_toggle_functions(catalog: Catalog) -> tuple[FunctionFile, ...]:

@@ -22,11 +22,11 @@ VOCABULARY, SOURCE, CORE, ADAPTER, PIPELINE, OUTPUT, CLI = range(7)
 LAYERS: dict[str, int] = {
     # vocabulary and errors: import nothing of the package
     "version": VOCABULARY, "contract": VOCABULARY, "errors": VOCABULARY, "grants": VOCABULARY,
-    "text": VOCABULARY, "paths": VOCABULARY, "urls": VOCABULARY, "redaction": VOCABULARY,
+    "text": VOCABULARY, "paths": VOCABULARY, "urls": VOCABULARY, "redaction": VOCABULARY, "toggle_translations": VOCABULARY,
     "features": VOCABULARY, "commit_message": VOCABULARY, "stopping": VOCABULARY, "hashing": VOCABULARY,
     # the blueprint source: YAML, schema, loader, variables, targets, function files
     "yaml_source": SOURCE, "blueprints": SOURCE, "schema_problems": SOURCE, "owui_capabilities": SOURCE, "icons": SOURCE,
-    "variables": SOURCE, "targets": SOURCE, "loader": SOURCE, "toggle_filters": SOURCE,
+    "variables": SOURCE, "targets": SOURCE, "loader": SOURCE, "toggle_filters": SOURCE, "locales": SOURCE,
     "function_files": SOURCE, "attachments": SOURCE, "scaffold": SOURCE,
     # the pure core: desired and observed shapes, the plan
     "state": CORE, "fingerprint": CORE, "conflicts": CORE, "desired": CORE, "groups": CORE,
@@ -45,6 +45,7 @@ LAYERS: dict[str, int] = {
 # Third-party imports a layer may make (the rest: standard library only).
 ALLOWED_LIBRARIES = {
     "pydantic": {SOURCE},
+    "langcodes": {SOURCE},
     "yaml": {SOURCE, OUTPUT},
     "cryptography": {CORE},
     "httpx": {ADAPTER},
