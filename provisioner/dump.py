@@ -7,7 +7,7 @@ id `aihub_agent_pipe.<blueprint>.<agent>` with no base model: the pipe serves it
 base model (workspace models, wrappers of an agent) and plain LLM rows are not agents the
 blueprint format can describe; naming one is refused with the reason (docs/commands.md, `provision dump`).
 
-What the format holds is written (name, description, access, tags, suggestions, icon, the pipe's
+What the format holds is written (name, description, access, tags, suggestions, translations, icon, the pipe's
 backend, the toggles as capability stubs with `serves:`); what it cannot hold is reported per
 row, never guessed. Owned rows come back so that `diff` shows no change; hand-made rows so that
 `diff --adopt` shows only what taking ownership sets (the marker and the fields provision always
@@ -32,6 +32,7 @@ from .contract import FEATURE_FILTER_ID, PIPE_FUNCTION_ID, TOGGLE_FILTER_PREFIX,
 from .errors import ProvisionError
 from .features import is_native
 from .icons import resolve_icon, sniff_image_type
+from .locales import locale_problem
 from .orphans import agent_entries
 from .paths import blocked_paths, make_dirs
 from .state import MARKER_KEY, is_managed
@@ -350,9 +351,54 @@ def _agent(
         agent["tags"] = [str(t.get("name")) for t in meta["tags"] if isinstance(t, Mapping) and t.get("name")]
     if meta.get("suggestion_prompts") is not None:
         agent["suggestions"] = [_suggestion(s) for s in meta["suggestion_prompts"] if isinstance(s, Mapping)]
+    translations = _agent_translations(meta, agent, report)
+    if translations:
+        agent["i18n"] = translations
     if row.get("is_active") is False:
         report.not_expressed.append("it is switched off (is_active false): provision keeps its rows on")
     return agent
+
+
+def _locales(meta: Mapping[str, Any], report: RowReport) -> list[tuple[str, Mapping[str, Any]]]:
+    """The row's meta.i18n entries under a tag a blueprint can hold; the others are reported."""
+    table = meta.get("i18n")
+    found: list[tuple[str, Mapping[str, Any]]] = []
+    for locale, entry in sorted(table.items(), key=lambda item: str(item[0])) if isinstance(table, Mapping) else []:
+        if not isinstance(entry, Mapping):
+            continue
+        why = locale_problem(str(locale))
+        if why:
+            report.not_expressed.append(f"translations for {str(locale)[:40]!r}: {why}")
+            continue
+        found.append((str(locale), entry))
+    return found
+
+
+def _agent_translations(meta: Mapping[str, Any], agent: Mapping[str, Any], report: RowReport) -> dict[str, Any]:
+    """meta.i18n as the agent's `i18n`: per locale the name, description and suggestions it holds
+    (what Open WebUI 0.12 reads there; the other keys of an entry are not provision's)."""
+    translations: dict[str, Any] = {}
+    for locale, entry in _locales(meta, report):
+        text: dict[str, Any] = {}
+        for key in ("name", "description"):
+            value = entry.get(key)
+            if isinstance(value, str) and value.strip():
+                if key == "description" and "description" not in agent:
+                    report.not_expressed.append(f"the {locale} description: the row has no description of its own to translate")
+                    continue
+                text[key] = value
+        prompts = entry.get("suggestion_prompts")
+        if isinstance(prompts, list):
+            default = agent.get("suggestions")
+            if default is None or len(prompts) != len(default):
+                report.not_expressed.append(
+                    f"the {locale} suggestions: {len(prompts)}, where the row has {len(default or [])} to translate"
+                )
+            else:
+                text["suggestions"] = [_suggestion(p) for p in prompts if isinstance(p, Mapping)]
+        if text:
+            translations[locale] = text
+    return translations
 
 
 def _suggestion(prompt: Mapping[str, Any]) -> dict[str, str]:
@@ -422,6 +468,16 @@ def _feature(feature: str, functions: Mapping[str, Mapping[str, Any]], files: di
     except (ValueError, SyntaxError):
         icon = None
     entry: dict[str, Any] = {"title": title, "description": description}
+    translations = {
+        locale: {
+            key: text[source]
+            for key, source in (("title", "name"), ("description", "description"))
+            if isinstance(text.get(source), str) and text[source].strip() and (key == "title" or description)
+        }
+        for locale, text in _locales(function.get("meta") or {}, report)
+    }
+    if any(translations.values()):
+        entry["i18n"] = {locale: text for locale, text in translations.items() if text}
     if isinstance(icon, str):
         path = _icon(icon, f"icons/{feature}", files, report, allow_svg=True)
         if path:

@@ -199,3 +199,27 @@ def test_write_dump_refuses_a_file_name_outside_the_directory(tmp_path: Path) ->
         with pytest.raises(ProvisionError, match="wrote nothing"):
             write_dump(tmp_path / "out", Dumped({"ok.yaml": b"x", name: b"y"}, []))
         assert not (tmp_path / "out").exists() and not (tmp_path / "escape.yaml").exists()
+
+
+def test_translations_round_trip_on_agents_and_custom_toggles(tmp_path: Path) -> None:
+    """A sample agent and the custom features carry i18n (issue 30): dump writes it back whole."""
+    from provisioner.toggle_filters import toggle_translations
+
+    models, functions, desired = _instance(SAMPLES)
+    translations = toggle_translations(load_catalog(SAMPLES))
+    for function in functions:
+        for locale, text in translations.get(function["id"], {}).items():
+            function["meta"].setdefault("i18n", {})[locale] = dict(text)
+    research = "aihub_agent_pipe.research-assistant.default"
+    assert {k for k in desired.models[research].fields if k.startswith("meta.i18n.de.")} == {
+        "meta.i18n.de.name", "meta.i18n.de.description", "meta.i18n.de.suggestion_prompts"
+    }
+    dumped, catalog, again = _round_trip(models, functions, tmp_path)
+    assert dict(again.models[research].fields) == dict(desired.models[research].fields)
+    custom = {k: v for k, v in toggle_translations(catalog).items() if k in ("aihub_toggle_user_files", "aihub_toggle_deep_research")}
+    assert custom == {k: translations[k] for k in custom} and custom["aihub_toggle_user_files"]["de"]["name"] == "Meine Dateien"
+    # A tag no blueprint can hold is reported, not written.
+    row = next(m for m in models if m["id"] == research)
+    row["meta"]["i18n"]["de_ch"] = {"name": "Recherche"}
+    report = next(r for r in dump_rows(select_rows(models, []), functions, GROUPS).rows if r.id == research)
+    assert any("de_ch" in line and "write 'de-CH'" in line for line in report.not_expressed)
