@@ -12,6 +12,10 @@ it from there, and scripts/build-pipe writes its definition into the built file.
 CALLS_RAN = "AIHUB_TOOL_CALLS_RAN"  # the pipe's own event: the calls waiting for a result ran (OpenAI)
 USAGE = "AIHUB_USAGE"  # the pipe's own event: an OpenAI stream's usage chunk (the run's total)
 
+# The AG-UI version the pipe speaks, sent as RunAgentInput.protocolVersion: Pydantic AI sends 1.0's
+# outcomes (cancelled, pendingToolCallIds) only to a client that declares 1.0.
+AGUI_PROTOCOL_VERSION = "1.0"
+
 # What the agent sends beside its answer (the recorder's Outbound).
 SOURCE_EVENT = "aihub.source"
 IMAGE_EVENT = "aihub.image"

@@ -47,12 +47,12 @@ from agent_pipe.transport import _emit, _emit_event
 _DATA_URI = re.compile(r"data:(image/[\w.+-]+);base64,(.*)", re.S)
 
 
-_USAGE_NAMES = {
-    "input": ("input_tokens", "prompt_tokens", "input_token_count"),
-    "output": ("output_tokens", "completion_tokens", "output_token_count"),
-    "total": ("total_tokens", "total_token_count"),
-    "reasoning": ("reasoning_tokens", "reasoning_output_token_count"),
-    "cached": ("cached_input_tokens", "cache_read_input_token_count"),
+_USAGE_NAMES = {  # AG-UI 1.0's TokenUsage is camelCase on the wire (0.1.x servers wrote snake_case)
+    "input": ("inputTokens", "input_tokens", "prompt_tokens", "input_token_count"),
+    "output": ("outputTokens", "output_tokens", "completion_tokens", "output_token_count"),
+    "total": ("totalTokens", "total_tokens", "total_token_count"),
+    "reasoning": ("reasoningTokens", "reasoning_tokens", "reasoning_output_token_count"),
+    "cached": ("cachedInputTokens", "cached_input_tokens", "cache_read_input_token_count"),
 }
 _USAGE_DETAILS = {
     "reasoning": (("completion_tokens_details", "reasoning_tokens"), ("output_tokens_details", "reasoning_tokens")),

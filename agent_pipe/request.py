@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from agent_pipe.constants import (
+    AGUI_PROTOCOL_VERSION,
     GROUPS_CACHE_USERS,
     GROUPS_TTL_SECONDS,
     IDENTITY_HEADER,
@@ -432,6 +433,7 @@ def agui_request(history: Iterable[Mapping[str, Any]], signer: Signer, turn: Tur
     """A turn as an AG-UI RunAgentInput: the chat is the thread and Open WebUI's message the run
     (fresh ids for an API client's chat), user context as context, features as forwardedProps."""
     return {
+        "protocolVersion": AGUI_PROTOCOL_VERSION,
         "threadId": turn.chat_id or f"aihub-{random_hex()}",
         "runId": turn.message_id or f"aihub-run-{random_hex()}",
         "messages": to_agui_messages(history, signer),

@@ -87,6 +87,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 CALLS_RAN = "AIHUB_TOOL_CALLS_RAN"  # the pipe's own event: the calls waiting for a result ran (OpenAI)
 USAGE = "AIHUB_USAGE"  # the pipe's own event: an OpenAI stream's usage chunk (the run's total)
 
+# The AG-UI version the pipe speaks, sent as RunAgentInput.protocolVersion: Pydantic AI sends 1.0's
+# outcomes (cancelled, pendingToolCallIds) only to a client that declares 1.0.
+AGUI_PROTOCOL_VERSION = "1.0"
+
 # What the agent sends beside its answer (the recorder's Outbound).
 SOURCE_EVENT = "aihub.source"
 IMAGE_EVENT = "aihub.image"
@@ -1736,6 +1740,7 @@ def agui_request(history: Iterable[Mapping[str, Any]], signer: Signer, turn: Tur
     """A turn as an AG-UI RunAgentInput: the chat is the thread and Open WebUI's message the run
     (fresh ids for an API client's chat), user context as context, features as forwardedProps."""
     return {
+        "protocolVersion": AGUI_PROTOCOL_VERSION,
         "threadId": turn.chat_id or f"aihub-{random_hex()}",
         "runId": turn.message_id or f"aihub-run-{random_hex()}",
         "messages": to_agui_messages(history, signer),
@@ -1856,12 +1861,70 @@ def openai_extras(delta: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+# Events the pipe never reads, skipped before their JSON is parsed: ag-ui-langgraph's default
+# stream sends a RAW event of its whole callback payload (1-2 KB) beside every token, and state
+# snapshots can be larger than the answer. The SSE data line starts with the event's type (every
+# AG-UI encoder writes "type" first), spaced or compact.
+_SKIPPED_TYPES = ("RAW", "STATE_SNAPSHOT", "STATE_DELTA")
+_SKIPPED = tuple(
+    f'data:{space}{{"type":{gap}"{kind}"'.encode() for kind in _SKIPPED_TYPES for space in ("", " ") for gap in ("", " ")
+)
+_RAW_SOURCE = re.compile(rb'"source": ?"([\w.:-]{1,40})"\}\r?$')  # RAW's last field: who sent it
+# ag-ui-langgraph repeats the callback payload in every content event as "rawEvent", before the
+# event's own fields: such an event is read from where its own fields start (the pipe never reads
+# rawEvent). In JSON an unescaped '"messageId":' is always a key, and a string value cannot hold
+# one: the last '},"messageId":' (or '},"subagentRunId":', which comes before it) ends rawEvent
+# or a field after it; a cut that lands inside rawEvent leaves JSON that does not parse, and the
+# line is then parsed whole.
+_BULKY = tuple(
+    (
+        f'{{"type":{gap}"{kind}",{gap}"rawEvent":'.encode(),
+        (f'}},{gap}"subagentRunId":{gap}'.encode(), f'}},{gap}"{key}":{gap}'.encode()),
+        kind,
+    )
+    for kind, key in (("TEXT_MESSAGE_CONTENT", "messageId"), ("TOOL_CALL_ARGS", "toolCallId"))
+    for gap in ("", " ")
+)
+_BULKY_STARTS = tuple(b"data: " + prefix for prefix, _, _ in _BULKY) + tuple(b"data:" + prefix for prefix, _, _ in _BULKY)
+
+
+def _without_raw_event(buf: bytes, first: int, end: int) -> dict[str, Any] | None:
+    """The bulky content event on the data line ``buf[first:end]`` parsed without its rawEvent, or
+    None (then it is parsed whole)."""
+    if buf.endswith(b"\r", first, end):
+        end -= 1
+    head = first + (6 if buf[first + 5] == 32 else 5)  # after "data:" and its optional space
+    for prefix, (sub, key), kind in _BULKY:
+        if buf.startswith(prefix, head):
+            event = _fields_from(buf, buf.rfind(key, head, end), end)  # the usual: messageId right after
+            if event is None:
+                event = _fields_from(buf, buf.rfind(sub, head, end), end)
+            if event is not None:
+                event["type"] = kind
+            return event
+    return None
+
+
+def _fields_from(body: bytes, cut: int, end: int) -> dict[str, Any] | None:
+    """The event's own fields, from the key after ``cut`` (the "}," that ends rawEvent) to the end."""
+    if cut < 0:
+        return None
+    try:
+        event = json.loads("{" + body[cut + 2 : end].decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) and isinstance(event.get("delta"), str) else None
+
+
 class AgentStream:
     """The events in an agent's response body, fed as it is read (pure: bytes in, AG-UI events out).
 
     AG-UI bodies are SSE whose data is an event; OpenAI bodies are SSE whose data is a chunk, made
     AG-UI-shaped by the OpenAIChunkAdapter, and ``[DONE]`` ends the run. ``feed`` is lazy: the
-    first event of a large read is handled before the rest of the read is parsed.
+    first event of a large read is handled before the rest of the read is parsed. RAW and STATE_*
+    events are dropped unparsed (the first RAW event's ``source`` is passed on, as ``{"type": "RAW",
+    "source": ...}``: which framework sent the run), and a content event's ``rawEvent`` is never
+    parsed (nor passed on when a line had to be parsed whole).
 
     Linear in the body: a read is searched once, and the start of a line that a later read
     completes is kept as pieces, joined once when its end arrives (joining and searching it again
@@ -1876,6 +1939,8 @@ class AgentStream:
         self._max = max_event
         self._adapter = OpenAIChunkAdapter() if transport == "openai" else None
         self._done = False
+        self._special = _SKIPPED + _BULKY_STARTS if self._adapter is None else ()  # lines read by their start
+        self._raw_unread = True
 
     def feed(self, raw: bytes) -> Iterator[dict[str, Any]]:
         parser, limit = self._parser, self._max
@@ -1883,32 +1948,52 @@ class AgentStream:
         if end < 0:
             self._hold(raw)
             return
-        line = raw[:end]
+        # The line is buf[first:end]: the first one joined with what earlier reads held, the others
+        # read in place (a RAW line is never copied).
+        buf, first = raw, 0
         if self._held:
-            line, self._held, self._held_size = b"".join((*self._held, line)), [], 0
+            buf, self._held, self._held_size = b"".join((*self._held, raw[:end])), [], 0
+            first, end, joined = 0, len(buf), end
+        else:
+            joined = end
         # Line by line as consumed, each line decoded on its own (SSE is UTF-8, and "\n" never
         # occurs inside a UTF-8 sequence): a read can hold thousands of lines, and the first
         # event must not wait for all of them to be split or decoded.
         while True:
-            if len(line) > limit:
+            if end - first > limit:
                 raise EventTooLarge(limit)
-            start = end + 1
-            text = line.decode("utf-8", "replace")
-            if text.endswith("\r"):
-                text = text[:-1]
-            if text[:5] == "data:" and raw.startswith(b"\n", start) and not parser.pending:
-                start += 1  # "data: ...\n\n", what nearly every event is: no parser needed
-                yield from self._events(text[6:] if text[5:6] == " " else text[5:])
-            else:
-                data = parser.feed(text)
-                if parser.size > limit:
-                    raise EventTooLarge(limit)
-                if data is not None:
-                    yield from self._events(data)
+            start = joined + 1  # where the next line starts in this read
+            read = False  # by its start, without a JSON parse of the whole line
+            if self._special and buf.startswith(self._special, first) and not parser.pending:
+                if buf.startswith(_SKIPPED, first):  # RAW or STATE_*: never decoded nor parsed, nor its blank line
+                    read = True
+                    if raw.startswith(b"\n", start):
+                        start += 1
+                    if self._raw_unread:  # the first RAW event says who sends the run, if it says
+                        self._raw_unread = False
+                        if found := _RAW_SOURCE.search(buf, max(first, end - 64), end):
+                            yield {"type": "RAW", "source": found.group(1).decode()}
+                elif raw.startswith(b"\n", start) and (event := _without_raw_event(buf, first, end)) is not None:
+                    read = True
+                    start += 1
+                    yield event
+            if not read:
+                text = buf[first:end].decode("utf-8", "replace")
+                if text.endswith("\r"):
+                    text = text[:-1]
+                if text[:5] == "data:" and raw.startswith(b"\n", start) and not parser.pending:
+                    start += 1  # "data: ...\n\n", what nearly every event is: no parser needed
+                    yield from self._events(text[6:] if text[5:6] == " " else text[5:])
+                else:
+                    data = parser.feed(text)
+                    if parser.size > limit:
+                        raise EventTooLarge(limit)
+                    if data is not None:
+                        yield from self._events(data)
             end = raw.find(b"\n", start)
             if end < 0:
                 break
-            line = raw[start:end]
+            buf, first, joined = raw, start, end
         self._hold(raw[start:])
 
     def _hold(self, piece: bytes) -> None:
@@ -1933,6 +2018,7 @@ class AgentStream:
         if self._adapter is None:
             event = _json_or_none(data)
             if isinstance(event, dict) and event.get("type") not in (CALLS_RAN, USAGE):  # only the adapter says that
+                event.pop("rawEvent", None)  # a framework's own payload: never read, never kept
                 yield event
             return
         if self._done:
@@ -2385,12 +2471,12 @@ _HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
 _DATA_URI = re.compile(r"data:(image/[\w.+-]+);base64,(.*)", re.S)
 
 
-_USAGE_NAMES = {
-    "input": ("input_tokens", "prompt_tokens", "input_token_count"),
-    "output": ("output_tokens", "completion_tokens", "output_token_count"),
-    "total": ("total_tokens", "total_token_count"),
-    "reasoning": ("reasoning_tokens", "reasoning_output_token_count"),
-    "cached": ("cached_input_tokens", "cache_read_input_token_count"),
+_USAGE_NAMES = {  # AG-UI 1.0's TokenUsage is camelCase on the wire (0.1.x servers wrote snake_case)
+    "input": ("inputTokens", "input_tokens", "prompt_tokens", "input_token_count"),
+    "output": ("outputTokens", "output_tokens", "completion_tokens", "output_token_count"),
+    "total": ("totalTokens", "total_tokens", "total_token_count"),
+    "reasoning": ("reasoningTokens", "reasoning_tokens", "reasoning_output_token_count"),
+    "cached": ("cachedInputTokens", "cached_input_tokens", "cache_read_input_token_count"),
 }
 _USAGE_DETAILS = {
     "reasoning": (("completion_tokens_details", "reasoning_tokens"), ("output_tokens_details", "reasoning_tokens")),

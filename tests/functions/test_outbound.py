@@ -64,6 +64,17 @@ def test_run_finished_usage_is_the_runs_total_and_wins_over_per_call_reports(sse
     assert usage["prompt_tokens_details"] == {"cached_tokens": 4}
 
 
+def test_ag_ui_1_0_usage_is_camel_case_on_the_wire(sse_stub: SSEStub) -> None:
+    # ag-ui-langgraph 0.0.47 and ag-ui-strands send 1.0's TokenUsage as its JSON Schema names it
+    finished = [{**FINISHED[0], "usage": [{"provider": "p", "inputTokens": 60, "outputTokens": 14, "totalTokens": 74,
+                                           "reasoningTokens": 3, "cachedInputTokens": 9}]}]
+    sse_stub.behaviour.data = events(T("Hi."), finished)
+    (usage,) = _usage(run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY))
+    assert (usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"]) == (60, 14, 74)
+    assert usage["completion_tokens_details"] == {"reasoning_tokens": 3}
+    assert usage["prompt_tokens_details"] == {"cached_tokens": 9}
+
+
 def test_a_run_that_ends_in_an_error_after_usage_reports_it_once(sse_stub: SSEStub) -> None:
     sse_stub.behaviour.data = events(T("partial"), _af_usage(8, 2), ERROR("boom", "RuntimeError"))
     run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY)

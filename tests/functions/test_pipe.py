@@ -103,6 +103,7 @@ def test_agui_request_carries_history_thread_and_only_supported_requested_featur
     assert [c["description"] for c in body["context"]] == ["The current date and time"]
     assert body["messages"] == [{"id": "aihub-0", "role": "user", "content": "Weather in Paris?"}]
     assert body["runId"]
+    assert body["protocolVersion"] == "1.0"  # AG-UI 1.0: Pydantic AI sends 1.0 outcomes only to a 1.0 client
 
 
 def test_run_ids_are_fresh_and_thread_id_falls_back_to_a_fresh_id(sse_stub: SSEStub) -> None:

@@ -1,0 +1,97 @@
+"""AgentStream and the frameworks' wire (issue 32): RAW and STATE_* events are dropped before their
+JSON is parsed, a content event's bulky ``rawEvent`` is never parsed, and what is left is exactly
+what a full parse gives, however the body is cut into reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.support.pipe_support import pipe_module as P
+
+CAPTURES = Path(__file__).resolve().parents[1] / "data" / "agui_captures"
+
+
+def _read(body: bytes, size: int) -> list[dict[str, Any]]:
+    stream = P.AgentStream("agui")
+    events = [e for start in range(0, len(body), size) for e in stream.feed(body[start : start + size])]
+    return events + list(stream.end())
+
+
+def _expected(body: bytes) -> list[dict[str, Any]]:
+    """A full parse of every data line, RAW and STATE_* left out and rawEvent dropped."""
+    out = []
+    for line in body.decode().splitlines():
+        if line.startswith("data:"):
+            event = json.loads(line[5:])
+            if event["type"] in ("RAW", "STATE_SNAPSHOT", "STATE_DELTA"):
+                continue
+            event.pop("rawEvent", None)
+            out.append(event)
+    return out
+
+
+def _sse(events: list[dict[str, Any]], compact: bool = True) -> bytes:
+    separators = (",", ":") if compact else (", ", ": ")
+    return b"".join(f"data: {json.dumps(e, separators=separators)}\n\n".encode() for e in events)
+
+
+PAYLOAD = {"event": "on_chat_model_stream", "data": {"chunk": {"content": "Hi", "id": "lc-1", "messageId": {"x": 1}}}}
+EVENTS = [
+    {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+    {"type": "RAW", "event": PAYLOAD, "source": "langgraph"},
+    {"type": "STATE_SNAPSHOT", "snapshot": {"messages": ["x" * 500]}},
+    {"type": "TEXT_MESSAGE_CONTENT", "rawEvent": PAYLOAD, "messageId": "m1", "delta": 'he said "},"messageId":"x"'},
+    {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a", "value": 1}]},
+    {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f"},
+    {"type": "TOOL_CALL_ARGS", "rawEvent": PAYLOAD, "toolCallId": "c1", "delta": '{"a": 1}'},
+    {"type": "TEXT_MESSAGE_CONTENT", "rawEvent": PAYLOAD, "subagentRunId": "s1", "messageId": "m2", "delta": "é"},
+    {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+]
+
+
+@pytest.mark.parametrize("compact", [True, False])
+def test_raw_and_state_events_are_dropped_and_raw_event_never_reaches_the_recorder(compact: bool) -> None:
+    body = _sse(EVENTS, compact)
+    got = _read(body, len(body))
+    assert got[1] == {"type": "RAW", "source": "langgraph"}  # who sent the run: the first RAW's source, once
+    del got[1]
+    assert got == _expected(body)
+    assert [e["delta"] for e in got if e["type"] == "TEXT_MESSAGE_CONTENT"] == ['he said "},"messageId":"x"', "é"]
+    assert got[-2]["subagentRunId"] == "s1"  # fields between rawEvent and the event's own are kept
+
+
+def test_every_cut_of_a_body_with_raw_events_gives_the_same_events() -> None:
+    body = _sse(EVENTS)
+    expected = _read(body, len(body))
+    for size in range(1, len(body) + 1, 7):
+        assert _read(body, size) == expected, size
+
+
+def test_a_raw_event_without_a_source_says_nothing_and_only_the_first_is_read() -> None:
+    body = _sse([{"type": "RAW", "event": {}}, {"type": "RAW", "event": {}, "source": "late"}, *EVENTS[-1:]])
+    assert _read(body, len(body)) == [EVENTS[-1]]
+
+
+def test_a_content_event_whose_fields_cannot_be_found_is_parsed_whole() -> None:
+    # no top-level messageId after rawEvent: the cut would land inside rawEvent, so the whole line is parsed
+    odd = {"type": "TEXT_MESSAGE_CONTENT", "rawEvent": {"a": {"b": 1}, "messageId": "inner"}, "delta": "x"}
+    body = _sse([odd])
+    assert _read(body, len(body)) == [{"type": "TEXT_MESSAGE_CONTENT", "delta": "x"}]
+
+
+def test_openai_bodies_are_not_read_by_their_start() -> None:
+    chunk = {"type": "RAW", "choices": [{"index": 0, "delta": {"content": "hi"}}]}  # "type" means nothing there
+    stream = P.AgentStream("openai")
+    assert list(stream.feed(f"data: {json.dumps(chunk, separators=(',', ':'))}\n\n".encode())) == [
+        {"type": "TEXT_MESSAGE_CONTENT", "delta": "hi"}
+    ]
+
+
+@pytest.mark.parametrize("capture", sorted(str(p.relative_to(CAPTURES)) for p in CAPTURES.glob("*/*.sse")))
+def test_every_capture_reads_as_a_full_parse_does(capture: str) -> None:
+    body = (CAPTURES / capture).read_bytes()
+    got = [e for e in _read(body, 4096) if e != {"type": "RAW", "source": e.get("source")}]
+    assert got == _expected(body)
