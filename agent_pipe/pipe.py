@@ -1,5 +1,6 @@
 """The Pipe class Open WebUI calls: valves, pipes() and pipe()."""
 
+import json
 import os
 import time
 import traceback
@@ -19,11 +20,12 @@ from agent_pipe.constants import (
     PipeConfigError,
     StreamEndedEarly,
 )
-from agent_pipe.failures import _CONNECT_FAILURES, _TRANSPORT_FAILURES, _kinds, failure_text
+from agent_pipe.failures import _CONNECT_FAILURES, _TRANSPORT_FAILURES, _host, _kinds, failure_text
 from agent_pipe.file_store import OpenWebUIStore, _notify, read_files
 from agent_pipe.files import Attachment, FileLimits, InboundFiles, place_files, with_files
 from agent_pipe.helpers import EventEmitter, _str, log
 from agent_pipe.outbound import Outbound, outbound_end
+from agent_pipe.probe import PROBE_KEY, PROBE_VERSION, probe_backend, probe_requested, replica_name, server_identity
 from agent_pipe.questions import AgentRun, run_with_questions
 from agent_pipe.recorder import Recorder
 from agent_pipe.rendering import render_error
@@ -176,6 +178,19 @@ class Pipe:
         from_server += identity_secrets(self.valves.IDENTITY_KEYS)
         return _scrubber(frozenset(self._synced_keys().values()), self.valves.HISTORY_SIGNING_KEY, from_server)
 
+    async def probe(self, agent: AgentSpec) -> str:
+        """The answer to an admin's probe (probe.py): one JSON object, keys masked."""
+        scrubber = self.scrubber()
+        answer: dict[str, Any] = {PROBE_KEY: PROBE_VERSION, "agent": agent.id, "replica": replica_name(),
+                                  "identity": agent.identity, **server_identity(self.valves.IDENTITY_KEYS)}
+        try:
+            secret = self._secret(agent) if agent.api_key else None
+        except PipeConfigError as exc:
+            answer.update(reached=False, host=_host(agent.url), transport=agent.transport, reason=scrubber.error(str(exc)))
+        else:
+            answer.update(await probe_backend(agent, secret, scrubber))
+        return scrubber.error(json.dumps(answer))
+
     # -- files ----------------------------------------------------------------------------------
 
     async def inbound_files(
@@ -314,6 +329,9 @@ class Pipe:
         agent = self._agent_for(body.get("model"))
         if agent is None:
             yield render_error(Error(f"No agent is configured for the model '{_str(body.get('model'))}'."))
+            return
+        if probe_requested(body, __user__):  # an admin's `provision doctor`: reach the backend, nothing else
+            yield await self.probe(agent)
             return
         metadata = __metadata__ or {}
         user = __user__ or {}

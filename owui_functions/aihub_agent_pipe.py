@@ -62,6 +62,7 @@ import json
 import logging
 import os
 import re
+import socket
 import ssl
 import sys
 import threading
@@ -3451,6 +3452,122 @@ def _short(detail: str) -> str:
     return detail if len(detail) <= 200 else detail[:199] + "…"
 
 
+# --- begin agent_pipe/probe.py ---
+# === the admin's probe ============================================================================
+
+PROBE_KEY = "aihub_probe"
+PROBE_VERSION = 1
+PROBE_TIMEOUT_SECONDS = 10.0
+# AG-UI's event types (ag_ui.core.EventType): the first event of a run is one of these.
+_AGUI_EVENTS = frozenset({
+    "RUN_STARTED", "RUN_FINISHED", "RUN_ERROR", "STEP_STARTED", "STEP_FINISHED", "TEXT_MESSAGE_START",
+    "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "TEXT_MESSAGE_CHUNK", "TOOL_CALL_START", "TOOL_CALL_ARGS",
+    "TOOL_CALL_END", "TOOL_CALL_CHUNK", "TOOL_CALL_RESULT", "STATE_SNAPSHOT", "STATE_DELTA",
+    "MESSAGES_SNAPSHOT", "RAW", "CUSTOM", "THINKING_START", "THINKING_END",
+})
+
+
+def probe_requested(body: Mapping[str, Any], user: Mapping[str, Any] | None) -> bool:
+    """A probe is honoured only for an admin; anyone else's marker is ignored."""
+    return isinstance(body.get(PROBE_KEY), Mapping) and (user or {}).get("role") == "admin"
+
+
+def replica_name() -> str:
+    """Which Open WebUI process answered: host name and process id (two replicas differ)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def server_identity(identity_valve: str) -> dict[str, bool]:
+    """What this process can tell an agent about the user (its environment, not the admin API's)."""
+    settings = server_forward_settings()
+    try:
+        key = signing_key(identity_valve) is not None
+    except Exception:  # a broken key is no key
+        key = False
+    return {"forward_user_info": settings.enabled, "user_jwt": settings.enabled and bool(settings.secret), "identity_key": key}
+
+
+async def probe_backend(agent: AgentSpec, secret: str | None, scrubber: Scrubber) -> dict[str, Any]:
+    """Reach the agent's backend once, from here; never raises. `secret` is its key (None: none)."""
+    started = time.monotonic()
+    result: dict[str, Any] = {"reached": False, "host": _host(agent.url), "transport": agent.transport}
+    headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+    try:
+        client = await shared_client()
+        timeout = aiohttp.ClientTimeout(total=PROBE_TIMEOUT_SECONDS, sock_connect=PROBE_TIMEOUT_SECONDS)
+        if agent.transport == "openai":
+            url = agent.url.rstrip("/") + "/models"
+            request = client.get(url, headers={**headers, "Accept": "application/json"}, timeout=timeout, proxy=_proxy_for(url))
+        else:
+            url = agent.url
+            run = {"threadId": "aihub-probe", "runId": f"aihub-probe-{os.urandom(6).hex()}", "messages": [], "tools": [],
+                   "context": [], "state": {}, "forwardedProps": {PROBE_KEY: True}}
+            request = client.post(url, json=run, headers={**headers, "Accept": "text/event-stream"}, timeout=timeout,
+                                  proxy=_proxy_for(url))
+        async with request as response:
+            result["status"] = response.status
+            result["content_type"] = response.headers.get("Content-Type", "")
+            if response.status >= 400:
+                detail = (await response.content.read(2048)).decode("utf-8", "replace")
+                result["reason"] = _http_reason(response.status, scrubber.error(_short(scrubber.redact(detail))))
+            else:
+                result.update(await _protocol(agent.transport, response))
+    except PipeConfigError as exc:
+        result["reason"] = scrubber.error(str(exc))
+    except asyncio.TimeoutError:
+        result["reason"] = f"no answer within {PROBE_TIMEOUT_SECONDS:g} seconds"
+    except Exception as exc:
+        result["reason"] = _connect_reason(exc) if _kinds(exc) & _CONNECT_FAILURES else f"the request failed ({type(exc).__name__})"
+    result["ms"] = round((time.monotonic() - started) * 1000)
+    return result
+
+
+def _http_reason(status: int, detail: str) -> str:
+    if status in (401, 403):
+        return f"answered HTTP {status}: the backend refused the key" + (f" ({detail})" if detail else "")
+    return f"answered HTTP {status}" + (f": {detail}" if detail else "")
+
+
+async def _protocol(transport: str, response: Any) -> dict[str, Any]:
+    """What a 2xx answer says about the protocol: read at most 64 KB, then hang up."""
+    raw = b""
+    while len(raw) < 65536:
+        if transport != "openai" and b"\n\n" in raw:
+            break
+        more = await response.content.read(65536 - len(raw))
+        if not more:
+            break
+        raw += more
+    text = raw.decode("utf-8", "replace")
+    if transport == "openai":
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, Mapping) and isinstance(data.get("data"), list):
+            return {"reached": True, "protocol": "openai"}
+        return {"reason": "answered, but not as an OpenAI-compatible API (no JSON model list at /models)"}
+    event = _first_event(text)
+    if event is not None:
+        found: dict[str, Any] = {"reached": True, "protocol": "agui", "first_event": event.get("type")}
+        version = response.headers.get("X-AG-UI-Version") or response.headers.get("AG-UI-Version")
+        if version:
+            found["agui_version"] = version[:40]
+        return found
+    return {"reason": "answered, but not as an AG-UI endpoint (no AG-UI event in a text/event-stream)"}
+
+
+def _first_event(text: str) -> dict[str, Any] | None:
+    for line in text.splitlines():
+        if line.startswith("data:"):
+            try:
+                event = json.loads(line[5:].strip())
+            except ValueError:
+                return None
+            return event if isinstance(event, dict) and event.get("type") in _AGUI_EVENTS else None
+    return None
+
+
 # --- begin agent_pipe/pipe.py ---
 # === the pipe: what Open WebUI calls ==============================================================
 
@@ -3567,6 +3684,19 @@ class Pipe:
         from_server = tuple(os.environ.get(name, "") for name in _server_key_names(self.valves.AGENTS))
         from_server += identity_secrets(self.valves.IDENTITY_KEYS)
         return _scrubber(frozenset(self._synced_keys().values()), self.valves.HISTORY_SIGNING_KEY, from_server)
+
+    async def probe(self, agent: AgentSpec) -> str:
+        """The answer to an admin's probe (probe.py): one JSON object, keys masked."""
+        scrubber = self.scrubber()
+        answer: dict[str, Any] = {PROBE_KEY: PROBE_VERSION, "agent": agent.id, "replica": replica_name(),
+                                  "identity": agent.identity, **server_identity(self.valves.IDENTITY_KEYS)}
+        try:
+            secret = self._secret(agent) if agent.api_key else None
+        except PipeConfigError as exc:
+            answer.update(reached=False, host=_host(agent.url), transport=agent.transport, reason=scrubber.error(str(exc)))
+        else:
+            answer.update(await probe_backend(agent, secret, scrubber))
+        return scrubber.error(json.dumps(answer))
 
     # -- files ----------------------------------------------------------------------------------
 
@@ -3706,6 +3836,9 @@ class Pipe:
         agent = self._agent_for(body.get("model"))
         if agent is None:
             yield render_error(Error(f"No agent is configured for the model '{_str(body.get('model'))}'."))
+            return
+        if probe_requested(body, __user__):  # an admin's `provision doctor`: reach the backend, nothing else
+            yield await self.probe(agent)
             return
         metadata = __metadata__ or {}
         user = __user__ or {}

@@ -1,0 +1,151 @@
+"""The pipe's admin probe (`provision doctor`, issue 31): honoured only for role admin, it reaches
+the agent's backend from the pipe's side with the agent's key and nothing of any user (no
+messages, identity, OAuth token), and answers one JSON object: reached or not, and why."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from demo_agents.sse_handler import SSEHandler, serve_loopback, stop_loopback
+from tests.support.builders import closed_port
+from tests.support.pipe_support import make_pipe
+
+KEY = "probe-backend-key-0123456789abcdef"
+ADMIN = {"id": "u-admin", "role": "admin", "name": "Ada", "email": "ada@example.com"}
+
+
+class Backend:
+    """A loopback backend answering as told; it records what each request carried."""
+
+    def __init__(self, mode: str) -> None:
+        self.requests: list[dict[str, Any]] = []
+        backend = self
+
+        class Handler(SSEHandler):
+            def _record(self, body: bytes) -> None:
+                backend.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
+                                         "body": json.loads(body) if body else None})
+
+            def do_GET(self) -> None:  # noqa: N802
+                self._record(b"")
+                if mode == "openai":
+                    self.send_json({"object": "list", "data": [{"id": "m"}]})
+                else:
+                    self.send_json({"detail": "Not Found"}, 404)
+
+            def do_POST(self) -> None:  # noqa: N802
+                self._record(self.read_body())
+                if mode == "401":
+                    self.send_json({"detail": f"bad key {KEY}"}, 401)
+                elif mode == "json":
+                    self.send_json({"hello": "world"})
+                else:
+                    self.start_stream()
+                    self.send_event({"type": "RUN_STARTED", "threadId": "t", "runId": "r"})
+                    self.send_event({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+                    self.end_stream()
+
+        self.server, self.base = serve_loopback(Handler)
+
+    def close(self) -> None:
+        stop_loopback(self.server)
+
+
+def agent(url: str, transport: str = "agui", **extra: Any) -> dict[str, Any]:
+    return {"id": "desk.one", "name": "One", "transport": transport, "url": url, "api_key": "DESK_KEY",
+            "key_from": "sync", "features": [], "identity": "auto", **extra}
+
+
+async def ask(pipe: Any, user: dict[str, Any], **body: Any) -> str:
+    chunks = []
+    async for chunk in pipe.pipe(
+        body={"model": "aihub_agent_pipe.desk.one", "messages": [{"role": "user", "content": "private words"}],
+              "stream": False, **body},
+        __user__=user,
+        __metadata__={},
+        __oauth_token__={"access_token": "oauth-secret-token-value"},
+    ):
+        chunks.append(chunk if isinstance(chunk, str) else "")
+    return "".join(chunks)
+
+
+def probe(pipe: Any, user: dict[str, Any] = ADMIN) -> dict[str, Any]:
+    return json.loads(asyncio.run(ask(pipe, user, aihub_probe={"version": 1})))
+
+
+def test_an_admins_probe_reaches_an_agui_backend_with_its_key_and_nothing_of_the_user() -> None:
+    backend = Backend("agui")
+    try:
+        answer = probe(make_pipe([agent(backend.base + "/agent")], {"DESK_KEY": KEY}))
+    finally:
+        backend.close()
+    assert answer["reached"] is True and answer["protocol"] == "agui" and answer["first_event"] == "RUN_STARTED"
+    assert answer["aihub_probe"] == 1 and answer["agent"] == "desk.one" and answer["status"] == 200
+    assert answer["host"] == backend.base.removeprefix("http://") and ":" in answer["replica"]
+    [request] = backend.requests
+    assert request["headers"]["Authorization"] == f"Bearer {KEY}"
+    assert request["body"]["messages"] == [] and request["body"]["forwardedProps"] == {"aihub_probe": True}
+    sent = json.dumps(request)
+    assert "private words" not in sent and "oauth-secret-token-value" not in sent and "ada@example.com" not in sent
+    assert not any(h.lower().startswith(("x-openwebui", "x-aihub")) for h in request["headers"])
+
+
+def test_a_non_admins_marker_is_ignored_and_the_chat_runs_as_any_chat() -> None:
+    backend = Backend("agui")
+    try:
+        text = asyncio.run(ask(make_pipe([agent(backend.base + "/agent")], {"DESK_KEY": KEY}),
+                               {"id": "u-1", "role": "user"}, aihub_probe={"version": 1}))
+    finally:
+        backend.close()
+    assert "aihub_probe" not in text
+    [request] = backend.requests
+    assert "private words" in json.dumps(request["body"]["messages"]) and "aihub_probe" not in request["body"]["forwardedProps"]
+
+
+def test_a_refused_key_is_reported_masked() -> None:
+    backend = Backend("401")
+    try:
+        answer = probe(make_pipe([agent(backend.base + "/agent")], {"DESK_KEY": KEY}))
+    finally:
+        backend.close()
+    assert answer["reached"] is False and answer["status"] == 401
+    assert answer["reason"].startswith("answered HTTP 401: the backend refused the key")
+    assert KEY not in json.dumps(answer)
+
+
+def test_nothing_listening_is_connection_refused() -> None:
+    answer = probe(make_pipe([agent(f"http://127.0.0.1:{closed_port()}/agent")], {"DESK_KEY": KEY}))
+    assert answer["reached"] is False and answer["reason"] == "connection refused: nothing listens there"
+
+
+def test_an_answer_that_is_not_agui_or_openai_says_so() -> None:
+    backend = Backend("json")
+    try:
+        agui = probe(make_pipe([agent(backend.base + "/agent")], {"DESK_KEY": KEY}))
+        openai = probe(make_pipe([agent(backend.base + "/v1", "openai", model="m")], {"DESK_KEY": KEY}))
+    finally:
+        backend.close()
+    assert agui["reached"] is False and "not as an AG-UI endpoint" in agui["reason"]
+    assert openai["reached"] is False and openai["status"] == 404
+
+
+def test_an_openai_backend_is_asked_for_its_models_and_runs_nothing() -> None:
+    backend = Backend("openai")
+    try:
+        answer = probe(make_pipe([agent(backend.base + "/v1", "openai", model="m")], {"DESK_KEY": KEY}))
+    finally:
+        backend.close()
+    assert answer["reached"] is True and answer["protocol"] == "openai"
+    assert [(r["method"], r["path"]) for r in backend.requests] == [("GET", "/v1/models")]
+
+
+def test_a_key_the_pipe_does_not_hold_is_the_reason_and_nothing_is_sent() -> None:
+    backend = Backend("agui")
+    try:
+        answer = probe(make_pipe([agent(backend.base + "/agent")], {}))
+    finally:
+        backend.close()
+    assert answer["reached"] is False and "API_KEYS" in answer["reason"] and backend.requests == []
+    assert {"forward_user_info", "user_jwt", "identity_key"} <= set(answer)
