@@ -76,7 +76,9 @@ Name = Annotated[str, StringConstraints(min_length=1, max_length=255), AfterVali
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    # use_attribute_docstrings: the string under each field is its description, which
+    # scripts/blueprint-reference writes into docs/blueprints.md ("Field reference").
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, use_attribute_docstrings=True)
 
 
 # What a capability may take from the chat: the files a user attaches (`documents`) or images.
@@ -88,8 +90,13 @@ class Capability(_Strict):
     files (`reads`), which gives every agent calling it the attach button or image input."""
 
     description: Text = ""
+    """What it does, for readers of the catalog (not shown in Open WebUI)."""
     serves: FeatureName | None = None
+    """The chat feature it serves, native (`web_search`, ...) or custom (features.yaml): every
+    agent whose steps call it shows that feature's toggle."""
     reads: list[Input] = Field(default_factory=list)
+    """What it takes from the chat: `documents` gives the agents that call it the attach button,
+    `images` image input (a single value is a list of one)."""
 
     @field_validator("reads", mode="before")
     @classmethod
@@ -112,7 +119,11 @@ class Capability(_Strict):
 
 
 class CapabilityCatalog(_Strict):
+    """capabilities.yaml: everything a step can call."""
+
     capabilities: dict[CapabilityName, Capability] = Field(min_length=1)
+    """Capability name -> capability; `name:` with nothing after it is a capability with no
+    description."""
 
     @field_validator("capabilities", mode="before")
     @classmethod
@@ -141,27 +152,38 @@ class FeatureText(_Strict):
     """A custom feature's toggle in one language; a field left out shows the default."""
 
     title: FeatureTitle | None = None
+    """The toggle's name in this language."""
     description: Text | None = None
+    """Its description in this language."""
 
 
 class FeatureDef(_Strict):
     """A custom chat feature: what its toggle shows in the chat input."""
 
     title: FeatureTitle
+    """What the toggle shows in the chat input."""
     description: Text = ""
-    icon: str | None = None  # data:image/...;base64 URI, http(s) URL, or a file next to the YAML
-    # The toggle's name and description per language (Open WebUI 0.12's meta.i18n).
+    """The toggle's description."""
+    icon: str | None = None
+    """The toggle's icon: a file next to the YAML, a `data:image/...;base64` URI or an https URL."""
     i18n: dict[Locale, FeatureText] = Field(default_factory=dict)
+    """The toggle's name and description per language (a BCP 47 tag: Open WebUI 0.12's meta.i18n)."""
 
 
 class FeatureCatalog(_Strict):
+    """features.yaml: the custom features (Open WebUI has no toggle of its own for them)."""
+
     features: dict[FeatureName, FeatureDef] = Field(default_factory=dict)
+    """Feature name -> what its toggle shows; the name becomes the toggle filter's id
+    (`aihub_toggle_<name>`)."""
 
 
 class GroupAccess(_Strict):
     """Readable by the members of these Open WebUI groups (by name, resolved on the instance)."""
 
     groups: list[Name]
+    """The groups' names: a group that does not exist is an error, unless the target's
+    `missing_groups` says skip or create."""
 
     @field_validator("groups")
     @classmethod
@@ -218,28 +240,44 @@ class Backend(_Strict):
     """Where an agent runs, for the agent pipe."""
 
     transport: Literal["agui", "openai"] = "agui"
+    """How the pipe talks to the agent: AG-UI, or OpenAI chat completions."""
     url: BackendUrl
+    """Where the agent answers (http or https, no credentials in it)."""
     model: ModelName | None = None
+    """The model name sent to an OpenAI backend (default: the agent's `<blueprint>.<agent>`)."""
     api_key_env: EnvVarName | None = None
+    """The environment variable that holds the backend's key (never the key itself)."""
     api_key_from: KeyFrom = "sync"
-    # Plain http to a host that is not loopback: the key and the chats cross the network in clear.
+    """Who reads that variable: `sync` (into the pipe's API_KEYS valve) or the Open WebUI `server`
+    (from its own environment at chat time; sync writes only the name)."""
     insecure: StrictBool = False
+    """Allow plain http to a host that is not loopback: the key and the chats cross the network in clear."""
     identity: Identity = "auto"
-    # Opt-in delegated access: the user's OAuth access token goes to the backend in this header.
+    """What the pipe tells the agent about the user: `auto` what the server's settings allow,
+    `signed` a signed identity or no chat at all, `none` nothing (docs/agent-pipe.md)."""
     oauth_token_header: HeaderName | None = None
+    """Opt-in delegated access: the user's OAuth access token goes to the backend in this header."""
 
 
 class BackendOverride(_Strict):
     """Per-agent changes to the blueprint's backend."""
 
     transport: Literal["agui", "openai"] | None = None
+    """Replaces the blueprint's `transport`."""
     url: BackendUrl | None = None
+    """Replaces the blueprint's `url`."""
     model: ModelName | None = None
+    """Replaces the blueprint's `model`."""
     api_key_env: EnvVarName | None = None
+    """Replaces the blueprint's `api_key_env`."""
     api_key_from: KeyFrom | None = None
+    """Replaces the blueprint's `api_key_from`."""
     insecure: StrictBool | None = None
+    """Replaces the blueprint's `insecure`."""
     identity: Identity | None = None
+    """Replaces the blueprint's `identity`."""
     oauth_token_header: HeaderName | None = None
+    """Replaces the blueprint's `oauth_token_header`."""
 
 
 def agent_backend(base: Backend | None, override: BackendOverride | None) -> dict[str, Any]:
@@ -257,8 +295,11 @@ class Suggestion(_Strict):
     second line, and the prompt a click puts into the input."""
 
     title: Annotated[str, StringConstraints(min_length=1, max_length=80), AfterValidator(_no_hidden_characters)]
+    """The card's first line."""
     subtitle: Annotated[str, StringConstraints(max_length=120), AfterValidator(_no_hidden_characters)] = ""
+    """Its second line."""
     prompt: Annotated[str, StringConstraints(min_length=1, max_length=2000)]
+    """What a click puts into the chat input."""
 
 
 # Tags group models in Open WebUI's model selector (`meta.tags`).
@@ -273,8 +314,11 @@ class AgentText(_Strict):
     A field left out shows the default; a suggestion list is the default's, in the same order."""
 
     name: Name | None = None
+    """The agent's name in this language."""
     description: Text | None = None
+    """Its description in this language."""
     suggestions: Annotated[list[Suggestion] | None, Field(max_length=20)] = None
+    """Its suggestions in this language, as many as the default's and in the same order."""
 
 
 class BlueprintText(_Strict):
@@ -282,8 +326,11 @@ class BlueprintText(_Strict):
     of agents that have none of their own (a blueprint's name is shown nowhere)."""
 
     description: Text | None = None
+    """The description, in this language, of the agents that take the blueprint's."""
     suggestions: Annotated[list[Suggestion] | None, Field(max_length=20)] = None
-    name: None = None  # refused with a reason: see _no_name
+    """The suggestions, in this language, of the agents that take the blueprint's."""
+    name: None = None
+    """Refused: a blueprint's name is shown nowhere in Open WebUI (translate each agent's name)."""
 
     @field_validator("name", mode="before")
     @classmethod
@@ -296,48 +343,78 @@ BlueprintI18n = dict[Locale, BlueprintText]
 
 
 class Step(_Strict):
+    """One step of the blueprint's work; the capabilities its steps call decide which toggles and
+    which inputs (attach button, images) every agent of the blueprint has."""
+
     id: Identifier
+    """The step's id, unique in the blueprint."""
     description: Text = ""
+    """What the step does, for readers of the blueprint."""
     calls: list[CapabilityName] = Field(min_length=1)
+    """The capabilities (capabilities.yaml) it calls, each once."""
 
 
 class Agent(_Strict):
     """One instance of a blueprint; it becomes one Open WebUI model row."""
 
     id: Identifier
+    """The agent's id, unique in the blueprint: its model row is `aihub_agent_pipe.<blueprint>.<agent>`."""
     name: Name
+    """The model's name in Open WebUI's model picker."""
     description: Text = ""
+    """The model's description (default: the blueprint's)."""
     icon: str | None = None
+    """The model's picture (default: the blueprint's): a PNG, JPEG, GIF or WebP file next to the
+    YAML, a `data:image/...` URI or an https URL."""
     access: Access = "private"
-    # Toggles that start on in a new chat; each must be a feature the blueprint supports.
+    """Who may chat with it: `public`, `private` (admins only) or `{groups: [names]}`."""
     defaults: list[FeatureName] = Field(default_factory=list)
+    """Toggles that start on in a new chat; each must be a feature the blueprint supports."""
     backend: BackendOverride | None = None
-    # The user's own functions (functions/), attached after the blueprint's own.
+    """Changes to the blueprint's backend for this agent."""
     filters: list[FunctionId] = Field(default_factory=list)
+    """Your own filter functions (functions/) for this agent, after the blueprint's."""
     actions: list[FunctionId] = Field(default_factory=list)
-    # Replace the blueprint's suggestions for this agent; tags add to the blueprint's.
+    """Your own action functions (functions/) for this agent, after the blueprint's."""
     suggestions: Suggestions = None
+    """Replaces the blueprint's suggestions for this agent (at most 20; `[]`: none)."""
     tags: Tags = None
-    # Name, description and suggestions per language; None: the row's translations stay as they are.
+    """Added to the blueprint's tags (at most 20)."""
     i18n: AgentI18n | None = None
+    """Name, description and suggestions per language (BCP 47 tag); unset: the row's translations
+    stay as they are."""
 
 
 class Blueprint(_Strict):
+    """One blueprint file: what its agents do (the steps) and the agents themselves."""
+
     id: Identifier
+    """The blueprint's id: lower-case letters, digits, `-` and `_`, no dots."""
     name: Name
+    """Its name, in plans and in `provision list` (Open WebUI shows each agent's own)."""
     description: Text = ""
+    """The description of its agents that have none of their own."""
     icon: str | None = None
+    """The picture of its agents that have none of their own (as an agent's `icon`)."""
     backend: Backend | None = None
-    # Overrides of the documented defaults in capabilities.OVERRIDABLE_DEFAULTS.
+    """Where its agents run; each agent may change it (`agents[].backend`)."""
     openwebui_capabilities: dict[str, StrictBool] = Field(default_factory=dict)
-    # The user's own functions (functions/) on every agent: filters run after the feature
-    # filter and the toggles (meta.filterIds), actions are buttons under answers (meta.actionIds).
+    """Overrides of the documented defaults of Open WebUI's model capabilities (see "What lands in
+    Open WebUI")."""
     filters: list[FunctionId] = Field(default_factory=list)
+    """Your own filter functions (functions/) on every agent, after the feature filter and the
+    toggles (meta.filterIds)."""
     actions: list[FunctionId] = Field(default_factory=list)
+    """Your own action functions (functions/) on every agent: buttons under answers (meta.actionIds)."""
     steps: list[Step] = Field(min_length=1)
+    """What its agents do, step by step."""
     agents: list[Agent] = Field(min_length=1)
+    """Its agents: each becomes one Open WebUI model row."""
     suggestions: Suggestions = None
+    """Prompt cards on a new chat with its agents (at most 20; `[]`: none; unset: each row keeps
+    what an admin set)."""
     tags: Tags = None
-    # Description and suggestions per language, for agents that take the blueprint's own.
+    """Tags that group its agents in the model selector (at most 20)."""
     i18n: BlueprintI18n | None = None
+    """Description and suggestions per language (BCP 47 tag), for agents that take the blueprint's."""
     # Which keys openwebui_capabilities may hold is checked by the loader, which knows each key's line.
