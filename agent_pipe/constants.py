@@ -46,6 +46,9 @@ SECRET_FRAGMENT = 8
 
 # Attached files (history).
 FILE_REFERENCE_TYPES = ("file", "image", "doc")  # references that name one stored file
+# The MAX_FILE_REFERENCES valve's default: references looked up per request (each is a store read;
+# an API client can send thousands of made-up ids).
+MAX_FILE_REFERENCES = 30
 RASTER_IMAGES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 MB = 1024 * 1024
 BASE64_BLOCK = 3 * 128 * 1024  # bytes read and encoded at a time: a multiple of 3, so the pieces join

@@ -10,14 +10,17 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent_pipe.constants import BASE64_BLOCK, FILE_REFERENCE_TYPES, MB, RASTER_IMAGES, FileTooLarge
+from agent_pipe.constants import BASE64_BLOCK, FILE_REFERENCE_TYPES, MAX_FILE_REFERENCES, RASTER_IMAGES, FileTooLarge
 from agent_pipe.files import (
     Attachment,
     FileLimits,
     LeftOut,
     StoredFile,
+    _limit_mb,
+    _mb,
     _reference_id,
     _reference_name,
+    kinds_read,
     stored_user_files,
 )
 from agent_pipe.helpers import _str, log, random_hex
@@ -169,14 +172,6 @@ def _read_base64(locate: Callable[[str], str], path: str, limit: int) -> tuple[i
     return size, tuple(pieces)
 
 
-def _mb(size: int) -> str:
-    return f"{size / MB:.1f} MB" if size < 10 * MB else f"{size / MB:.0f} MB"
-
-
-def _limit_mb(limit: int) -> str:
-    return f"{limit / MB:g} MB"
-
-
 async def read_files(
     placed: Mapping[int, list[Mapping[str, Any]]],
     *,
@@ -184,25 +179,36 @@ async def read_files(
     user: Mapping[str, Any],
     limits: FileLimits,
     reads: Iterable[str] | None,
+    budget: int | None = None,
+    max_files: int = MAX_FILE_REFERENCES,
 ) -> dict[int, list[Attachment | LeftOut]]:
     """Each placed reference read for the agent, or the reason it is left out.
 
-    The newest message's files are read first, so they are the ones that fit the turn's limit.
+    The newest message's files are read first, so they are the ones that fit the turn's limit
+    (``budget``: what is left of it, limits.per_turn by default). At most ``max_files`` references
+    are looked up at all; the rest are named by one line on the newest message.
     """
-    taken = None if reads is None else {"documents": "document", "images": "image"}
-    kinds = None if reads is None or taken is None else {taken[r] for r in reads if r in taken}
-    budget = limits.per_turn
+    kinds = kinds_read(reads)
+    budget = limits.per_turn if budget is None else budget
     nonce = random_hex()[:12]
     out: dict[int, list[Attachment | LeftOut]] = {}
+    looked, skipped = 0, 0
     for index in sorted(placed, reverse=True):
         parts: list[Attachment | LeftOut] = []
         for ref in placed[index]:
+            if looked >= max_files:
+                skipped += 1
+                continue
+            looked += 1
             part = await _read_one(ref, store=store, user=user, limits=limits, budget=budget, kinds=kinds)
             if isinstance(part, Attachment):
                 budget -= part.size
                 part.token = f"\x00aihub-file-{nonce}-{index}-{len(parts)}\x00"
             parts.append(part)
         out[index] = parts
+    if skipped:
+        line = f"[{skipped} more attached files were left out: an agent gets at most {max_files} files per request.]"
+        out[max(placed)].append(LeftOut("", "", line=line))
     return out
 
 

@@ -1,11 +1,12 @@
 """Which files the user attached, on which message they go, and how each becomes a content part."""
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_pipe.constants import RASTER_IMAGES
+from agent_pipe.constants import MB, RASTER_IMAGES
 from agent_pipe.helpers import _str
 
 # --- files: what the user attached, read from Open WebUI's own file store ---------------------
@@ -15,7 +16,9 @@ from agent_pipe.helpers import _str
 # attached to (read from the stored chat, so it goes with that message in every later turn),
 # else on the newest user message. The bytes come from Open WebUI's store, only for files the
 # chat's user may read, and are read and encoded in a thread. Images Open WebUI already put into
-# a message as ``image_url`` parts stay where they are.
+# a message as ``image_url`` data parts (0.12.4's convert_url_images_to_base64 inlines every image
+# reference, and fetches http ones) stay where they are, under the same rules as the files the
+# pipe reads: MAX_FILE_MB, MAX_TURN_FILES_MB, the agent's ``reads``, and only raster image types.
 
 _IGNORED_REFERENCES = ("web_search", "filesystem")  # Open WebUI's own, never the user's attachments
 _ATTACHED_FILES = re.compile(r"\A<attached_files>\n(?:<file [^\n]*/>\n)*</attached_files>\n\n")
@@ -55,14 +58,26 @@ class Attachment:
 
 @dataclass(frozen=True)
 class LeftOut:
-    """A file the agent does not get, and why: the agent gets this line, and the user sees it."""
+    """A file the agent does not get, and why: the agent gets this line, and the user sees it.
+    The name (the user's words) is quoted as a JSON string, so it cannot end the line early."""
 
     name: str
     reason: str
+    line: str = ""  # the whole line instead (files left out together)
 
     @property
     def text(self) -> str:
-        return f'[The attached file "{self.name}" was left out: {self.reason}.]'
+        if self.line:
+            return self.line
+        return f"[The attached file {json.dumps(self.name, ensure_ascii=False)} was left out: {self.reason}.]"
+
+
+def left_out_notice(left_out: "list[LeftOut]") -> str:
+    """One warning for everything left out of a request (not a toast per file)."""
+    lines = [left.text for left in left_out[:3]]
+    if len(left_out) > 3:
+        lines.append(f"… and {len(left_out) - 3} more.")
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -80,6 +95,82 @@ class InboundFiles:
     history: list[Mapping[str, Any]]
     attachments: list[Attachment] = field(default_factory=list)
     left_out: list[LeftOut] = field(default_factory=list)
+
+
+def _mb(size: int) -> str:
+    return f"{size / MB:.1f} MB" if size < 10 * MB else f"{size / MB:.0f} MB"
+
+
+def _limit_mb(limit: int) -> str:
+    return f"{limit / MB:g} MB"
+
+
+def kinds_read(reads: Iterable[str] | None) -> set[str] | None:
+    """What an agent's ``reads`` lets it get ("document", "image"); None: not declared, all."""
+    taken = None if reads is None else {"documents": "document", "images": "image"}
+    kinds = None if reads is None or taken is None else {taken[r] for r in reads if r in taken}
+    return kinds
+
+
+def _is_image_part(part: Any) -> bool:
+    return isinstance(part, Mapping) and part.get("type") in ("image_url", "input_image")
+
+
+def screen_inline_images(
+    history: list[Mapping[str, Any]], limits: FileLimits, kinds: set[str] | None
+) -> tuple[list[Mapping[str, Any]], list[LeftOut], int]:
+    """The history with each image part of a user message that breaks a rule replaced by the line
+    that says why, what was left out, and what is left of the turn's budget.
+
+    An ``http(s)`` image stays a link. A ``data:`` part passes only as a raster image
+    (RASTER_IMAGES: never ``text/html`` or SVG), for an agent that reads images, within MAX_FILE_MB,
+    and, newest message first, within MAX_TURN_FILES_MB; anything else is left out.
+    """
+    budget = limits.per_turn
+    out, left_out = list(history), []
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if not (isinstance(content, list) and message.get("role") == "user" and any(map(_is_image_part, content))):
+            continue
+        pieces: list[Any] = []
+        number = 0
+        for part in content:
+            if not _is_image_part(part):
+                pieces.append(part)
+                continue
+            number += 1
+            url = _image_url(part)
+            if url.startswith(("https://", "http://")):
+                pieces.append(part)
+                continue
+            reason, size = _inline_image_reason(url, limits, budget, kinds)
+            if reason:
+                left = LeftOut(f"image {number}", reason)
+                left_out.append(left)
+                pieces.append({"type": "text", "text": left.text})
+            else:
+                budget -= size
+                pieces.append(part)
+        out[index] = {**message, "content": pieces}
+    return out, left_out, budget
+
+
+def _inline_image_reason(url: str, limits: FileLimits, budget: int, kinds: set[str] | None) -> tuple[str, int]:
+    """Why an inline image is left out ("" when it is not), and its size in bytes."""
+    inline = _data_uri(url)
+    mime = inline[0].split(";")[0].strip().lower() if inline else ""
+    if inline is None or mime not in RASTER_IMAGES:
+        return "it is not an image an agent gets (only PNG, JPEG, GIF and WebP are)", 0
+    if kinds is not None and "image" not in kinds:
+        return "this agent does not read images", 0
+    data = inline[1]
+    size = len(data) * 3 // 4 - data[-2:].count("=")
+    if size > limits.per_file:
+        return f"{_mb(size)} is over the limit of {_limit_mb(limits.per_file)} per file", size
+    if size > budget:
+        return f"the files of this message would be over the limit of {_limit_mb(limits.per_turn)}", size
+    return "", size
 
 
 def _reference_id(ref: Mapping[str, Any]) -> str:
@@ -232,7 +323,7 @@ def agui_content(content: Any) -> Any:
         elif isinstance(part, Mapping) and part.get("type") == "image_url":
             url = _image_url(part)
             inline = _data_uri(url)
-            if inline is not None:
+            if inline is not None and inline[0] in RASTER_IMAGES:  # screen_inline_images left out the rest
                 rich = True
                 parts.append({"type": "image", "source": {"type": "data", "value": inline[1], "mimeType": inline[0]}})
             elif url.startswith(("https://", "http://")):

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from agent_pipe.constants import (
     ASKING_DELAY_SECONDS,
     IDENTITY_HEADER,
+    MAX_FILE_REFERENCES,
     MAX_IMAGES,
     MAX_TURN_IMAGES_MB,
     MB,
@@ -22,7 +23,16 @@ from agent_pipe.constants import (
 )
 from agent_pipe.failures import _CONNECT_FAILURES, _TRANSPORT_FAILURES, _host, _kinds, failure_text
 from agent_pipe.file_store import OpenWebUIStore, _notify, read_files
-from agent_pipe.files import Attachment, FileLimits, InboundFiles, place_files, with_files
+from agent_pipe.files import (
+    Attachment,
+    FileLimits,
+    InboundFiles,
+    kinds_read,
+    left_out_notice,
+    place_files,
+    screen_inline_images,
+    with_files,
+)
 from agent_pipe.helpers import EventEmitter, _str, log
 from agent_pipe.outbound import Outbound, outbound_end
 from agent_pipe.probe import PROBE_KEY, PROBE_VERSION, probe_backend, probe_requested, replica_name, server_identity
@@ -115,6 +125,10 @@ class Pipe:
         MAX_FILE_MB: float = Field(
             default=20, gt=0, allow_inf_nan=False, description="Largest attached file sent to an agent, in MB."
         )
+        MAX_FILE_REFERENCES: int = Field(
+            default=MAX_FILE_REFERENCES, ge=0,
+            description="Most attached files looked up for one request to an agent; the rest are named in one line.",
+        )
         MAX_TURN_FILES_MB: float = Field(
             default=50,
             gt=0,
@@ -203,13 +217,19 @@ class Pipe:
     ) -> InboundFiles:
         """The history with the user's files inside the messages they were attached to.
 
-        A chat without file references costs nothing here (no store read). What is left out is
-        told to the user as a warning, in the same words the agent gets.
+        A chat without file references costs nothing here (no store read). Images Open WebUI put
+        into the messages itself obey the same limits and ``reads`` (screen_inline_images). What
+        is left out is told to the user in one warning, in the same words the agent gets.
         """
+        limits = FileLimits(int(self.valves.MAX_FILE_MB * MB), int(self.valves.MAX_TURN_FILES_MB * MB))
+        history, inline_left_out, budget = screen_inline_images(history, limits, kinds_read(agent.reads))
         chat_files = metadata.get("files")
         own = any(isinstance(m, Mapping) and m.get("files") for m in history)
         if not chat_files and not own:
-            return InboundFiles(with_files(history, {}))
+            found = InboundFiles(with_files(history, {}), left_out=inline_left_out)
+            if inline_left_out:
+                await _notify(emitter, left_out_notice(inline_left_out))
+            return found
         stored = None
         try:
             stored = await self.store.stored_files(
@@ -220,14 +240,14 @@ class Pipe:
         except Exception as exc:  # the stored chat only places files; without it they go on the newest message
             log.warning("aihub_agent_pipe: reading the stored chat failed (%s)", type(exc).__name__)
         placed = place_files(history, chat_files or [], stored)
-        limits = FileLimits(int(self.valves.MAX_FILE_MB * MB), int(self.valves.MAX_TURN_FILES_MB * MB))
-        parts = await read_files(placed, store=self.store, user=user, limits=limits, reads=agent.reads)
-        found = InboundFiles(with_files(history, parts))
+        parts = await read_files(placed, store=self.store, user=user, limits=limits, reads=agent.reads, budget=budget,
+                                 max_files=self.valves.MAX_FILE_REFERENCES)
+        found = InboundFiles(with_files(history, parts), left_out=list(inline_left_out))
         for index in sorted(parts):
             for part in parts[index]:
                 (found.attachments if isinstance(part, Attachment) else found.left_out).append(part)
-        for left in found.left_out:
-            await _notify(emitter, left.text)
+        if found.left_out:
+            await _notify(emitter, left_out_notice(found.left_out))
         return found
 
     # -- identity, ids, trace and context ---------------------------------------------------------

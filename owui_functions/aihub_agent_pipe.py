@@ -122,6 +122,9 @@ SECRET_FRAGMENT = 8
 
 # Attached files (history).
 FILE_REFERENCE_TYPES = ("file", "image", "doc")  # references that name one stored file
+# The MAX_FILE_REFERENCES valve's default: references looked up per request (each is a store read;
+# an API client can send thousands of made-up ids).
+MAX_FILE_REFERENCES = 30
 RASTER_IMAGES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 MB = 1024 * 1024
 BASE64_BLOCK = 3 * 128 * 1024  # bytes read and encoded at a time: a multiple of 3, so the pieces join
@@ -848,7 +851,9 @@ def to_openai_messages(messages: Iterable[Mapping[str, Any]], signer: Signer | N
 # attached to (read from the stored chat, so it goes with that message in every later turn),
 # else on the newest user message. The bytes come from Open WebUI's store, only for files the
 # chat's user may read, and are read and encoded in a thread. Images Open WebUI already put into
-# a message as ``image_url`` parts stay where they are.
+# a message as ``image_url`` data parts (0.12.4's convert_url_images_to_base64 inlines every image
+# reference, and fetches http ones) stay where they are, under the same rules as the files the
+# pipe reads: MAX_FILE_MB, MAX_TURN_FILES_MB, the agent's ``reads``, and only raster image types.
 
 _IGNORED_REFERENCES = ("web_search", "filesystem")  # Open WebUI's own, never the user's attachments
 _ATTACHED_FILES = re.compile(r"\A<attached_files>\n(?:<file [^\n]*/>\n)*</attached_files>\n\n")
@@ -888,14 +893,26 @@ class Attachment:
 
 @dataclass(frozen=True)
 class LeftOut:
-    """A file the agent does not get, and why: the agent gets this line, and the user sees it."""
+    """A file the agent does not get, and why: the agent gets this line, and the user sees it.
+    The name (the user's words) is quoted as a JSON string, so it cannot end the line early."""
 
     name: str
     reason: str
+    line: str = ""  # the whole line instead (files left out together)
 
     @property
     def text(self) -> str:
-        return f'[The attached file "{self.name}" was left out: {self.reason}.]'
+        if self.line:
+            return self.line
+        return f"[The attached file {json.dumps(self.name, ensure_ascii=False)} was left out: {self.reason}.]"
+
+
+def left_out_notice(left_out: "list[LeftOut]") -> str:
+    """One warning for everything left out of a request (not a toast per file)."""
+    lines = [left.text for left in left_out[:3]]
+    if len(left_out) > 3:
+        lines.append(f"… and {len(left_out) - 3} more.")
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -913,6 +930,82 @@ class InboundFiles:
     history: list[Mapping[str, Any]]
     attachments: list[Attachment] = field(default_factory=list)
     left_out: list[LeftOut] = field(default_factory=list)
+
+
+def _mb(size: int) -> str:
+    return f"{size / MB:.1f} MB" if size < 10 * MB else f"{size / MB:.0f} MB"
+
+
+def _limit_mb(limit: int) -> str:
+    return f"{limit / MB:g} MB"
+
+
+def kinds_read(reads: Iterable[str] | None) -> set[str] | None:
+    """What an agent's ``reads`` lets it get ("document", "image"); None: not declared, all."""
+    taken = None if reads is None else {"documents": "document", "images": "image"}
+    kinds = None if reads is None or taken is None else {taken[r] for r in reads if r in taken}
+    return kinds
+
+
+def _is_image_part(part: Any) -> bool:
+    return isinstance(part, Mapping) and part.get("type") in ("image_url", "input_image")
+
+
+def screen_inline_images(
+    history: list[Mapping[str, Any]], limits: FileLimits, kinds: set[str] | None
+) -> tuple[list[Mapping[str, Any]], list[LeftOut], int]:
+    """The history with each image part of a user message that breaks a rule replaced by the line
+    that says why, what was left out, and what is left of the turn's budget.
+
+    An ``http(s)`` image stays a link. A ``data:`` part passes only as a raster image
+    (RASTER_IMAGES: never ``text/html`` or SVG), for an agent that reads images, within MAX_FILE_MB,
+    and, newest message first, within MAX_TURN_FILES_MB; anything else is left out.
+    """
+    budget = limits.per_turn
+    out, left_out = list(history), []
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if not (isinstance(content, list) and message.get("role") == "user" and any(map(_is_image_part, content))):
+            continue
+        pieces: list[Any] = []
+        number = 0
+        for part in content:
+            if not _is_image_part(part):
+                pieces.append(part)
+                continue
+            number += 1
+            url = _image_url(part)
+            if url.startswith(("https://", "http://")):
+                pieces.append(part)
+                continue
+            reason, size = _inline_image_reason(url, limits, budget, kinds)
+            if reason:
+                left = LeftOut(f"image {number}", reason)
+                left_out.append(left)
+                pieces.append({"type": "text", "text": left.text})
+            else:
+                budget -= size
+                pieces.append(part)
+        out[index] = {**message, "content": pieces}
+    return out, left_out, budget
+
+
+def _inline_image_reason(url: str, limits: FileLimits, budget: int, kinds: set[str] | None) -> tuple[str, int]:
+    """Why an inline image is left out ("" when it is not), and its size in bytes."""
+    inline = _data_uri(url)
+    mime = inline[0].split(";")[0].strip().lower() if inline else ""
+    if inline is None or mime not in RASTER_IMAGES:
+        return "it is not an image an agent gets (only PNG, JPEG, GIF and WebP are)", 0
+    if kinds is not None and "image" not in kinds:
+        return "this agent does not read images", 0
+    data = inline[1]
+    size = len(data) * 3 // 4 - data[-2:].count("=")
+    if size > limits.per_file:
+        return f"{_mb(size)} is over the limit of {_limit_mb(limits.per_file)} per file", size
+    if size > budget:
+        return f"the files of this message would be over the limit of {_limit_mb(limits.per_turn)}", size
+    return "", size
 
 
 def _reference_id(ref: Mapping[str, Any]) -> str:
@@ -1065,7 +1158,7 @@ def agui_content(content: Any) -> Any:
         elif isinstance(part, Mapping) and part.get("type") == "image_url":
             url = _image_url(part)
             inline = _data_uri(url)
-            if inline is not None:
+            if inline is not None and inline[0] in RASTER_IMAGES:  # screen_inline_images left out the rest
                 rich = True
                 parts.append({"type": "image", "source": {"type": "data", "value": inline[1], "mimeType": inline[0]}})
             elif url.startswith(("https://", "http://")):
@@ -1244,14 +1337,6 @@ def _read_base64(locate: Callable[[str], str], path: str, limit: int) -> tuple[i
     return size, tuple(pieces)
 
 
-def _mb(size: int) -> str:
-    return f"{size / MB:.1f} MB" if size < 10 * MB else f"{size / MB:.0f} MB"
-
-
-def _limit_mb(limit: int) -> str:
-    return f"{limit / MB:g} MB"
-
-
 async def read_files(
     placed: Mapping[int, list[Mapping[str, Any]]],
     *,
@@ -1259,25 +1344,36 @@ async def read_files(
     user: Mapping[str, Any],
     limits: FileLimits,
     reads: Iterable[str] | None,
+    budget: int | None = None,
+    max_files: int = MAX_FILE_REFERENCES,
 ) -> dict[int, list[Attachment | LeftOut]]:
     """Each placed reference read for the agent, or the reason it is left out.
 
-    The newest message's files are read first, so they are the ones that fit the turn's limit.
+    The newest message's files are read first, so they are the ones that fit the turn's limit
+    (``budget``: what is left of it, limits.per_turn by default). At most ``max_files`` references
+    are looked up at all; the rest are named by one line on the newest message.
     """
-    taken = None if reads is None else {"documents": "document", "images": "image"}
-    kinds = None if reads is None or taken is None else {taken[r] for r in reads if r in taken}
-    budget = limits.per_turn
+    kinds = kinds_read(reads)
+    budget = limits.per_turn if budget is None else budget
     nonce = random_hex()[:12]
     out: dict[int, list[Attachment | LeftOut]] = {}
+    looked, skipped = 0, 0
     for index in sorted(placed, reverse=True):
         parts: list[Attachment | LeftOut] = []
         for ref in placed[index]:
+            if looked >= max_files:
+                skipped += 1
+                continue
+            looked += 1
             part = await _read_one(ref, store=store, user=user, limits=limits, budget=budget, kinds=kinds)
             if isinstance(part, Attachment):
                 budget -= part.size
                 part.token = f"\x00aihub-file-{nonce}-{index}-{len(parts)}\x00"
             parts.append(part)
         out[index] = parts
+    if skipped:
+        line = f"[{skipped} more attached files were left out: an agent gets at most {max_files} files per request.]"
+        out[max(placed)].append(LeftOut("", "", line=line))
     return out
 
 
@@ -3622,6 +3718,10 @@ class Pipe:
         MAX_FILE_MB: float = Field(
             default=20, gt=0, allow_inf_nan=False, description="Largest attached file sent to an agent, in MB."
         )
+        MAX_FILE_REFERENCES: int = Field(
+            default=MAX_FILE_REFERENCES, ge=0,
+            description="Most attached files looked up for one request to an agent; the rest are named in one line.",
+        )
         MAX_TURN_FILES_MB: float = Field(
             default=50,
             gt=0,
@@ -3710,13 +3810,19 @@ class Pipe:
     ) -> InboundFiles:
         """The history with the user's files inside the messages they were attached to.
 
-        A chat without file references costs nothing here (no store read). What is left out is
-        told to the user as a warning, in the same words the agent gets.
+        A chat without file references costs nothing here (no store read). Images Open WebUI put
+        into the messages itself obey the same limits and ``reads`` (screen_inline_images). What
+        is left out is told to the user in one warning, in the same words the agent gets.
         """
+        limits = FileLimits(int(self.valves.MAX_FILE_MB * MB), int(self.valves.MAX_TURN_FILES_MB * MB))
+        history, inline_left_out, budget = screen_inline_images(history, limits, kinds_read(agent.reads))
         chat_files = metadata.get("files")
         own = any(isinstance(m, Mapping) and m.get("files") for m in history)
         if not chat_files and not own:
-            return InboundFiles(with_files(history, {}))
+            found = InboundFiles(with_files(history, {}), left_out=inline_left_out)
+            if inline_left_out:
+                await _notify(emitter, left_out_notice(inline_left_out))
+            return found
         stored = None
         try:
             stored = await self.store.stored_files(
@@ -3727,14 +3833,14 @@ class Pipe:
         except Exception as exc:  # the stored chat only places files; without it they go on the newest message
             log.warning("aihub_agent_pipe: reading the stored chat failed (%s)", type(exc).__name__)
         placed = place_files(history, chat_files or [], stored)
-        limits = FileLimits(int(self.valves.MAX_FILE_MB * MB), int(self.valves.MAX_TURN_FILES_MB * MB))
-        parts = await read_files(placed, store=self.store, user=user, limits=limits, reads=agent.reads)
-        found = InboundFiles(with_files(history, parts))
+        parts = await read_files(placed, store=self.store, user=user, limits=limits, reads=agent.reads, budget=budget,
+                                 max_files=self.valves.MAX_FILE_REFERENCES)
+        found = InboundFiles(with_files(history, parts), left_out=list(inline_left_out))
         for index in sorted(parts):
             for part in parts[index]:
                 (found.attachments if isinstance(part, Attachment) else found.left_out).append(part)
-        for left in found.left_out:
-            await _notify(emitter, left.text)
+        if found.left_out:
+            await _notify(emitter, left_out_notice(found.left_out))
         return found
 
     # -- identity, ids, trace and context ---------------------------------------------------------
