@@ -33,7 +33,8 @@ def _kinds(exc: BaseException) -> set[str]:
 
 
 def _connect_reason(exc: BaseException) -> str:
-    chain, cause = [], exc  # the client wraps the socket's error: read the whole chain
+    chain: list[BaseException] = []  # the client wraps the socket's error: read the whole chain
+    cause: BaseException | None = exc
     while cause is not None and len(chain) < 5:
         chain.append(cause)
         cause = cause.__cause__ or cause.__context__

@@ -209,7 +209,8 @@ class Outbound:
     def sources(self, value: Any) -> None:
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, Mapping):
-                citation = item.get("url_citation") if isinstance(item.get("url_citation"), Mapping) else item
+                nested = item.get("url_citation")
+                citation = nested if isinstance(nested, Mapping) else item
                 self.source(citation.get("url"), citation.get("title"), citation.get("snippet"))
 
     # -- images -----------------------------------------------------------------------------------

@@ -181,10 +181,10 @@ class Pipe:
                     f"server, and {name} is not set there. An administrator has to set it and restart Open WebUI."
                 )
             return secret
-        secret = self._synced_keys().get(name)
-        if not secret:
+        synced = self._synced_keys().get(name)
+        if not synced:
             raise PipeConfigError(f"The API key '{name}' is not configured in the pipe's API_KEYS valve.")
-        return secret
+        return synced
 
     def scrubber(self) -> Scrubber:
         """Masks every key this pipe holds: API_KEYS, the signing key, keys it reads from the environment."""
@@ -245,7 +245,10 @@ class Pipe:
         found = InboundFiles(with_files(history, parts), left_out=list(inline_left_out))
         for index in sorted(parts):
             for part in parts[index]:
-                (found.attachments if isinstance(part, Attachment) else found.left_out).append(part)
+                if isinstance(part, Attachment):
+                    found.attachments.append(part)
+                else:
+                    found.left_out.append(part)
         if found.left_out:
             await _notify(emitter, left_out_notice(found.left_out))
         return found

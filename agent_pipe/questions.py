@@ -2,7 +2,7 @@
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +58,10 @@ def markdown_block(text: str) -> str:
     return f"{fence}\n{text}\n{fence}"
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, Any]:
     """The dialog for an interrupt: a confirmation for a tool call, else an input (keys masked).
 
@@ -66,8 +70,8 @@ def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, A
     becomes markup in the dialog."""
     redact = recorder.scrubber.redact
     call = recorder._calls.get(_str(interrupt.get("toolCallId")))
-    schema = interrupt.get("responseSchema") if isinstance(interrupt.get("responseSchema"), Mapping) else {}
-    properties = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    schema = _mapping(interrupt.get("responseSchema"))
+    properties = _mapping(schema.get("properties"))
     message = redact(_str(interrupt.get("message")))
     if call is not None or interrupt.get("reason") == "tool_call" or "approved" in properties:
         name = " ".join(redact(call[1].name).split()) if call else ""
@@ -93,8 +97,7 @@ def resume_entry(interrupt: Mapping[str, Any], question: Mapping[str, Any], answ
         return {**entry, "status": "resolved", "payload": {"approved": answer is True}}
     if not isinstance(answer, str) or not answer:
         return {**entry, "status": "cancelled"}
-    schema = interrupt.get("responseSchema") if isinstance(interrupt.get("responseSchema"), Mapping) else {}
-    properties = list((schema.get("properties") or {}) if isinstance(schema.get("properties"), Mapping) else {})
+    properties = list(_mapping(_mapping(interrupt.get("responseSchema")).get("properties")))
     payload: Any = {properties[0]: answer} if len(properties) == 1 else _json_or_none(answer)
     return {**entry, "status": "resolved", "payload": payload if payload is not None else answer}
 
@@ -143,7 +146,7 @@ class AgentRun:
     max_event: int = MAX_EVENT_MB * MB
 
 
-async def run_with_questions(run: AgentRun) -> AsyncIterator[str]:
+async def run_with_questions(run: AgentRun) -> AsyncGenerator[str, None]:
     """``stream_run``, and while the run pauses for the user: ask, then resume the same run.
 
     With ``attachments`` the body is encoded in a thread (megabytes of JSON; encode_body)."""

@@ -53,7 +53,7 @@ def _deadline(timeout: float) -> aiohttp.ClientTimeout:
 
 def _pool() -> Any:
     """The process-wide holder: ``clients`` by event loop, the SSL context, a lock for building it."""
-    holder = sys.modules.get(_POOL_HOLDER)
+    holder: Any = sys.modules.get(_POOL_HOLDER)  # a module, with the attributes set here
     if holder is None:
         holder = types.ModuleType(_POOL_HOLDER, "aihub_agent_pipe's shared HTTP clients (survives reloads)")
         holder.clients = {}  # loop -> (version, aiohttp.ClientSession)
@@ -131,7 +131,8 @@ def _proxy_for(url: str) -> str | None:
 @functools.lru_cache(maxsize=64)
 def _proxy_lookup(url: str, environment: tuple[str | None, ...]) -> str | None:
     parts = urllib.parse.urlsplit(url)
-    if urllib.request.proxy_bypass_environment(parts.hostname or ""):
+    # proxy_bypass_environment: CPython's no_proxy rule, which typeshed does not list
+    if urllib.request.proxy_bypass_environment(parts.hostname or ""):  # type: ignore[attr-defined]
         return None
     return urllib.request.getproxies_environment().get(parts.scheme)
 
@@ -289,10 +290,10 @@ async def stream_run(
     async with request as response:
         if response.status >= 400:
             # read enough to mask a key the body echoes before the text is cut short (failure_text)
-            body = b""
-            while len(body) < 8192 and (more := await response.content.read(8192 - len(body))):
-                body += more
-            raise AgentHTTPError(response.status, body.decode("utf-8", "replace"))
+            detail = b""
+            while len(detail) < 8192 and (more := await response.content.read(8192 - len(detail))):
+                detail += more
+            raise AgentHTTPError(response.status, detail.decode("utf-8", "replace"))
         stream, content, loop = AgentStream(agent.transport, max_event), response.content, asyncio.get_running_loop()
         while not recorder.finished:
             if batch.holding:

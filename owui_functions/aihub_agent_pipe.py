@@ -71,7 +71,7 @@ import traceback
 import types
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote, quote_plus, urlsplit
@@ -2730,7 +2730,8 @@ class Outbound:
     def sources(self, value: Any) -> None:
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, Mapping):
-                citation = item.get("url_citation") if isinstance(item.get("url_citation"), Mapping) else item
+                nested = item.get("url_citation")
+                citation = nested if isinstance(nested, Mapping) else item
                 self.source(citation.get("url"), citation.get("title"), citation.get("snippet"))
 
     # -- images -----------------------------------------------------------------------------------
@@ -2995,7 +2996,7 @@ def _deadline(timeout: float) -> aiohttp.ClientTimeout:
 
 def _pool() -> Any:
     """The process-wide holder: ``clients`` by event loop, the SSL context, a lock for building it."""
-    holder = sys.modules.get(_POOL_HOLDER)
+    holder: Any = sys.modules.get(_POOL_HOLDER)  # a module, with the attributes set here
     if holder is None:
         holder = types.ModuleType(_POOL_HOLDER, "aihub_agent_pipe's shared HTTP clients (survives reloads)")
         holder.clients = {}  # loop -> (version, aiohttp.ClientSession)
@@ -3073,7 +3074,8 @@ def _proxy_for(url: str) -> str | None:
 @functools.lru_cache(maxsize=64)
 def _proxy_lookup(url: str, environment: tuple[str | None, ...]) -> str | None:
     parts = urllib.parse.urlsplit(url)
-    if urllib.request.proxy_bypass_environment(parts.hostname or ""):
+    # proxy_bypass_environment: CPython's no_proxy rule, which typeshed does not list
+    if urllib.request.proxy_bypass_environment(parts.hostname or ""):  # type: ignore[attr-defined]
         return None
     return urllib.request.getproxies_environment().get(parts.scheme)
 
@@ -3231,10 +3233,10 @@ async def stream_run(
     async with request as response:
         if response.status >= 400:
             # read enough to mask a key the body echoes before the text is cut short (failure_text)
-            body = b""
-            while len(body) < 8192 and (more := await response.content.read(8192 - len(body))):
-                body += more
-            raise AgentHTTPError(response.status, body.decode("utf-8", "replace"))
+            detail = b""
+            while len(detail) < 8192 and (more := await response.content.read(8192 - len(detail))):
+                detail += more
+            raise AgentHTTPError(response.status, detail.decode("utf-8", "replace"))
         stream, content, loop = AgentStream(agent.transport, max_event), response.content, asyncio.get_running_loop()
         while not recorder.finished:
             if batch.holding:
@@ -3332,6 +3334,10 @@ def markdown_block(text: str) -> str:
     return f"{fence}\n{text}\n{fence}"
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, Any]:
     """The dialog for an interrupt: a confirmation for a tool call, else an input (keys masked).
 
@@ -3340,8 +3346,8 @@ def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, A
     becomes markup in the dialog."""
     redact = recorder.scrubber.redact
     call = recorder._calls.get(_str(interrupt.get("toolCallId")))
-    schema = interrupt.get("responseSchema") if isinstance(interrupt.get("responseSchema"), Mapping) else {}
-    properties = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    schema = _mapping(interrupt.get("responseSchema"))
+    properties = _mapping(schema.get("properties"))
     message = redact(_str(interrupt.get("message")))
     if call is not None or interrupt.get("reason") == "tool_call" or "approved" in properties:
         name = " ".join(redact(call[1].name).split()) if call else ""
@@ -3367,8 +3373,7 @@ def resume_entry(interrupt: Mapping[str, Any], question: Mapping[str, Any], answ
         return {**entry, "status": "resolved", "payload": {"approved": answer is True}}
     if not isinstance(answer, str) or not answer:
         return {**entry, "status": "cancelled"}
-    schema = interrupt.get("responseSchema") if isinstance(interrupt.get("responseSchema"), Mapping) else {}
-    properties = list((schema.get("properties") or {}) if isinstance(schema.get("properties"), Mapping) else {})
+    properties = list(_mapping(_mapping(interrupt.get("responseSchema")).get("properties")))
     payload: Any = {properties[0]: answer} if len(properties) == 1 else _json_or_none(answer)
     return {**entry, "status": "resolved", "payload": payload if payload is not None else answer}
 
@@ -3417,7 +3422,7 @@ class AgentRun:
     max_event: int = MAX_EVENT_MB * MB
 
 
-async def run_with_questions(run: AgentRun) -> AsyncIterator[str]:
+async def run_with_questions(run: AgentRun) -> AsyncGenerator[str, None]:
     """``stream_run``, and while the run pauses for the user: ask, then resume the same run.
 
     With ``attachments`` the body is encoded in a thread (megabytes of JSON; encode_body)."""
@@ -3482,7 +3487,8 @@ def _kinds(exc: BaseException) -> set[str]:
 
 
 def _connect_reason(exc: BaseException) -> str:
-    chain, cause = [], exc  # the client wraps the socket's error: read the whole chain
+    chain: list[BaseException] = []  # the client wraps the socket's error: read the whole chain
+    cause: BaseException | None = exc
     while cause is not None and len(chain) < 5:
         chain.append(cause)
         cause = cause.__cause__ or cause.__context__
@@ -3774,10 +3780,10 @@ class Pipe:
                     f"server, and {name} is not set there. An administrator has to set it and restart Open WebUI."
                 )
             return secret
-        secret = self._synced_keys().get(name)
-        if not secret:
+        synced = self._synced_keys().get(name)
+        if not synced:
             raise PipeConfigError(f"The API key '{name}' is not configured in the pipe's API_KEYS valve.")
-        return secret
+        return synced
 
     def scrubber(self) -> Scrubber:
         """Masks every key this pipe holds: API_KEYS, the signing key, keys it reads from the environment."""
@@ -3838,7 +3844,10 @@ class Pipe:
         found = InboundFiles(with_files(history, parts), left_out=list(inline_left_out))
         for index in sorted(parts):
             for part in parts[index]:
-                (found.attachments if isinstance(part, Attachment) else found.left_out).append(part)
+                if isinstance(part, Attachment):
+                    found.attachments.append(part)
+                else:
+                    found.left_out.append(part)
         if found.left_out:
             await _notify(emitter, left_out_notice(found.left_out))
         return found
