@@ -2193,6 +2193,9 @@ class Recorder:
         self._roles: dict[str, str] = {}
         self._text_open = False
         self._text_message: str | None = None
+        self._message_id: str | None = None  # the text message streaming now, and its deltas so far
+        self._message_parts: list[str] = []
+        self._replays: set[str] = set()  # messages that repeat the one before them whole: not shown
         self._pending_ws = ""
         self._open_step: ToolStep | None = None
         self._calls: dict[str, tuple[ToolStep, ToolCall]] = {}
@@ -2243,7 +2246,10 @@ class Recorder:
             self.tool_args(call_id, _str(e.get("delta")))
 
     def _on_tool_result(self, e: Mapping[str, Any]) -> None:
-        self.tool_result(_str(e.get("toolCallId")), _parts_concatenated(e.get("content")), _str(e.get("messageId")))
+        content = e.get("content")
+        self.tool_result(_str(e.get("toolCallId")), result_text(content), _str(e.get("messageId")))
+        if isinstance(content, list):  # AG-UI 1.0: a result's image parts go to the file store, as the agent's images
+            self.outbound.image(self, [image for part in content if (image := _image_of(part))])
 
     def _on_reasoning(self, e: Mapping[str, Any]) -> None:
         self.reasoning(_str(e.get("delta")), _str(e.get("messageId")))
@@ -2253,12 +2259,18 @@ class Recorder:
             self._reasoning.duration = int(self._clock() - self._reasoning_start)
 
     def _on_snapshot(self, e: Mapping[str, Any]) -> None:
-        if self._streamed_any or self.segments:
-            return  # the stream is the record; a snapshot never reorders it
-        for message in e.get("messages") or []:
-            if not isinstance(message, Mapping) or message.get("id") in self._input_ids:
-                continue
-            self._replay_message(message)
+        messages = [m for m in e.get("messages") or [] if isinstance(m, Mapping)]
+        if not (self._streamed_any or self.segments):  # nothing streamed: the snapshot is the record
+            for message in messages:
+                if message.get("id") not in self._input_ids:
+                    self._replay_message(message)
+            return
+        # The stream is the record and a snapshot never reorders it; what the snapshot says beyond
+        # it (an answer or a result that never streamed, arguments the stream lost) is added.
+        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+        for message in messages[last_user + 1 :]:
+            if message.get("id") not in self._input_ids:
+                self._reconcile(message)
 
     def _on_run_finished(self, e: Mapping[str, Any]) -> None:
         self.outbound.usage_total(e.get("usage"))
@@ -2275,6 +2287,34 @@ class Recorder:
         code = _str(e.get("code"))
         self.finish(error=f"{message} ({code})" if code else message)
 
+    def _reconcile(self, message: Mapping[str, Any]) -> None:
+        """One message of a snapshot taken after the stream: only what the stream did not say."""
+        role = message.get("role")
+        if role == "assistant":
+            text = _parts_concatenated(message.get("content"))
+            if text.strip() and message.get("id") not in self._text_ids and not self._said(text):
+                self.text(text, None)  # an answer that never streamed (CrewAI's flows)
+            for call in message.get("toolCalls") or []:
+                if not isinstance(call, Mapping):
+                    continue
+                function = call.get("function") if isinstance(call.get("function"), Mapping) else {}
+                call_id, arguments = _str(call.get("id")), _str(function.get("arguments"))
+                known = self._calls.get(call_id)
+                if known is None:
+                    self.tool_call(call_id, _str(function.get("name")), _str(message.get("id")))
+                    self.tool_args(call_id, arguments)
+                elif not self._is_emitted(known[0]) and _is_json(arguments) and not _is_json(known[1].arguments or "{}"):
+                    known[1].arguments = arguments  # arguments the stream lost (LangGraph's first chunk)
+        elif role == "tool":
+            known = self._calls.get(_str(message.get("toolCallId")))
+            if known is not None and known[1].result is None:  # a result that never streamed (LlamaIndex)
+                self.tool_result(known[1].id, result_text(message.get("content")), _str(message.get("id")))
+
+    def _said(self, text: str) -> bool:
+        """Whether this text already is in the turn (streamed, or from an earlier snapshot)."""
+        said = "".join(s.text for s in self.segments if isinstance(s, Text)) + self._tail
+        return self.scrubber.text(text).strip() in said
+
     def _replay_message(self, message: Mapping[str, Any]) -> None:
         role = message.get("role")
         if role == "assistant":
@@ -2284,9 +2324,7 @@ class Recorder:
                 self.tool_call(_str(call.get("id")), _str(function.get("name")), _str(message.get("id")))
                 self.tool_args(_str(call.get("id")), _str(function.get("arguments")))
         elif role == "tool":
-            self.tool_result(
-                _str(message.get("toolCallId")), _parts_concatenated(message.get("content")), _str(message.get("id"))
-            )
+            self.tool_result(_str(message.get("toolCallId")), result_text(message.get("content")), _str(message.get("id")))
         elif role == "reasoning":
             self.reasoning(_parts_concatenated(message.get("content")), _str(message.get("id")))
 
@@ -2296,6 +2334,14 @@ class Recorder:
         """Text continues the open text segment; whitespace alone never opens one."""
         if not delta or (message_id and self._roles.get(message_id, "assistant") != "assistant"):
             return
+        if message_id and message_id != self._message_id:
+            previous, self._message_id, self._message_parts = "".join(self._message_parts), message_id, []
+            if self._text_open and previous.strip() and delta == previous:
+                self._replays.add(message_id)  # a new message that repeats the last one whole (Agno's pause)
+        if message_id in self._replays:
+            return
+        if message_id:
+            self._message_parts.append(delta)
         self._streamed_any = True
         if message_id:
             self._text_ids.add(message_id)
@@ -2466,7 +2512,12 @@ class Recorder:
         if self.finished and not self.paused:
             return True
         if isinstance(segment, ToolStep):
-            return all(call.result is not None or call.unreported for call in segment.calls)
+            # arguments that are not JSON lost a piece on the way (ag-ui-langgraph drops the first
+            # chunk's): the step waits for the run's snapshot, which has them whole, or its end
+            return all(
+                (call.result is not None or call.unreported) and (not call.arguments or _is_json(call.arguments))
+                for call in segment.calls
+            )
         if isinstance(segment, Reasoning):
             return segment is not self._reasoning
         return True
@@ -2541,6 +2592,44 @@ _HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
     "STEP_STARTED": lambda recorder, e: recorder.outbound.step(recorder, _str(e.get("stepName"))),
     USAGE: lambda recorder, e: recorder.outbound.usage_total(e.get("usage")),
 }
+
+
+def unwrapped(text: str) -> str:
+    """A result as the text it holds: a JSON-encoded string (Strands, Agno) decoded, ADK's
+    ``{"result": ...}`` opened (twice at most: ``"{\\"result\\": ...}"``)."""
+    for _ in range(2):
+        if text[:1] not in ('"', "{"):
+            break
+        value = _json_or_none(text)
+        if isinstance(value, str):
+            text = value
+        elif isinstance(value, dict) and list(value) == ["result"]:
+            inner = value["result"]
+            text = inner if isinstance(inner, str) else json.dumps(inner, ensure_ascii=False)
+        else:
+            break
+    return text
+
+
+def result_text(content: Any) -> str:
+    """A tool result's text: a string, or (AG-UI 1.0) the text parts of a list, one per line."""
+    if isinstance(content, list):
+        return "\n".join(
+            _str(p.get("text")) for p in content if isinstance(p, Mapping) and p.get("type") == "text"
+        )
+    return unwrapped(_str(content) if not isinstance(content, (dict, int, float, bool)) else json.dumps(content))
+
+
+def _image_of(part: Any) -> dict[str, str] | None:
+    """An AG-UI 1.0 image part as the Outbound reads an image: inline data, or a URL."""
+    if not isinstance(part, Mapping) or part.get("type") != "image" or not isinstance(part.get("source"), Mapping):
+        return None
+    source = part["source"]
+    if source.get("type") == "data":
+        return {"mimeType": _str(source.get("mimeType")), "data": _str(source.get("value"))}
+    if source.get("type") == "url":
+        return {"url": _str(source.get("value"))}
+    return None
 
 
 # --- begin agent_pipe/outbound.py ---

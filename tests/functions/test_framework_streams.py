@@ -1,0 +1,162 @@
+"""The frameworks' own streams through the Recorder (issue 32, items 3-4): what each one's server sent
+(tests/data/agui_captures, recorded from the real servers) shows in stream order, with what its
+MESSAGES_SNAPSHOT says beyond the stream, and results as the text they hold."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.support.pipe_support import FINISHED, C, R, T, events, record, shape, turn_signer
+from tests.support.pipe_support import pipe_module as P
+
+CAPTURES = Path(__file__).resolve().parents[1] / "data" / "agui_captures"
+
+
+def replay(name: str, **kwargs: Any) -> Any:
+    """A capture's bytes through AgentStream (in reads of 1 KB) and a Recorder, drained per event."""
+    body = (CAPTURES / name).read_bytes()
+    stream = P.AgentStream("agui")
+    wire = [e for i in range(0, len(body), 1024) for e in stream.feed(body[i : i + 1024])] + list(stream.end())
+    return record(wire, **kwargs)
+
+
+def calls(segments: list[Any]) -> list[Any]:
+    return [c for s in segments if isinstance(s, P.ToolStep) for c in s.calls]
+
+
+# --- arguments the stream lost ----------------------------------------------------------------------
+
+
+def test_langgraphs_lost_first_argument_chunk_shows_whole_from_its_snapshot() -> None:
+    # ag-ui-langgraph 0.0.47 drops the first tool-call chunk's arguments: 'er": "10023"}' streamed
+    recording = replay("langgraph/tool.sse")
+    (call,) = calls(recording.recorder.segments)
+    assert call.arguments == '{"order": "10023"}'
+    assert shape(recording.recorder.segments)[1:] == [f"TC[{call.id}]", f"tool({call.id})", 'A"Order 10023 has shipped."']
+    assert recording.recorder.segments[0].text == "Let me look up order 10023."
+    assert recording.streamed == recording.recorder.render()  # the step waited for the snapshot, nothing redone
+    assert 'arguments="er&quot;' not in recording.streamed
+
+
+def test_a_step_with_arguments_that_are_not_json_waits_for_the_snapshot_and_text_stays_below() -> None:
+    lost = [{"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f"},
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": 'a": 1}'}]
+    snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": [
+        {"id": "u", "role": "user", "content": "q"},
+        {"id": "m", "role": "assistant", "toolCalls": [{"id": "c1", "type": "function",
+                                                        "function": {"name": "f", "arguments": '{"a": 1}'}}]}]}
+    recording = record(events(lost, R("c1"), T("after"), [snapshot], FINISHED))
+    assert "".join(recording.drains[:4]) == ""  # held: its arguments may still come whole
+    assert recording.recorder.segments[0].calls[0].arguments == '{"a": 1}'
+    assert recording.streamed.index('id="c1"') < recording.streamed.index("after")
+
+
+def test_arguments_that_are_not_json_and_no_snapshot_show_as_they_came_at_the_end() -> None:
+    lost = [{"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f"},
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": 'a": 1}'}]
+    recording = record(events(lost, R("c1"), T("after"), FINISHED))
+    assert recording.recorder.segments[0].calls[0].arguments == 'a": 1}'
+    assert recording.streamed == recording.recorder.render()
+
+
+# --- what only a snapshot says ----------------------------------------------------------------------
+
+
+def _snapshot(*messages: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "u1", "role": "user", "content": "q"}, *messages]}]
+
+
+def test_an_answer_only_in_the_snapshot_shows_after_what_streamed() -> None:
+    # CrewAI's flows stream the tool call, and the answer only in the closing MESSAGES_SNAPSHOT
+    snap = _snapshot({"id": "a1", "role": "assistant", "content": "", "toolCalls": [
+                         {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
+                     {"id": "t1", "role": "tool", "toolCallId": "c1", "content": "result of c1"},
+                     {"id": "a2", "role": "assistant", "content": "It is sunny."})
+    recording = record(events(C("c1"), R("c1"), snap, FINISHED))
+    assert shape(recording.recorder.segments) == ["TC[c1]", "tool(c1)", 'A"It is sunny."']
+    assert recording.streamed == recording.recorder.render()
+
+
+def test_a_result_only_in_the_snapshot_fills_its_call() -> None:
+    recording = replay("llamaindex/tool.sse")  # only *_CHUNK events, the result only in snapshots
+    (call,) = calls(recording.recorder.segments)
+    assert call.result is not None and call.name == "lookup_order"
+    assert shape(recording.recorder.segments) == ['A"Let me look up order 10023."', f"TC[{call.id}]",
+                                                  f"tool({call.id})", 'A"Order 10023 has shipped."']
+    assert "Executing..." not in recording.streamed
+
+
+def test_snapshots_that_repeat_the_stream_with_new_ids_add_nothing() -> None:
+    # LlamaIndex re-keys its messages in every snapshot; Strands sends one after each step
+    snap = _snapshot({"id": "new-1", "role": "assistant", "content": "Hello there.", "toolCalls": [
+                         {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+                     {"id": "new-2", "role": "tool", "toolCallId": "c1", "content": "result of c1"})
+    stream = events(T("Hello"), T(" there."), C("c1"), R("c1"), snap, snap, T("Bye."), snap, FINISHED)
+    assert shape(record(stream).recorder.segments) == ['A"Hello there."', "TC[c1]", "tool(c1)", 'A"Bye."']
+
+
+def test_the_snapshot_never_reorders_what_streamed() -> None:
+    snap = _snapshot({"id": "x", "role": "assistant", "content": "sum"},
+                     {"id": "y", "role": "assistant", "content": "", "toolCalls": [
+                         {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+                     {"id": "z", "role": "tool", "toolCallId": "c1", "content": "changed"})
+    stream = events(T("lead"), C("c1"), R("c1"), T("sum", "t2"), snap, FINISHED)
+    plain = events(T("lead"), C("c1"), R("c1"), T("sum", "t2"), FINISHED)
+    signer = turn_signer("t")
+    assert record(stream, signer=signer).streamed == record(plain, signer=turn_signer("t")).streamed
+
+
+def test_agnos_paused_run_does_not_repeat_its_text() -> None:
+    recording = replay("agno/approve.sse")  # the paused run's content comes again as a message of its own
+    assert recording.recorder.segments[0].text == "I will cancel order 10023."
+
+
+# --- results as the text they hold ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("content", "shown"), [
+    ('"Booked Ritz."', "Booked Ritz."),  # Agno, Strands: a JSON-encoded string
+    ('{"result": "order 10023 shipped"}', "order 10023 shipped"),  # ADK
+    ('{"result": {"sky": "sunny"}}', '{"sky": "sunny"}'),
+    ('"{\\"result\\": \\"ok\\"}"', "ok"),
+    ('{"result": "x", "extra": 1}', '{"result": "x", "extra": 1}'),  # not ADK's wrapper: as it came
+    ('{"city": "Paris"}', '{"city": "Paris"}'),
+    ("42", "42"),
+    ('"unterminated', '"unterminated'),
+    ([{"type": "text", "text": "line one"}, {"type": "text", "text": "line two"}], "line one\nline two"),
+])
+def test_a_result_shows_as_the_text_it_holds(content: Any, shown: str) -> None:
+    result = {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "messageId": "r1", "content": content}
+    assert record(events(C("c1"), [result], FINISHED)).recorder.segments[0].calls[0].result == shown
+
+
+def test_agnos_json_encoded_result_shows_unquoted() -> None:
+    (call,) = calls(replay("agno/approve.resume-approved.sse").recorder.segments)
+    assert call.result == "order 10023 cancelled"  # sent as '"order 10023 cancelled"'
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
+
+
+def test_a_results_image_parts_go_to_the_file_store_and_its_text_shows() -> None:
+    content = [
+        {"type": "text", "text": "Here is the chart."},
+        {"type": "image", "source": {"type": "data", "value": base64.b64encode(PNG).decode(), "mimeType": "image/png"}},
+        {"type": "image", "source": {"type": "url", "value": "https://example.org/c.png"}},
+    ]
+    result = {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "messageId": "r1", "content": content}
+    recorder = record(events(C("c1"), [result], FINISHED)).recorder
+    assert recorder.segments[0].calls[0].result == "Here is the chart."
+    assert recorder.outbound.images == [("image/png", PNG)]
+    assert recorder.outbound.image_links == ["https://example.org/c.png"]
+    assert "iVBOR" not in recorder.render()
+
+
+@pytest.mark.parametrize("capture", sorted(str(p.relative_to(CAPTURES)) for p in CAPTURES.glob("*/*.sse")))
+def test_what_streams_of_every_capture_is_its_final_rendering(capture: str) -> None:
+    recording = replay(capture)
+    assert recording.streamed == recording.recorder.render()
+    assert P.parse_content(recording.recorder.render()) == recording.recorder.segments
