@@ -829,12 +829,17 @@ def doctor_command(
     timeout: TimeoutOpt = 30.0,
     no_color: NoColorOpt = False,
     bundle: BundleOpt = None,
+    replica: Annotated[
+        Optional[list[str]],
+        typer.Option("--replica", metavar="URL", help="Probe the backends through this replica's own URL (repeatable)."),
+    ] = None,
 ) -> int:
     """One line per check, failures first, each with its fix: the release, functions enabled,
     the bundle's functions, the pipe's valves against the blueprints (when -p DIR exists), the
     agents' rows, identity keys, file uploads for document agents, the embedding bypass,
-    wrappers. Exit 0 when nothing fails, 1 when something does, 2 on warnings with --strict."""
-    from .diagnose import diagnose, expected_from
+    wrappers, and each agent's backend as the pipe reaches it (through every --replica URL given).
+    Exit 0 when nothing fails, 1 when something does, 2 on warnings with --strict."""
+    from .diagnose import diagnose, expected_from, replica_clients
     from .doctor import exit_code, report_json
     from .render_doctor import doctor_markdown, render_doctor
 
@@ -846,8 +851,14 @@ def doctor_command(
         inputs = load_inputs(path, functions, bundle, target_variables(selected, strict=selected is not None, targets_file=targets_file))
         print_notes(inputs.catalog, err)
         expected = expected_from(inputs.catalog, inputs.functions)
-    with _connect(conn) as client:
-        checks = diagnose(client, expected)
+    creds = credentials(conn, _warn)
+    replicas = replica_clients(conn, creds[1], replica or [])
+    try:
+        with connect(conn, creds) as client:
+            checks = diagnose(client, expected, replicas)
+    finally:
+        for other in replicas:
+            other.close()
     report = report_json(checks, target)
     if output is PlanOutput.json:
         sys.stdout.write(json.dumps(report, indent=2) + "\n")

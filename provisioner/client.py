@@ -9,6 +9,7 @@ every secret) before it is shortened.
 from __future__ import annotations
 
 import fnmatch
+import json as jsonlib
 import logging
 import re
 import time
@@ -192,6 +193,22 @@ class OpenWebUIClient:
         """What users may do unless a group grants more (`chat.file_upload`, ...)."""
         data = self._request("GET", "/api/v1/users/default/permissions")
         return data if isinstance(data, dict) else {}
+
+    def probe_agent(self, model: str) -> dict[str, Any]:
+        """Ask the pipe, from this admin's key, to reach one agent's backend (agent_pipe/probe.py):
+        a chat completion without a chat (nothing is stored) whose body carries `aihub_probe`.
+        Returns the pipe's answer; ApiError when Open WebUI refuses, ValueError when the answer is
+        not a probe's (a pipe that predates probes would have run the agent)."""
+        body = {"model": model, "messages": [{"role": "user", "content": "aihub probe"}], "stream": False,
+                "aihub_probe": {"version": 1}}
+        response = self._request("POST", "/api/chat/completions", json=body)
+        try:
+            answer = jsonlib.loads(response["choices"][0]["message"]["content"])
+        except (TypeError, KeyError, IndexError, ValueError):
+            raise ValueError("the answer is not a probe's") from None
+        if not isinstance(answer, dict) or "aihub_probe" not in answer:
+            raise ValueError("the answer is not a probe's")
+        return answer
 
     def retrieval_config(self) -> dict[str, Any]:
         """The document settings (`BYPASS_EMBEDDING_AND_RETRIEVAL`, ...)."""

@@ -11,17 +11,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .blueprints import GroupAccess
-from .client import OpenWebUIClient
-from .contract import AGENTS_VALVE, PIPE_FUNCTION_ID, agent_key, valve_path
+from .client import OpenWebUIClient, check_url
+from .contract import AGENTS_VALVE, PIPE_FUNCTION_ID, agent_key, model_id, split_agent_key, valve_path
 from .desired import build_desired
-from .doctor import Check, Expected, Facts, run_checks
+from .doctor import Check, Expected, Facts, Probe, run_checks
 from .errors import ApiError, ConfigError, ProvisionError
 from .explain import instance_notes
 from .function_files import FunctionFile
 from .loader import Catalog
+from .orphans import agent_entries
+from .pipeline import Connection, connect
+
+# The pipe's source holds this once it can answer probes (agent_pipe/probe.py's PROBE_KEY).
+PROBE_MARKER = "aihub_probe"
+PROBES_AT_ONCE = 4
 
 
 def expected_from(catalog: Catalog, functions: Sequence[FunctionFile]) -> Expected:
@@ -97,11 +104,47 @@ def instance_explanation(client: OpenWebUIClient, explained: dict[str, Any]) -> 
     return instance_notes(explained, facts)
 
 
-def diagnose(client: OpenWebUIClient, expected: Expected | None) -> list[Check]:
-    """Every check of the instance (doctor.run_checks), in the order they were made."""
+def diagnose(client: OpenWebUIClient, expected: Expected | None, replicas: Sequence[OpenWebUIClient] = ()) -> list[Check]:
+    """Every check of the instance (doctor.run_checks), in the order they were made; each
+    agent's backend probed through the pipe of every replica given (else through `client`)."""
     facts = read_facts(client)
     if isinstance(facts, Check):
         return [facts]
     if facts.release_problem:
         return run_checks(facts, None)[:1]
-    return run_checks(facts, expected)
+    probes, not_probed = probe_backends(facts, expected, list(replicas) or [client])
+    return run_checks(facts, expected, probes, not_probed)
+
+
+def probe_backends(
+    facts: Facts, expected: Expected | None, through: Sequence[OpenWebUIClient]
+) -> tuple[list[Probe], str]:
+    """Each agent the pipe serves, probed by the pipe of each Open WebUI in `through` (a few at
+    a time: an unreachable backend costs the pipe's probe timeout). Returns the probes, or none
+    and why not."""
+    pipe = next((f for f in facts.functions if f.get("id") == PIPE_FUNCTION_ID), None)
+    if pipe is None or not pipe.get("is_active"):
+        return [], "the pipe is not active"
+    if PROBE_MARKER not in str(pipe.get("content") or ""):
+        return [], "the pipe on the instance predates probes"
+    served = agent_entries((pipe.get("valves") or {}).get(AGENTS_VALVE))
+    keys = sorted(served if expected is None else set(served) & set(expected.agents))
+    jobs = [(key, other) for key in keys for other in through]
+    with ThreadPoolExecutor(max_workers=PROBES_AT_ONCE) as pool:
+        return list(pool.map(lambda job: _probe(*job), jobs)), ""
+
+
+def _probe(key: str, client: OpenWebUIClient) -> Probe:
+    try:
+        return Probe(key, client.base_url, client.probe_agent(model_id(*split_agent_key(key))))
+    except ProvisionError as exc:
+        return Probe(key, client.base_url, None, str(exc))
+    except ValueError:
+        return Probe(key, client.base_url, None, "the pipe answered as a chat, not as a probe")
+
+
+def replica_clients(conn: Connection, token: str, urls: Sequence[str]) -> list[OpenWebUIClient]:
+    """A client per replica URL (`doctor --replica`), with the target's token and settings."""
+    return [
+        connect(conn, (check_url(url, insecure=conn.insecure, allow_http=conn.allow_http), token)) for url in urls
+    ]

@@ -69,6 +69,16 @@ class Expected:
     public: frozenset[str] = frozenset()  # agent keys readable by every user
 
 
+@dataclass(frozen=True)
+class Probe:
+    """One agent's backend as one Open WebUI process reached it (the pipe's probe answer)."""
+
+    agent: str
+    via: str  # the Open WebUI URL that was asked: the target's, or one replica's
+    answer: Mapping[str, Any] | None  # None: no answer came, `error` says why
+    error: str = ""
+
+
 def functions_off(functions: Sequence[Mapping[str, Any]], pipe_by_id: Mapping[str, Any] | None) -> bool:
     """Every listing is empty while functions are off, but the pipe still answers by id."""
     return not functions and bool(pipe_by_id)
@@ -92,8 +102,11 @@ def every_agent_fails(functions: Sequence[Mapping[str, Any]], pipe_by_id: Mappin
     return []
 
 
-def run_checks(facts: Facts, expected: Expected | None) -> list[Check]:
-    """Every check, in order of importance; `ordered` sorts the result for reading."""
+def run_checks(
+    facts: Facts, expected: Expected | None, probes: Sequence[Probe] = (), not_probed: str = ""
+) -> list[Check]:
+    """Every check, in order of importance; `ordered` sorts the result for reading. `probes`:
+    the backends as the pipe reached them; `not_probed` says why there are none."""
     checks = [_release(facts)]
     if functions_off(facts.functions, facts.pipe_by_id):
         checks.append(
@@ -115,7 +128,8 @@ def run_checks(facts: Facts, expected: Expected | None) -> list[Check]:
     checks += _pipe_valves(valves, served, expected)
     agents = dict(expected.agents) if expected is not None else served
     checks += _rows(facts.models, agents)
-    checks += _identity(valves, agents)
+    checks += _backends(probes, not_probed)
+    checks += _probed_identity(probes, agents) if probes else _identity(valves, agents)
     checks += _uploads(facts, agents, expected)
     checks += _wrappers(facts.models, agents)
     return checks
@@ -346,3 +360,76 @@ def _wrappers(models: Sequence[Mapping[str, Any]], agents: Mapping[str, Mapping[
         for row in models
         if row.get("base_model_id") in ids and row.get("id") not in ids
     ]
+
+
+# What to do about a backend the pipe could not reach, by the words of its reason.
+_BACKEND_FIXES: tuple[tuple[str, str], ...] = (
+    ("refused the key", "the backend refused the key: check the variable api_key_env names (sync copies it into the "
+     "pipe's API_KEYS) or, with api_key_from: server, the variable on the Open WebUI server"),
+    ("API_KEYS", "set the key's variable where sync runs and run `provision sync`"),
+    ("environment variable", "set the variable on every Open WebUI replica and restart them"),
+    ("refused", "start the agent's backend, or correct backend.url: it must work from where Open WebUI runs, "
+     "not only from where provision runs"),
+    ("does not resolve", "the host name does not resolve from Open WebUI's side: use a name its DNS knows"),
+    ("TLS", "Open WebUI does not trust the backend's certificate: give the Open WebUI server the CA (SSL_CERT_FILE, "
+     "or its system store) or use a certificate of a CA it trusts"),
+    ("timed out", "nothing answers on the way from Open WebUI to the backend: a firewall, a proxy or a stopped host"),
+    ("no answer within", "the backend accepted the connection but did not answer: check that it is healthy"),
+    ("not as an AG-UI", "point backend.url at the agent's AG-UI endpoint (or set transport: openai)"),
+    ("not as an OpenAI", "point backend.url at the OpenAI-compatible base URL (…/v1), or set transport: agui"),
+    ("no network route", "no route from Open WebUI to the backend's network"),
+)
+
+
+def _backends(probes: Sequence[Probe], not_probed: str) -> list[Check]:
+    if not probes:
+        return [Check("backend", "skip", f"the agents' backends were not probed: {not_probed}", _NOT_PROBED_FIX.get(not_probed, ""))] if not_probed else []
+    several = len({p.via for p in probes}) > 1
+    checks = []
+    for probe in sorted(probes, key=lambda p: (p.agent, p.via)):
+        where = f" (through {probe.via}{', ' + str(probe.answer.get('replica')) if probe.answer and probe.answer.get('replica') else ''})" if several else ""
+        answer = probe.answer
+        if answer is None:
+            checks.append(Check("backend", "fail", f"{probe.agent}: the probe got no answer{where}: {probe.error}",
+                                "run `provision sync` (the pipe must be the bundle's), then look at Open WebUI's log", probe.agent))
+        elif answer.get("reached"):
+            protocol = {"agui": "AG-UI", "openai": "OpenAI-compatible"}.get(str(answer.get("protocol")), "?")
+            version = f" {answer['agui_version']}" if answer.get("agui_version") else ""
+            checks.append(Check("backend", "pass", f"{probe.agent}: reached from Open WebUI at {answer.get('host')} "
+                                f"({protocol}{version}, {answer.get('ms')} ms){where}", subject=probe.agent))
+        else:
+            reason = str(answer.get("reason") or "unknown")
+            fix = next((f for needle, f in _BACKEND_FIXES if needle in reason), "see the backend's log")
+            checks.append(Check("backend", "fail", f"{probe.agent}: not reached from Open WebUI at {answer.get('host')}: "
+                                f"{reason}{where}", fix, probe.agent))
+    return checks
+
+
+_NOT_PROBED_FIX = {
+    "the pipe on the instance predates probes": "run `provision sync` to install this provision's pipe",
+}
+
+
+def _probed_identity(probes: Sequence[Probe], agents: Mapping[str, Mapping[str, Any]]) -> list[Check]:
+    """A signed identity needs, on every replica, Open WebUI's JWT secret or the pipe's key."""
+    checks = []
+    for probe in probes:
+        answer = probe.answer or {}
+        if not answer or agents.get(probe.agent, {}).get("identity") != "signed":
+            continue
+        if not (answer.get("user_jwt") or answer.get("identity_key")):
+            checks.append(Check(
+                "identity", "fail",
+                f"{probe.agent} asks for a signed identity, and {answer.get('replica') or probe.via} can sign none: "
+                "its chats fail there",
+                "run `provision sync` (it gives the pipe a signing key), or set ENABLE_FORWARD_USER_INFO_HEADERS=true and "
+                "FORWARD_USER_INFO_HEADER_JWT_SECRET on every Open WebUI replica",
+                probe.agent,
+            ))
+        elif not answer.get("forward_user_info"):
+            checks.append(Check(
+                "identity", "pass",
+                f"{probe.agent} gets a signed identity (X-AIHub-Identity) from {answer.get('replica') or probe.via}; Open "
+                "WebUI's own forwarded-user headers are off there", subject=probe.agent,
+            ))
+    return checks

@@ -164,3 +164,46 @@ def test_explain_offline_and_with_the_instance(capsys, fake: FakeOpenWebUI, monk
     assert code == 0 and notes == [
         {"about": "aihub_toggle_user_files", "note": "aihub_toggle_user_files is inactive: its toggle does not show on any agent"}
     ]
+
+
+def test_each_backend_as_the_pipe_reached_it_with_the_fix_for_its_reason(capsys, fake: FakeOpenWebUI) -> None:
+    assert run(capsys, "sync", *SAMPLES)[0] == 0
+    fake.probe_answers["aihub_agent_pipe.policy-faq.default"] = {
+        "reached": False, "host": "127.0.0.1:8702", "reason": "connection refused: nothing listens there",
+    }
+    fake.probe_answers["aihub_agent_pipe.support-desk.tier1"] = {
+        "reached": False, "host": "agents.internal", "status": 401,
+        "reason": "answered HTTP 401: the backend refused the key (bad key)",
+    }
+    code, report = doctor(capsys)
+    backends = {c["subject"]: c for c in report["checks"] if c["id"] == "backend"}
+    assert code == 1 and len(backends) == 6
+    assert backends["policy-faq.default"]["message"] == (
+        "policy-faq.default: not reached from Open WebUI at 127.0.0.1:8702: connection refused: nothing listens there"
+    )
+    assert backends["policy-faq.default"]["fix"].startswith("start the agent's backend")
+    assert backends["support-desk.tier1"]["fix"].startswith("the backend refused the key")
+    assert backends["document-analyst.default"]["status"] == "pass"
+    # a chat completion without a chat (nothing stored), carrying nothing of any user
+    assert len(fake.probe_bodies) == 6 and all(
+        body == {"model": body["model"], "messages": [{"role": "user", "content": "aihub probe"}], "stream": False,
+                 "aihub_probe": {"version": 1}}
+        for body in fake.probe_bodies
+    )
+
+
+def test_every_replica_is_probed_and_named(capsys, fake: FakeOpenWebUI) -> None:
+    assert run(capsys, "sync", *SAMPLES)[0] == 0
+    code, report = doctor(capsys, "--replica", "http://127.0.0.1:9", "--replica", "http://127.0.0.1:10")
+    backends = [c for c in report["checks"] if c["id"] == "backend"]
+    assert code == 0 and len(backends) == 12
+    assert sum("(through http://127.0.0.1:10, fake:1)" in c["message"] for c in backends) == 6
+
+
+def test_a_pipe_that_predates_probes_is_not_asked(capsys, fake: FakeOpenWebUI) -> None:
+    assert run(capsys, "sync", *SAMPLES)[0] == 0
+    fake.functions[PIPE]["content"] = "class Pipe:\n    pass\n"
+    code, report = doctor(capsys)
+    assert ("POST", "/api/chat/completions") not in fake.calls
+    [skipped] = [c for c in report["checks"] if c["id"] == "backend"]
+    assert skipped["status"] == "skip" and skipped["fix"] == "run `provision sync` to install this provision's pipe"

@@ -59,6 +59,9 @@ class FakeOpenWebUI:
         self.functions_enabled = True
         self.default_permissions: dict[str, Any] = {"chat": {"file_upload": True}}
         self.retrieval: dict[str, Any] = {"BYPASS_EMBEDDING_AND_RETRIEVAL": False, "web": {"ENABLE_WEB_SEARCH": False}}
+        # The pipe's answer to an admin's probe, per model id (`provision doctor`); default: reached.
+        self.probe_answers: dict[str, dict[str, Any]] = {}
+        self.probe_bodies: list[dict[str, Any]] = []
         # Each fault sees (method, path, body) and may return a Response to send instead.
         self.faults: list[Callable[[str, str, Any], httpx.Response | None]] = []
         # Each sees (method, path, body) after the request was carried out; True loses the
@@ -100,6 +103,14 @@ class FakeOpenWebUI:
             return {"data": []}
         if path == "/api/v1/groups/":
             return self.groups
+        if path == "/api/chat/completions" and isinstance(body, dict) and "aihub_probe" in body:
+            self.probe_bodies.append(body)
+            answer = self.probe_answers.get(body["model"]) or {
+                "reached": True, "protocol": "agui", "host": "127.0.0.1:9", "ms": 1, "status": 200,
+            }
+            answer = {"aihub_probe": 1, "agent": body["model"].partition(".")[2], "replica": "fake:1",
+                      "forward_user_info": False, "user_jwt": False, "identity_key": True, **answer}
+            return {"choices": [{"message": {"role": "assistant", "content": json.dumps(answer)}}]}
         if path == "/api/v1/users/default/permissions":
             return self.default_permissions
         if path == "/api/v1/retrieval/config":
