@@ -21,6 +21,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -46,6 +47,8 @@ DOCUMENT = b"%PDF-1.4\n% the quarterly report, version one\n" + bytes(range(256)
 IMAGE = b"\x89PNG\r\n\x1a\n" + hashlib.sha256(b"chart").digest() * 16
 THEIRS = b"the admin's private notes: do not share"
 MODELS = {"agui": "aihub_agent_pipe.inbound.default", "openai": "aihub_agent_pipe.inbound-oa.default"}
+# agents that read documents only, and nothing at all (issue 29.3: inlined images follow `reads`)
+READS_MODELS = {"documents": "aihub_agent_pipe.inbound-docs.default", "nothing": "aihub_agent_pipe.inbound-none.default"}
 CONTROL = "aihub_agent_pipe.inbound-rag.default"
 
 
@@ -121,17 +124,21 @@ class Site:
 
 def _blueprints(root: Path, url: str) -> Path:
     root.mkdir(parents=True)
-    catalog = {"capabilities": {**CAPABILITIES["capabilities"], "read_attachments": {"reads": ["documents", "images"]}}}
+    catalog = {"capabilities": {**CAPABILITIES["capabilities"], "read_attachments": {"reads": ["documents", "images"]},
+                                "read_documents": {"reads": ["documents"]}}}
     (root / "capabilities.yaml").write_text(yaml.safe_dump(catalog), encoding="utf-8")
     (root / "features.yaml").write_text(yaml.safe_dump(FEATURES), encoding="utf-8")
     backends = {"inbound": {"transport": "agui", "url": f"{url}/agent"},
                 "inbound-oa": {"transport": "openai", "url": f"{url}/v1", "model": "recorder"},
-                "inbound-rag": {"transport": "agui", "url": f"{url}/agent"}}
+                "inbound-rag": {"transport": "agui", "url": f"{url}/agent"},
+                "inbound-docs": {"transport": "agui", "url": f"{url}/agent"},
+                "inbound-none": {"transport": "agui", "url": f"{url}/agent"}}
+    calls = {"inbound-docs": ["read_documents"], "inbound-none": ["summarise"]}
     for bp_id, backend in backends.items():
         # `reads` gives the rows file_upload and vision; the control keeps Open WebUI's retrieval on
         capabilities = {"file_context": True} if bp_id == "inbound-rag" else {}
         blueprint = {"id": bp_id, "name": bp_id.title(), "description": "issue 19", "backend": backend,
-                     "openwebui_capabilities": capabilities, "steps": [{"id": "main", "calls": ["read_attachments"]}],
+                     "openwebui_capabilities": capabilities, "steps": [{"id": "main", "calls": calls.get(bp_id, ["read_attachments"])}],
                      "agents": [{"id": "default", "name": f"{bp_id} agent", "access": "public"}]}
         (root / f"{bp_id}.yaml").write_text(yaml.safe_dump(blueprint, sort_keys=False), encoding="utf-8")
     return root
@@ -351,3 +358,66 @@ def test_the_tripwire_sees_open_webuis_retrieval_when_a_row_asks_for_it(site: Si
     chat = Chat(site, CONTROL)
     chat.turn("Read it", [_ref(document)], [_ref(document)])
     assert [r["called"] for r in site.retrievals() if r.get("model") == CONTROL] == ["chat_completion_files_handler"]
+
+
+# --- images Open WebUI inlines itself (issue 29.3) ------------------------------------------------
+
+
+MB = 1024 * 1024
+
+
+def _png(size: int, seed: bytes) -> bytes:
+    return b"\x89PNG\r\n\x1a\n" + (hashlib.sha256(seed).digest() * (size // 32 + 1))[: size - 8]
+
+
+@contextmanager
+def pipe_valves(site: Site, **changes: Any) -> Iterator[None]:
+    """The agent pipe's valves changed for a test, as an admin changes them, and put back after."""
+    path = "/api/v1/functions/id/aihub_agent_pipe/valves"
+    with site.owui.client() as http:
+        before = http.get(path).raise_for_status().json()
+        http.post(f"{path}/update", json={**before, **changes}).raise_for_status()
+    try:
+        yield
+    finally:
+        with site.owui.client() as http:
+            http.post(f"{path}/update", json=before).raise_for_status()
+
+
+def test_images_open_webui_inlines_obey_the_file_limits_and_only_images_pass(site: Site) -> None:
+    """0.12.4 turns each image reference of a stored user message into a data: part itself
+    (process_chat_payload, then convert_url_images_to_base64, with the file's own content type):
+    the pipe's MAX_FILE_MB and MAX_TURN_FILES_MB hold for those too, and a text/html file
+    referenced as an image never reaches the agent as an image."""
+    small = [_png(600 * 1024, bytes([n])) for n in range(2)]
+    refs = [_ref(site.upload(f"small-{n}.png", data, "image/png"), "image") for n, data in enumerate(small)]
+    refs.append(_ref(site.upload("big.png", _png(3 * MB, b"big"), "image/png"), "image"))
+    page = site.upload("page.html", b"<html><script>alert(1)</script></html>", "text/html")
+    refs.append(_ref(page, "image"))
+    chat = Chat(site, MODELS["agui"])
+    site.agent.requests.clear()
+    with pipe_valves(site, MAX_FILE_MB=1, MAX_TURN_FILES_MB=1):
+        chat.turn("Look at these", refs, refs)
+    (request,) = site.agent.requests
+    (message,) = _users(request)
+    _, images, texts = _documents_and_images(message, "agui")
+    assert images == [small[0]]  # the first fits; the second would pass the turn's 1 MB, the third its own
+    assert [p["source"]["mimeType"] for p in message if p["type"] == "image"] == ["image/png"]
+    raw = json.dumps(request)
+    assert "text/html" not in raw and base64.b64encode(b"<html><script>").decode()[:12] not in raw
+    left_out = "\n".join(texts[1:])
+    assert "would be over the limit of 1 MB" in left_out and "3.0 MB is over the limit of 1 MB per file" in left_out
+    assert "it is not an image an agent gets" in left_out
+
+
+@pytest.mark.parametrize("reads", ["documents", "nothing"])
+def test_an_agent_that_reads_no_images_gets_no_image_open_webui_inlined(site: Site, reads: str) -> None:
+    image = site.upload("chart.png", IMAGE, "image/png")
+    chat = Chat(site, READS_MODELS[reads])
+    site.agent.requests.clear()
+    chat.turn("What is this?", [_ref(image, "image")], [_ref(image, "image")])
+    (request,) = site.agent.requests
+    (message,) = _users(request)
+    _, images, texts = _documents_and_images(message, "agui")
+    assert images == [] and base64.b64encode(IMAGE).decode()[:40] not in json.dumps(request)
+    assert any("this agent does not read images" in line for line in texts), texts
