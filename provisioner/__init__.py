@@ -7,6 +7,8 @@ The pipeline, top to bottom: load_catalog (YAML -> Catalog) -> build_desired (->
 
 from __future__ import annotations
 
+from typing import Any
+
 from .version import __version__
 
 __all__ = [
@@ -21,7 +23,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):  # lazy, so `provision --help` stays fast
+def __getattr__(name: str) -> Any:  # lazy, so `provision --help` stays fast
     if name == "load_catalog":
         from .loader import load_catalog
 

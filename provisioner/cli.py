@@ -25,7 +25,7 @@ from . import client as client_module
 from .apply import ApplyReport, apply_plan
 from .client import OpenWebUIClient, check_url, http_log
 from .desired import build_desired, insecure_backends
-from .errors import ApplyError, BlueprintError, ConfigError, ProvisionError
+from .errors import ApplyError, BlueprintError, ConfigError, ProvisionError, Report
 from .toggle_filters import write_toggle_files
 from .contract import PIPE_FUNCTION_ID
 from .identity_keys import SERVER_KEY_ID
@@ -491,7 +491,7 @@ def _run(opts: RunOptions, conn: Connection) -> int:
         return EXIT_OK
 
 
-def _print_result(plan: Plan, report: ApplyReport, opts: RunOptions) -> None:
+def _print_result(plan: Plan, report: Report, opts: RunOptions) -> None:
     """What sync did, for -o json ({"plan", "result"}) and -o markdown (the result section)."""
     if opts.output is PlanOutput.json:
         sys.stdout.write(json.dumps({"plan": plan.to_json(), "result": report.to_json()}, indent=2) + "\n")

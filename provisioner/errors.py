@@ -17,7 +17,7 @@ nothing else catches broadly.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Protocol
+from typing import Any, Iterable, Protocol
 
 
 class ProvisionError(Exception):
@@ -99,6 +99,8 @@ class Report(Protocol):
     stopped_by: str
 
     def failure_message(self) -> str: ...
+
+    def to_json(self) -> dict[str, Any]: ...
 
 
 class ApplyError(ProvisionError):

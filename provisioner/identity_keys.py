@@ -306,7 +306,8 @@ def instance_identity_keys(functions: list[dict[str, Any]]) -> Any:
     pipe = next((f for f in functions if f.get("id") == PIPE_FUNCTION_ID), None)
     if pipe is None:
         raise ConfigError(f"no {PIPE_FUNCTION_ID} function on the instance: run `provision sync` first")
-    valves = pipe.get("valves") if isinstance(pipe.get("valves"), Mapping) else {}
+    found = pipe.get("valves")
+    valves = found if isinstance(found, Mapping) else {}
     return valves.get(IDENTITY_VALVE)
 
 

@@ -221,9 +221,9 @@ def unread_files(
             for f in sorted(filenames)
             if _resolved(here / f) not in read
         ]
-        for path, why in unread:
+        for path, reason in unread:
             if len(notes) < MAX_NOTES:
-                notes.append(Problem(str(path), None, "", why))
+                notes.append(Problem(str(path), None, "", reason))
             else:
                 extra += 1
     if extra:
@@ -291,11 +291,11 @@ def _load_model(
     try:
         return source, model.model_validate(expanded.data)
     except ValidationError as exc:
-        found = pydantic_problems(exc, source)
+        found_problems = pydantic_problems(exc, source)
         # Offline, a value built from an unknown variable holds a placeholder: its own checks
         # wait for `validate --target`; the rest of the file is still checked.
         placeholders = {format_path(where) for where in expanded.unresolved}
-        kept = [p for p in found if p.field not in placeholders]
+        kept = [p for p in found_problems if p.field not in placeholders]
         if not kept:
             where, name = next(iter(expanded.unresolved.items()))
             kept = [source.problem(where, f"cannot be checked until ${{{name}}} is known; run `provision validate --target NAME`")]

@@ -250,10 +250,9 @@ def make_plan(
     if conflicts:
         raise OwnershipError(conflicts)
     changes.sort(key=lambda c: (_KIND_ORDER[c.kind], c.id))
-    notes_in = notes
-    notes = {i: n for i, n in (orphan_notes or {}).items() if ("model", i) in orphans}
+    kept_notes = {i: n for i, n in (orphan_notes or {}).items() if ("model", i) in orphans}
     return Plan(
-        tuple(changes), tuple(sorted(orphans)), tuple(sorted(adopted)), notes, tuple(wrappers), tuple(notes_in),
+        tuple(changes), tuple(sorted(orphans)), tuple(sorted(adopted)), kept_notes, tuple(wrappers), tuple(notes),
         read=read_by_plan(observed, also=adopted),
     )
 
@@ -352,7 +351,8 @@ def _write_body(
         if not isinstance(body.get("meta"), dict):
             body["meta"] = {}
     else:
-        meta = body.get("meta") if isinstance(body.get("meta"), dict) else {}
+        found = body.get("meta")
+        meta = found if isinstance(found, dict) else {}
         # Open WebUI recomputes these from the content; sending them back is noise.
         body["meta"] = {k: v for k, v in meta.items() if k not in ("manifest", "toggle")}
     # Open WebUI keeps a version history per object; this says what wrote the version (commit_message.py).

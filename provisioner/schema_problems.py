@@ -4,10 +4,11 @@ own path and line. Shared by the blueprint loader and the targets file (targets.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from .blueprints import Agent, Blueprint, Capability, CapabilityCatalog, FeatureCatalog, FeatureDef, Suggestion
 from .errors import Problem
@@ -52,7 +53,7 @@ def _wrong_union_branch(loc: PathKey, data: Any) -> bool:
     return False
 
 
-def _message(error: dict[str, Any], loc: PathKey) -> str:
+def _message(error: ErrorDetails, loc: PathKey) -> str:
     kind = error["type"]
     if kind == "missing":
         return "required field is missing"
@@ -130,6 +131,7 @@ def _clean_loc(loc: PathKey, data: Any, kind: str) -> PathKey:
     return tuple(out)
 
 
-def suggest(name: str, options: set[str] | frozenset[str] | Mapping[str, Any]) -> str:
+def suggest(name: str, options: Iterable[str]) -> str:
+    """A ` (did you mean 'x'?)` hint: the option closest to `name`, if one is close (of a mapping, its keys)."""
     close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.75)
     return f" (did you mean {close[0]!r}?)" if close else ""

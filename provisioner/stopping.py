@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 from contextlib import contextmanager
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -24,7 +25,7 @@ def stop_requests(notice: Callable[[str], None]) -> Iterator[Callable[[], str]]:
     if threading.current_thread() is not threading.main_thread():  # only the main thread takes signals
         yield lambda: ""
         return
-    previous = {}
+    previous: dict[signal.Signals, Any] = {}  # what each signal's handler was (signal.signal's answer)
 
     def on_signal(signum: int, _frame: object) -> None:
         if received:

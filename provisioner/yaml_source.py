@@ -53,7 +53,8 @@ class _Loader(yaml.SafeLoader):
         self._depth = 0
         self.tagged: dict[int, str] = {}  # id() of each node written with a tag -> the tag
 
-    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
+    # index: an int in a sequence, the key's node in a mapping (PyYAML's stubs say int)
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         event = self.peek_event()
         if self._depth > MAX_DEPTH:
             raise _TooDeepError(problem_mark=event.start_mark)
@@ -115,8 +116,8 @@ def read_yaml(path: Path, display: str) -> tuple[SourceFile | None, list[Problem
         loader = _Loader(text)  # the reader checks for control characters here
         node = loader.get_single_node()
     except _TooDeepError as exc:
-        line = exc.problem_mark.line + 1 if exc.problem_mark else None
-        return None, [Problem(display, line, "", _TOO_DEEP)]
+        mark = exc.problem_mark
+        return None, [Problem(display, mark.line + 1 if mark else None, "", _TOO_DEEP)]
     except yaml.MarkedYAMLError as exc:
         return None, [_syntax_problem(display, exc)]
     except yaml.reader.ReaderError as exc:  # control characters and the like
