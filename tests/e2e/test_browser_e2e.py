@@ -491,3 +491,95 @@ def test_a_file_attached_in_turn_one_still_reaches_the_agent_in_turn_two(site: S
     last_call = site.agui.model_calls()[-1]
     seen = [media["sha256"] for m in last_call if m["role"] == "user" for media in m["media"]]
     assert digest in seen, last_call
+
+
+# --- translations (issue 30): each user reads the agents in their interface language ---------------
+
+# The interface languages a user picks in Settings > General > Language (Open WebUI keeps the pick in
+# localStorage `locale`: i18next's cache, src/lib/i18n/index.ts); ja-JP has no translation in the
+# samples, so its user reads the agents' default text (the toggles are in Open WebUI's own Japanese).
+LANGUAGES = ("de-DE", "fr-FR", "ja-JP")
+TRANSLATED_AGENTS = ("aihub_agent_pipe.research-assistant.default", "aihub_agent_pipe.document-analyst.default")
+
+
+def localized(table: Any, locale: str, key: str, default: Any) -> Any:
+    """What Open WebUI 0.12.4 shows (localizedContent.ts): the user's locale, its language, the default."""
+    for candidate in dict.fromkeys((locale, locale.split("-")[0])):
+        entry = (table or {}).get(candidate)
+        value = entry.get(key) if isinstance(entry, dict) else getattr(entry, key, None)
+        if value:
+            return value
+    return default
+
+
+def expected_in(catalog: Catalog, model_id: str, locale: str) -> dict[str, Any]:
+    """An agent's name, description, suggestion cards and toggles (name -> tooltip) in `locale`."""
+    from provisioner.toggle_translations import NATIVE_TOGGLE_TRANSLATIONS
+
+    _, bp_id, agent_id = model_id.split(".")
+    loaded = next(lb for lb in catalog.blueprints if lb.blueprint.id == bp_id)
+    bp = loaded.blueprint
+    agent = next(a for a in bp.agents if a.id == agent_id)
+    own = agent.suggestions is not None
+    cards = localized(agent.i18n, locale, "suggestions", None) or (
+        None if own else localized(bp.i18n, locale, "suggestions", None)
+    ) or (agent.suggestions if own else bp.suggestions) or []
+    description = localized(agent.i18n, locale, "description", None) or (
+        None if agent.description else localized(bp.i18n, locale, "description", None)
+    ) or agent.description or bp.description
+    toggles = {}
+    for feature in sorted(loaded.supported_features):
+        if is_native(feature):
+            table, (title, tooltip) = NATIVE_TOGGLE_TRANSLATIONS.get(feature, {}), NATIVE_LOOK[feature]
+            toggles[localized(table, locale, "name", title)] = localized(table, locale, "description", tooltip)
+        else:
+            definition = catalog.features[feature]
+            toggles[localized(definition.i18n, locale, "title", definition.title)] = localized(
+                definition.i18n, locale, "description", definition.description)
+    return {
+        "name": localized(agent.i18n, locale, "name", agent.name),
+        "description": description,
+        "cards": sorted((card.title, card.subtitle) for card in cards),
+        "toggles": toggles,
+    }
+
+
+def shown(page: ChatPage, model_id: str) -> dict[str, Any]:
+    page.new_chat(model_id)
+    heading = page.page.locator("h2").filter(has=page.page.locator("span.line-clamp-1")).first
+    heading.wait_for()
+    description = page.page.locator("div.markdown.line-clamp-2").first
+    return {
+        "name": heading.inner_text().strip(),
+        "description": description.inner_text().strip() if description.count() else "",
+        "cards": sorted(page.suggestion_cards()),
+        "toggles": {toggle.name: toggle.description for toggle in page.toggles()},
+    }
+
+
+@pytest.mark.parametrize("locale", LANGUAGES)
+def test_each_user_reads_the_agents_and_toggles_in_their_interface_language(
+    site: Site, browser: Any, locale: str
+) -> None:
+    assert any(lb.blueprint.agents[0].i18n for lb in site.catalog.blueprints), "no sample agent is translated"
+    pages = logged_in_page(browser, site.owui, login={"email": MEMBER_EMAIL, "password": site.member_password})
+    page = next(pages)
+    try:
+        page.page.evaluate("locale => localStorage.setItem('locale', locale)", locale)
+        page.page.goto(page.url + "/")
+        page.page.wait_for_selector("#chat-input")
+        assert page.page.evaluate("() => document.documentElement.lang") == locale
+        problems = []
+        for model_id in TRANSLATED_AGENTS:
+            want, got = expected_in(site.catalog, model_id, locale), shown(page, model_id)
+            for key in want:
+                if want[key] != got[key]:
+                    problems.append(f"{model_id} in {locale}: {key} {got[key]!r}, expected {want[key]!r}")
+        if problems:
+            page.save_artifacts(f"i18n-{locale}")
+        assert not problems, "\n".join(problems)
+        if locale == "ja-JP":  # nobody translated the agents into Japanese: the default shows
+            research = expected_in(site.catalog, TRANSLATED_AGENTS[0], locale)
+            assert research["name"] == "Research Assistant"
+    finally:
+        next(pages, None)

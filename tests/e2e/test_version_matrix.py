@@ -217,6 +217,10 @@ def test_core_cycle(release: OpenWebUIInstance, agui_server: Any, tap: HeaderTap
         assert code == 0, out + err
         code, out, err = provision(capsys, "diff", "-o", "json", "--detailed-exitcode", *args)
         assert code == 0 and json.loads(out)["summary"] == {"add": 0, "change": 0, "destroy": 0}, out + err
+        # The samples translate an agent and the custom toggles: before 0.12, one note says why
+        # only the default language lands (issue 30).
+        translation_notes = [n for n in json.loads(out)["notes"] if "translations (i18n)" in n]
+        assert len(translation_notes) == (0 if compat.select(version).i18n else 1), translation_notes
     table = compat.select(version)
     with steps.run("access"):
         rows = {r["id"]: r for r in release_rows(release, table)}
