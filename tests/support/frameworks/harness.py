@@ -9,6 +9,7 @@ it::
     AGENT_PATH = "/agent"                      # the AG-UI route the app serves
     SCENARIOS = ("stream", "tool", ...)        # optional: the scripts of apps/_common.py it serves
     ANSWERS = {"approve": {"approved": ...}}   # optional: the user's answers in the shape it reads
+    NOT_OFFERED = {"client": "why"}            # optional: why a scenario it does not serve is missing
 
 Adding a framework is adding such a file (``apps/_common.py`` holds what every app shares: the
 port, the recording and control routes, the scripts). Venvs live under the cache dir
@@ -35,7 +36,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,7 @@ class Framework:
     agent_path: str
     scenarios: tuple[str, ...]
     answers: dict[str, dict[str, Any]]
+    not_offered: dict[str, str] = field(default_factory=dict)
 
     @property
     def home(self) -> Path:
@@ -86,14 +88,14 @@ def _declared(app: Path) -> Framework:
     values: dict[str, Any] = {}
     for node in ast.parse(app.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            if node.targets[0].id in ("PINS", "AGENT_PATH", "SCENARIOS", "ANSWERS"):
+            if node.targets[0].id in ("PINS", "AGENT_PATH", "SCENARIOS", "ANSWERS", "NOT_OFFERED"):
                 values[node.targets[0].id] = ast.literal_eval(node.value)
     pins = tuple(values.get("PINS") or ())
     if not pins or not all("==" in pin for pin in pins):
         raise HarnessError(f"{app}: PINS must be a literal tuple of exact pins (name==version)")
     scenarios = tuple(values.get("SCENARIOS") or ALL_SCENARIOS)
     return Framework(app.stem.removesuffix("_app"), app, pins, str(values.get("AGENT_PATH", "/agent")), scenarios,
-                     dict(values.get("ANSWERS") or {}))
+                     dict(values.get("ANSWERS") or {}), dict(values.get("NOT_OFFERED") or {}))
 
 
 def frameworks() -> dict[str, Framework]:

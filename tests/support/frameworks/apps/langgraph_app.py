@@ -22,9 +22,9 @@ PINS = (
     "uvicorn==0.55.0",
 )
 AGENT_PATH = "/agent"
-# No "client": a create_agent graph runs only its own tools (the tools a client sends in
-# RunAgentInput.tools reach the graph's state, and create_agent does not read them).
 SCENARIOS = ("stream", "tool", "approve", "ask", "tool_error", "model_error", "files")
+NOT_OFFERED = {"client": "a create_agent graph runs only its own tools (the tools a client sends in "
+                         "RunAgentInput.tools reach the graph's state, and create_agent does not read them)"}
 
 import _common as common
 from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint

@@ -27,9 +27,11 @@ PINS = (
     "uvicorn==0.55.0",
 )
 AGENT_PATH = "/agent"
-# No "client": Strands' frontend tools are the ones a client sends in RunAgentInput.tools.
 SCENARIOS = ("stream", "tool", "approve", "ask", "tool_error", "model_error", "files")
+NOT_OFFERED = {"client": "Strands' frontend tools are the ones a client sends in RunAgentInput.tools, "
+                         "and the pipe sends none"}
 
+CONTEXT = "Context provided by the application:"
 _FORMATS = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp", "pdf": "application/pdf"}
 
 
@@ -42,7 +44,10 @@ def _seen(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for message in messages:
         blocks = message.get("content") or []
+        # the adapter writes RunAgentInput.context before the user's text, a blank line between
         text = "".join(b["text"] for b in blocks if "text" in b)
+        if text.startswith(CONTEXT):
+            text = text.split("\n\n", 1)[1] if "\n\n" in text else ""
         media = []
         for kind in ("image", "document"):
             for b in blocks:

@@ -1,0 +1,372 @@
+"""Every framework's own AG-UI server, every behaviour of issue 32, through the real pipe.
+
+The servers are tests/support/frameworks/ (each framework's AG-UI server code in its default
+configuration, a scripted model of the framework's own kind, a venv of its own). The pipe is the
+built owui_functions/aihub_agent_pipe.py, driven through its ``pipe()`` as Open WebUI calls it.
+Each test asserts the behaviour a user should get; its outcome (yes / qualified / no, with why)
+is written to ``.frameworks/<framework>.json`` for scripts/framework-table
+(docs/agent-frameworks.md). A (framework, behaviour) the pipe does not handle yet is a strict
+xfail naming why (KNOWN_GAPS), so it shows the day it starts to pass.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import pytest
+from tests.support.frameworks import harness, matrix
+from tests.support.frameworks.matrix import (
+    ADDRESS, Chat, Dialog, Wire, calls, outcome, outline, pause_kind, spinning, texts,
+)
+from tests.support.frameworks.testing import started
+from tests.support.pipe_support import FakeStore
+
+pytestmark = pytest.mark.agui
+
+# (framework, behaviour) -> why the pipe does not do it yet (issue 32 items 2-4, being built): a
+# strict xfail, so the day the pipe does it the test fails until the entry goes.
+ON_INTERRUPT = "the pipe does not read ag-ui-langgraph's CUSTOM on_interrupt nor resume with forwardedProps.command.resume"
+LEFT_TO_CLIENT = ("the pipe does not ask about a call the server leaves for the client (no TOOL_CALL_RESULT, "
+                  "no outcome; pendingToolCallIds once the pipe sends protocolVersion 1.0)")
+ADK_CONFIRMATION = ("ADK's tool confirmation is a call to adk_request_confirmation left for the client, answered "
+                    "with a tool message {confirmed}: the pipe does not ask about it")
+NOT_CANCELLED = "the pipe resumes an unanswered approval as resolved {approved: false}, not as cancelled"
+USAGE_LIST = "the pipe does not read AG-UI 1.0's usage list on RUN_FINISHED"
+KNOWN_GAPS: dict[tuple[str, str], str] = {
+    ("langgraph", "stream+tools"): "ag-ui-langgraph drops the first piece of a call's arguments; the pipe does not "
+                                   "take them from the closing MESSAGES_SNAPSHOT",
+    ("langgraph", "later turns"): "ag-ui-langgraph adds the history the pipe sends to its checkpointed thread: "
+                                  "the model sees the earlier turns twice",
+    ("langgraph", "approval: approved"): ON_INTERRUPT,
+    ("langgraph", "approval: declined"): ON_INTERRUPT,
+    ("langgraph", "approval: no answer"): ON_INTERRUPT,
+    ("langgraph", "question: answered"): ON_INTERRUPT,
+    ("langgraph", "question: no answer"): ON_INTERRUPT,
+    ("langgraph", "usage"): USAGE_LIST,
+    ("pydantic_ai", "approval: no answer"): NOT_CANCELLED,
+    ("pydantic_ai", "question: answered"): LEFT_TO_CLIENT,
+    ("pydantic_ai", "question: no answer"): LEFT_TO_CLIENT,
+    ("pydantic_ai", "client tool: answered"): LEFT_TO_CLIENT,
+    ("pydantic_ai", "client tool: no answer"): LEFT_TO_CLIENT,
+    ("adk", "stream+tools"): 'ADK wraps a tool result as {"result": ...}: the pipe shows it unwrapped only once it unwraps',
+    ("adk", "approval: approved"): ADK_CONFIRMATION,
+    ("adk", "approval: declined"): ADK_CONFIRMATION,
+    ("adk", "approval: no answer"): ADK_CONFIRMATION,
+    ("adk", "question: answered"): LEFT_TO_CLIENT,
+    ("adk", "question: no answer"): LEFT_TO_CLIENT,
+    ("adk", "client tool: answered"): LEFT_TO_CLIENT,
+    ("adk", "client tool: no answer"): LEFT_TO_CLIENT,
+    ("strands", "stream+tools"): "Strands sends a tool result as a JSON-encoded string: the pipe shows the quotes",
+    ("strands", "approval: no answer"): NOT_CANCELLED,
+    ("strands", "question: answered"): "Strands' native interrupt has the question only in metadata.reason: the "
+                                       "pipe's dialog is empty",
+    ("strands", "usage"): USAGE_LIST,
+    # fw-b's frameworks, as the matrix's first run found them (their owner refines the reasons)
+    ("agno", "stream+tools"): "Agno sends a tool result as a JSON-encoded string: the pipe shows the quotes",
+    ("agno", "later turns"): "Agno reads only the last user message; its history is its own database (none by default)",
+    ("agno", "approval: approved"): LEFT_TO_CLIENT,
+    ("agno", "approval: declined"): LEFT_TO_CLIENT,
+    ("agno", "approval: no answer"): LEFT_TO_CLIENT,
+    ("agno", "question: answered"): LEFT_TO_CLIENT,
+    ("agno", "question: no answer"): LEFT_TO_CLIENT,
+    ("agno", "client tool: answered"): LEFT_TO_CLIENT,
+    ("agno", "client tool: no answer"): LEFT_TO_CLIENT,
+    ("llamaindex", "stream+tools"): "LlamaIndex sends a backend tool's result only in its MESSAGES_SNAPSHOT",
+    ("llamaindex", "later turns"): "the model does not get the earlier turns as user and assistant messages",
+    ("llamaindex", "client tool: answered"): "LlamaIndex ends the run on a frontend tool call (TOOL_CALL_CHUNK, no "
+                                             "outcome): the pipe does not ask about it",
+    ("llamaindex", "client tool: no answer"): "LlamaIndex ends the run on a frontend tool call: the pipe does not "
+                                              "close it",
+    ("llamaindex", "tool error"): "LlamaIndex sends the failed tool's result only in a snapshot: its block spins",
+}
+
+
+def params(behaviour: str) -> list[Any]:
+    out = []
+    for name, b in matrix.cases():
+        if b != behaviour:
+            continue
+        gap = KNOWN_GAPS.get((name, b))
+        marks = [pytest.mark.xfail(reason=gap, strict=True)] if gap else []
+        out.append(pytest.param(name, marks=marks, id=name))
+    return out
+
+
+@pytest.fixture
+def wire(monkeypatch: pytest.MonkeyPatch) -> Wire:
+    return Wire().tap(monkeypatch)
+
+
+def server_for(framework_servers: Any, name: str) -> harness.FrameworkServer:
+    return started(framework_servers, name)
+
+
+SPINS = "a tool block is left Executing…"
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _error(content: str) -> str:
+    return next((line for line in content.splitlines() if "Agent error" in line), "")[:200]
+
+
+def ran(server: harness.FrameworkServer, tool: str) -> list[dict[str, Any]]:
+    return [r for r in server.ran() if r["name"] == tool]
+
+
+# --- streaming and tools --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", params("stream+tools"))
+def test_streamed_text_a_tool_with_its_result_and_more_text_show_once_in_stream_order(
+    framework_servers: Any, name: str, wire: Wire
+) -> None:
+    server = server_for(framework_servers, name)
+    with outcome(server, "stream+tools") as note:
+        run = Chat(server).say("scenario:tool")
+        shown = outline(run.content)
+        assert shown == ['A"Let me look up order 10023."', "TC[lookup_order]", "tool(lookup_order)",
+                         'A"Order 10023 has shipped."'], f"the answer shows as {shown}"
+        (call,) = calls(run.content)
+        assert _json(call.arguments) == {"order": "10023"}, f"the call's arguments show as {call.arguments!r}"
+        assert call.result == "order 10023 shipped", f"the result shows as {call.result!r}, not its text"
+        assert not spinning(run.content), SPINS
+        assert ran(server, "lookup_order") == [{"name": "lookup_order", "args": {"order": "10023"}}]
+        pieces = [e for e in wire.of("TOOL_CALL_ARGS") if e.get("toolCallId") == call.id]
+        chunks = [e for e in wire.of("TOOL_CALL_CHUNK") if e.get("delta")]
+        if len(pieces) + len(chunks) < 2:
+            note.qualify("the server sends a call's arguments in one piece (no streamed arguments)")
+
+
+# --- later turns ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", params("later turns"))
+def test_a_second_and_third_turn_give_the_model_each_earlier_turn_once(framework_servers: Any, name: str) -> None:
+    server = server_for(framework_servers, name)
+    with outcome(server, "later turns"):
+        chat = Chat(server)
+        chat.say("scenario:tool")
+        second = chat.say("scenario:stream (second turn)")
+        assert texts(second.content) == "Hello from the scripted agent.", second.content
+        server.clear()
+        third = chat.say("scenario:stream (third turn)")
+        assert texts(third.content) == "Hello from the scripted agent.", third.content
+        seen = [m for m in server.model_calls()[-1] if m["role"] != "system"]
+        users = [m["text"] for m in seen if m["role"] == "user"]
+        assert users == ["scenario:tool", "scenario:stream (second turn)", "scenario:stream (third turn)"], users
+        said = [m["text"] for m in seen if m["role"] == "assistant" and m["text"]]
+        for answer in ("Let me look up order 10023.", "Order 10023 has shipped.", "Hello from the scripted agent."):
+            assert sum(answer in s for s in said) == 1, f"{answer!r} seen {sum(answer in s for s in said)} times: {said}"
+        results = [r for m in seen for r in m["results"]]
+        assert len(results) == 1 and "order 10023 shipped" in str(results[0][1]), results
+
+
+# --- files ----------------------------------------------------------------------------------------
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(255, -1, -1))
+PDF = b"%PDF-1.4 the quarterly report " + bytes(range(256))
+
+
+@pytest.mark.parametrize("name", params("files"))
+def test_the_users_image_and_document_reach_the_model_as_its_own_content(framework_servers: Any, name: str) -> None:
+    server = server_for(framework_servers, name)
+    with outcome(server, "files") as note:
+        store = FakeStore()
+        refs = [store.add("f-png", "chart.png", "image/png", PNG), store.add("f-pdf", "q3.pdf", "application/pdf", PDF)]
+        run = Chat(server).say("scenario:files", store=store, metadata={"files": refs})
+        assert "Agent error" not in run.content, f"the agent failed: {texts(run.content)!r}"
+        assert texts(run.content) == "I have read your attachments."
+        (user,) = [m for m in server.model_calls()[0] if m["role"] == "user"]
+        assert user["text"].startswith("scenario:files"), user
+        got = {m["sha256"]: m for m in user["media"]}
+        assert hashlib.sha256(PNG).hexdigest() in got, f"the image did not reach the model: {user['media']}"
+        if hashlib.sha256(PDF).hexdigest() not in got:
+            note.qualify("the document does not reach the model as a document (images do)")
+
+
+# --- asking the user: approvals ---------------------------------------------------------------------
+
+
+def _approval(chat: Chat, dialog: Any, timeout: float = matrix.QUESTION_TIMEOUT) -> Any:
+    return chat.say("scenario:approve", event_call=dialog, question_timeout=timeout)
+
+
+@pytest.mark.parametrize("name", params("approval: approved"))
+def test_an_approved_tool_runs_and_the_same_answer_goes_on(framework_servers: Any, name: str, wire: Wire) -> None:
+    server = server_for(framework_servers, name)
+    with outcome(server, "approval: approved"):
+        dialog = Dialog(True)
+        run = _approval(Chat(server), dialog)
+        assert dialog.questions, f"nobody was asked: the server paused with {pause_kind(wire)}"
+        assert len(dialog.questions) == 1, f"asked {len(dialog.questions)} times"
+        question = dialog.questions[0]
+        assert question["type"] == "confirmation", f"asked as {question['type']}, not as an approval"
+        assert "cancel_order" in json.dumps(question) and "10023" in json.dumps(question), \
+            f"the dialog names neither the tool nor its arguments: {question['data']}"
+        assert ran(server, "cancel_order") == [{"name": "cancel_order", "args": {"order": "10023"}}], \
+            "the approved tool did not run"
+        assert not spinning(run.content), SPINS
+        assert "Agent error" not in run.content, f"the resumed run failed: {_error(run.content)}"
+        assert "order 10023 cancelled" in texts(run.content), "the run did not go on after the tool"
+
+
+@pytest.mark.parametrize("name", params("approval: declined"))
+def test_a_declined_tool_never_runs_and_the_run_goes_on(framework_servers: Any, name: str, wire: Wire) -> None:
+    server = server_for(framework_servers, name)
+    with outcome(server, "approval: declined"):
+        dialog = Dialog(False)
+        run = _approval(Chat(server), dialog)
+        assert dialog.questions, f"nobody was asked: the server paused with {pause_kind(wire)}"
+        assert ran(server, "cancel_order") == [], "the declined tool ran"
+        assert not spinning(run.content), SPINS
+        assert "Agent error" not in run.content, f"the resumed run failed: {_error(run.content)}"
+        assert "The cancel tool said:" in texts(run.content), "the run did not go on after the decline"
+
+
+def _no_approval_sent(server: harness.FrameworkServer) -> None:
+    """After the first request: nothing the pipe sent approves anything, and a 1.0 resume is cancelled."""
+    for request in server.recorded()[1:]:
+        text = json.dumps({k: request.get(k) for k in ("resume", "forwardedProps", "messages")})
+        assert '"approved": true' not in text and '"confirmed": true' not in text and '"accepted": true' not in text
+        for entry in request.get("resume") or []:
+            assert entry.get("status") == "cancelled", f"resume sent when nobody answered: {entry}"
+
+
+@pytest.mark.parametrize("name", params("approval: no answer"))
+def test_an_unanswered_approval_never_runs_the_tool_and_the_agent_is_told(framework_servers: Any, name: str, wire: Wire) -> None:
+    server = server_for(framework_servers, name)
+    with outcome(server, "approval: no answer"):
+        dialog = Dialog(True, delay=3)
+        run = _approval(Chat(server), dialog, timeout=1)
+        assert dialog.questions, f"nobody was asked: the server paused with {pause_kind(wire)}"
+        assert ran(server, "cancel_order") == [], "the unanswered tool ran"
+        assert not spinning(run.content), SPINS
+        (call,) = [c for c in calls(run.content) if c.name == "cancel_order"]
+        assert call.result is not None, "the unanswered call's block has no result"
+        assert len(server.recorded()) >= 2, "the pipe did not tell the agent (no resume sent)"
+        _no_approval_sent(server)
+
+
+# --- asking the user: questions ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", params("question: answered"))
+def test_the_frameworks_question_is_asked_and_its_answer_reaches_the_agent(framework_servers: Any, name: str, wire: Wire) -> None:
+    server = server_for(framework_servers, name)
+    with outcome(server, "question: answered"):
+        dialog = Dialog(ADDRESS)
+        run = Chat(server).say("scenario:ask", event_call=dialog)
+        assert dialog.questions, f"nobody was asked: the server paused with {pause_kind(wire)}"
+        assert len(dialog.questions) == 1, f"asked {len(dialog.questions)} times"
+        question = dialog.questions[0]
+        assert question["type"] == "input", f"asked as {question['type']}, not as a question to answer"
+        assert "Which address should the parcel go to?" in question["data"]["message"], \
+            f"the dialog does not hold the question: {question['data']['message']!r}"
+        assert not spinning(run.content), SPINS
+        assert "Agent error" not in run.content, f"the resumed run failed: {_error(run.content)}"
+        assert ADDRESS in texts(run.content), "the answer did not reach the agent"
+
+
+@pytest.mark.parametrize("name", params("question: no answer"))
+def test_an_unanswered_question_closes_the_call_and_nothing_spins(framework_servers: Any, name: str, wire: Wire) -> None:
+    server = server_for(framework_servers, name)
+    with outcome(server, "question: no answer"):
+        dialog = Dialog(ADDRESS, delay=3)
+        run = Chat(server).say("scenario:ask", event_call=dialog, question_timeout=1)
+        assert dialog.questions, f"nobody was asked: the server paused with {pause_kind(wire)}"
+        assert not spinning(run.content), SPINS
+        (call,) = [c for c in calls(run.content) if c.name == "ask_address"]
+        assert call.result is not None, "the unanswered call's block has no result"
+        assert ADDRESS not in json.dumps(server.recorded())
+        assert not [r for r in ran(server, "ask_address") if r["args"].get("answer")]
+
+
+# --- tools left to the client -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", params("client tool: answered"))
+def test_a_tool_left_to_the_client_is_asked_and_answered_as_its_result(framework_servers: Any, name: str, wire: Wire) -> None:
+    server = server_for(framework_servers, name)
+    with outcome(server, "client tool: answered"):
+        dialog = Dialog(True)
+        run = Chat(server).say("scenario:client", event_call=dialog)
+        assert dialog.questions, f"nobody was asked: the server paused with {pause_kind(wire)}"
+        assert len(dialog.questions) == 1, f"asked {len(dialog.questions)} times"
+        shown = json.dumps(dialog.questions[0])
+        assert "confirm_shipment" in shown and "10023" in shown, \
+            f"the dialog names neither the call nor its arguments: {dialog.questions[0]['data']}"
+        assert not spinning(run.content), SPINS
+        assert "The client answered:" in texts(run.content), "no new run went on with the answer"
+        later = server.recorded()[1:]
+        assert later, "no new run carried the answer"
+        tool_messages = [m for m in later[-1]["messages"] if m.get("role") == "tool"]
+        (call,) = [c for c in calls(run.content) if c.name == "confirm_shipment"]
+        assert call.id in [m.get("toolCallId") for m in tool_messages], later[-1]["messages"]
+
+
+@pytest.mark.parametrize("name", params("client tool: no answer"))
+def test_an_unanswered_client_tool_is_closed_as_not_run(framework_servers: Any, name: str, wire: Wire) -> None:
+    server = server_for(framework_servers, name)
+    with outcome(server, "client tool: no answer"):
+        dialog = Dialog(True, delay=3)
+        run = Chat(server).say("scenario:client", event_call=dialog, question_timeout=1)
+        assert dialog.questions, f"nobody was asked: the server paused with {pause_kind(wire)}"
+        assert not spinning(run.content), SPINS
+        (call,) = [c for c in calls(run.content) if c.name == "confirm_shipment"]
+        assert call.result and call.result.startswith("Not run"), f"the block says {call.result!r}"
+
+
+# --- errors and usage -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", params("tool error"))
+def test_a_tool_that_raises_shows_as_the_agents_error_and_nothing_spins(framework_servers: Any, name: str) -> None:
+    server = server_for(framework_servers, name)
+    with outcome(server, "tool error") as note:
+        run = Chat(server).say("scenario:tool_error")
+        assert ran(server, "broken_lookup"), "the tool never ran"
+        assert not spinning(run.content), SPINS
+        (call,) = [c for c in calls(run.content) if c.name == "broken_lookup"]
+        assert call.result is not None, "the failed call's block has no result"
+        if outline(run.content)[-1] == "ERR":
+            assert "Agent error" in run.content
+            note.qualify("the run ends with the agent's error (the framework stops at a tool exception)")
+        else:
+            assert "the order database is down" in call.result or "error" in call.result.lower(), call.result
+            assert "The tool failed." in texts(run.content), run.content
+            note.qualify("the error is the tool's result and the model goes on (the framework's default)")
+
+
+@pytest.mark.parametrize("name", params("model error"))
+def test_a_model_error_mid_answer_shows_as_the_agents_error_after_the_text(framework_servers: Any, name: str) -> None:
+    server = server_for(framework_servers, name)
+    with outcome(server, "model error"):
+        run = Chat(server).say("scenario:model_error")
+        assert outline(run.content) == ['A"Starting to answer."', "ERR"], f"the answer shows as {outline(run.content)}"
+        assert "Agent error" in run.content and not spinning(run.content)
+
+
+@pytest.mark.parametrize("name", params("usage"))
+def test_usage_shows_wherever_the_framework_reports_it(framework_servers: Any, name: str, wire: Wire) -> None:
+    server = server_for(framework_servers, name)
+    with outcome(server, "usage") as note:
+        run = Chat(server).say("scenario:stream")
+        assert texts(run.content) == "Hello from the scripted agent."
+        reported = [e for e in wire.events if e.get("usage") or (e.get("type") == "CUSTOM" and e.get("name") == "usage")]
+        shown = [d["usage"] for d in run.data if "usage" in d]
+        if not reported:
+            assert shown == [], f"usage shown that the server never sent: {shown}"
+            note.no("the server reports no usage in its default configuration")
+        else:
+            where = sorted({f"{e['type']}.usage" if e.get("usage") else "CUSTOM usage" for e in reported})
+            assert len(shown) == 1, f"the usage the server sent ({', '.join(where)}) is shown {len(shown)} times"
+            usage = shown[0]
+            assert (usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"]) == (12, 5, 17), usage
