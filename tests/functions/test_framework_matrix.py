@@ -33,7 +33,6 @@ LEFT_TO_CLIENT = ("the pipe does not ask about a call the server leaves for the 
 ADK_CONFIRMATION = ("ADK's tool confirmation is a call to adk_request_confirmation left for the client, answered "
                     "with a tool message {confirmed}: the pipe does not ask about it")
 NOT_CANCELLED = "the pipe resumes an unanswered approval as resolved {approved: false}, not as cancelled"
-USAGE_LIST = "the pipe does not read AG-UI 1.0's usage list on RUN_FINISHED"
 KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("langgraph", "stream+tools"): "ag-ui-langgraph drops the first piece of a call's arguments; the pipe does not "
                                    "take them from the closing MESSAGES_SNAPSHOT",
@@ -44,7 +43,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("langgraph", "approval: no answer"): ON_INTERRUPT,
     ("langgraph", "question: answered"): ON_INTERRUPT,
     ("langgraph", "question: no answer"): ON_INTERRUPT,
-    ("langgraph", "usage"): USAGE_LIST,
     ("pydantic_ai", "approval: no answer"): NOT_CANCELLED,
     ("pydantic_ai", "question: answered"): LEFT_TO_CLIENT,
     ("pydantic_ai", "question: no answer"): LEFT_TO_CLIENT,
@@ -62,7 +60,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("strands", "approval: no answer"): NOT_CANCELLED,
     ("strands", "question: answered"): "Strands' native interrupt has the question only in metadata.reason: the "
                                        "pipe's dialog is empty",
-    ("strands", "usage"): USAGE_LIST,
     # fw-b's frameworks, as the matrix's first run found them (their owner refines the reasons)
     ("agno", "stream+tools"): "Agno sends a tool result as a JSON-encoded string: the pipe shows the quotes",
     ("agno", "later turns"): "Agno reads only the last user message; its history is its own database (none by default)",
