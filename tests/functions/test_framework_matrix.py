@@ -34,8 +34,6 @@ ADK_CONFIRMATION = ("ADK's tool confirmation is a call to adk_request_confirmati
                     "with a tool message {confirmed}: the pipe does not ask about it")
 NOT_CANCELLED = "the pipe resumes an unanswered approval as resolved {approved: false}, not as cancelled"
 KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("langgraph", "stream+tools"): "ag-ui-langgraph drops the first piece of a call's arguments; the pipe does not "
-                                   "take them from the closing MESSAGES_SNAPSHOT",
     ("langgraph", "later turns"): "ag-ui-langgraph adds the history the pipe sends to its checkpointed thread: "
                                   "the model sees the earlier turns twice",
     ("langgraph", "approval: approved"): ON_INTERRUPT,
@@ -48,7 +46,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("pydantic_ai", "question: no answer"): LEFT_TO_CLIENT,
     ("pydantic_ai", "client tool: answered"): LEFT_TO_CLIENT,
     ("pydantic_ai", "client tool: no answer"): LEFT_TO_CLIENT,
-    ("adk", "stream+tools"): 'ADK wraps a tool result as {"result": ...}: the pipe shows it unwrapped only once it unwraps',
     ("adk", "approval: approved"): ADK_CONFIRMATION,
     ("adk", "approval: declined"): ADK_CONFIRMATION,
     ("adk", "approval: no answer"): ADK_CONFIRMATION,
@@ -56,7 +53,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("adk", "question: no answer"): LEFT_TO_CLIENT,
     ("adk", "client tool: answered"): LEFT_TO_CLIENT,
     ("adk", "client tool: no answer"): LEFT_TO_CLIENT,
-    ("strands", "stream+tools"): "Strands sends a tool result as a JSON-encoded string: the pipe shows the quotes",
     ("strands", "approval: no answer"): NOT_CANCELLED,
     ("strands", "question: answered"): "Strands' native interrupt has the question only in metadata.reason: the "
                                        "pipe's dialog is empty",
@@ -76,7 +72,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
                                              "outcome): the pipe does not ask about it",
     ("llamaindex", "client tool: no answer"): "LlamaIndex ends the run on a frontend tool call: the pipe does not "
                                               "close it",
-    ("llamaindex", "tool error"): "LlamaIndex sends the failed tool's result only in a snapshot: its block spins",
 }
 
 
