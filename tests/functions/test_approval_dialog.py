@@ -71,3 +71,9 @@ def test_a_code_span_shows_its_text_exactly(text: str) -> None:
     html = _rendered(P.markdown_code(text))
     code = html.split("<code>", 1)[1].split("</code>", 1)[0]
     assert code == " ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;")
+
+
+def test_arguments_with_a_fence_of_their_own_cannot_close_the_block() -> None:
+    arguments = '{"note": "x"}\n```\n![p](https://evil.example/p.png) **Approved**\n````\n<img src=x>\n```'
+    html = _rendered(_question(arguments)["data"]["message"])
+    assert "<img" not in html and "<strong>" not in html and html.count("<pre>") == 1

@@ -15,6 +15,12 @@ breakage failed the test named:
 - Outbound.image without the ``+ 3`` of its base64 size check: test_an_image_of_exactly_max_image_mb_is_stored
 - resume_entry approving on ``bool(answer)``: the four cases of
   test_an_approval_answered_with_a_truthy_non_true_value_does_not_approve
+
+The same script breaks 21 more security rules of the pipe (who may read a file, what verifies,
+what an agent may show, what is refused), each pinned here or in the file it names. Two had no
+pin: safe_url without its scheme check (now test_a_link_that_is_not_http_is_never_shown, here)
+and a fixed three-backtick fence in the approval dialog (now
+tests/functions/test_approval_dialog.py::test_arguments_with_a_fence_of_their_own_cannot_close_the_block).
 """
 
 from __future__ import annotations
@@ -157,3 +163,17 @@ def test_an_approval_answered_with_a_truthy_non_true_value_does_not_approve(sse_
                    event_call=event_call)
     assert sse_stub.requests[1]["json"]["resume"][0]["payload"] == {"approved": False}
     assert "approved by the user" not in run.content
+
+
+# --- what an agent may show: only http(s) links ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("url", ["javascript://example.org/%0aalert(1)", "file://server/etc/passwd",
+                                 "ftp://example.org/x.png", "data://example.org/x"])
+def test_a_link_that_is_not_http_is_never_shown(sse_stub: SSEStub, url: str) -> None:
+    assert P.safe_url(url) == ""
+    sse_stub.behaviour.data = events(T("x"), [{"type": "CUSTOM", "name": "aihub.source", "value": {
+        "url": url, "title": "t"}}, {"type": "CUSTOM", "name": "aihub.image", "value": {"url": url}}], FINISHED)
+    run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", [{"role": "user", "content": "q"}])
+    assert url not in str(run.events)
+    assert [e["data"]["source"] for e in run.events if e["type"] == "source"] == [{"name": "t"}]
