@@ -3650,12 +3650,31 @@ PROBE_KEY = "aihub_probe"
 PROBE_VERSION = 1
 PROBE_TIMEOUT_SECONDS = 10.0
 # AG-UI's event types (ag_ui.core.EventType): the first event of a run is one of these.
-_AGUI_EVENTS = frozenset({
-    "RUN_STARTED", "RUN_FINISHED", "RUN_ERROR", "STEP_STARTED", "STEP_FINISHED", "TEXT_MESSAGE_START",
-    "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "TEXT_MESSAGE_CHUNK", "TOOL_CALL_START", "TOOL_CALL_ARGS",
-    "TOOL_CALL_END", "TOOL_CALL_CHUNK", "TOOL_CALL_RESULT", "STATE_SNAPSHOT", "STATE_DELTA",
-    "MESSAGES_SNAPSHOT", "RAW", "CUSTOM", "THINKING_START", "THINKING_END",
-})
+_AGUI_EVENTS = frozenset(
+    {
+        "RUN_STARTED",
+        "RUN_FINISHED",
+        "RUN_ERROR",
+        "STEP_STARTED",
+        "STEP_FINISHED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "TEXT_MESSAGE_CHUNK",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_CHUNK",
+        "TOOL_CALL_RESULT",
+        "STATE_SNAPSHOT",
+        "STATE_DELTA",
+        "MESSAGES_SNAPSHOT",
+        "RAW",
+        "CUSTOM",
+        "THINKING_START",
+        "THINKING_END",
+    }
+)
 
 
 def probe_requested(body: Mapping[str, Any], user: Mapping[str, Any] | None) -> bool:
@@ -3675,7 +3694,11 @@ def server_identity(identity_valve: str) -> dict[str, bool]:
         key = signing_key(identity_valve) is not None
     except Exception:  # a broken key is no key
         key = False
-    return {"forward_user_info": settings.enabled, "user_jwt": settings.enabled and bool(settings.secret), "identity_key": key}
+    return {
+        "forward_user_info": settings.enabled,
+        "user_jwt": settings.enabled and bool(settings.secret),
+        "identity_key": key,
+    }
 
 
 async def probe_backend(agent: AgentSpec, secret: str | None, scrubber: Scrubber) -> dict[str, Any]:
@@ -3688,13 +3711,27 @@ async def probe_backend(agent: AgentSpec, secret: str | None, scrubber: Scrubber
         timeout = aiohttp.ClientTimeout(total=PROBE_TIMEOUT_SECONDS, sock_connect=PROBE_TIMEOUT_SECONDS)
         if agent.transport == "openai":
             url = agent.url.rstrip("/") + "/models"
-            request = client.get(url, headers={**headers, "Accept": "application/json"}, timeout=timeout, proxy=_proxy_for(url))
+            request = client.get(
+                url, headers={**headers, "Accept": "application/json"}, timeout=timeout, proxy=_proxy_for(url)
+            )
         else:
             url = agent.url
-            run = {"threadId": "aihub-probe", "runId": f"aihub-probe-{os.urandom(6).hex()}", "messages": [], "tools": [],
-                   "context": [], "state": {}, "forwardedProps": {PROBE_KEY: True}}
-            request = client.post(url, json=run, headers={**headers, "Accept": "text/event-stream"}, timeout=timeout,
-                                  proxy=_proxy_for(url))
+            run = {
+                "threadId": "aihub-probe",
+                "runId": f"aihub-probe-{os.urandom(6).hex()}",
+                "messages": [],
+                "tools": [],
+                "context": [],
+                "state": {},
+                "forwardedProps": {PROBE_KEY: True},
+            }
+            request = client.post(
+                url,
+                json=run,
+                headers={**headers, "Accept": "text/event-stream"},
+                timeout=timeout,
+                proxy=_proxy_for(url),
+            )
         async with request as response:
             result["status"] = response.status
             result["content_type"] = response.headers.get("Content-Type", "")
@@ -3705,10 +3742,12 @@ async def probe_backend(agent: AgentSpec, secret: str | None, scrubber: Scrubber
                 result.update(await _protocol(agent.transport, response))
     except PipeConfigError as exc:
         result["reason"] = scrubber.error(str(exc))
-    except asyncio.TimeoutError:
+    except TimeoutError:
         result["reason"] = f"no answer within {PROBE_TIMEOUT_SECONDS:g} seconds"
     except Exception as exc:
-        result["reason"] = _connect_reason(exc) if _kinds(exc) & _CONNECT_FAILURES else f"the request failed ({type(exc).__name__})"
+        result["reason"] = (
+            _connect_reason(exc) if _kinds(exc) & _CONNECT_FAILURES else f"the request failed ({type(exc).__name__})"
+        )
     result["ms"] = round((time.monotonic() - started) * 1000)
     return result
 

@@ -60,8 +60,12 @@ def read_facts(client: OpenWebUIClient) -> Facts | Check:
     try:
         version = client.version()
     except ProvisionError as exc:
-        return Check("connection", "fail", f"cannot read Open WebUI at {client.base_url}: {exc}",
-                     "check the URL (--url, OPENWEBUI_URL or the target) and that an admin's API key is in OPENWEBUI_TOKEN")
+        return Check(
+            "connection",
+            "fail",
+            f"cannot read Open WebUI at {client.base_url}: {exc}",
+            "check the URL (--url, OPENWEBUI_URL or the target) and that an admin's API key is in OPENWEBUI_TOKEN",
+        )
     try:
         compat = client.compat
     except ConfigError as exc:
@@ -72,8 +76,12 @@ def read_facts(client: OpenWebUIClient) -> Facts | Check:
         models = client.list_models()
         groups = client.list_groups()
     except ApiError as exc:
-        return Check("connection", "fail", f"cannot read the instance: {exc}",
-                     "the token must be an admin's API key (Open WebUI answers 401/403 to anyone else)")
+        return Check(
+            "connection",
+            "fail",
+            f"cannot read the instance: {exc}",
+            "the token must be an admin's API key (Open WebUI answers 401/403 to anyone else)",
+        )
     return Facts(
         version=version,
         release_problem=None,
@@ -104,7 +112,9 @@ def instance_explanation(client: OpenWebUIClient, explained: dict[str, Any]) -> 
     return instance_notes(explained, facts)
 
 
-def diagnose(client: OpenWebUIClient, expected: Expected | None, replicas: Sequence[OpenWebUIClient] = ()) -> list[Check]:
+def diagnose(
+    client: OpenWebUIClient, expected: Expected | None, replicas: Sequence[OpenWebUIClient] = ()
+) -> list[Check]:
     """Every check of the instance (doctor.run_checks), in the order they were made; each
     agent's backend probed through the pipe of every replica given (else through `client`)."""
     facts = read_facts(client)
@@ -145,6 +155,4 @@ def _probe(key: str, client: OpenWebUIClient) -> Probe:
 
 def replica_clients(conn: Connection, token: str, urls: Sequence[str]) -> list[OpenWebUIClient]:
     """A client per replica URL (`doctor --replica`), with the target's token and settings."""
-    return [
-        connect(conn, (check_url(url, insecure=conn.insecure, allow_http=conn.allow_http), token)) for url in urls
-    ]
+    return [connect(conn, (check_url(url, insecure=conn.insecure, allow_http=conn.allow_http), token)) for url in urls]

@@ -19,9 +19,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from .contract import AGENTS_VALVE, API_KEYS_VALVE, FEATURE_FILTER_ID, IDENTITY_VALVE, PIPE_FUNCTION_ID, SIGNING_VALVE
+from .contract import (
+    AGENTS_VALVE,
+    API_KEYS_VALVE,
+    FEATURE_FILTER_ID,
+    IDENTITY_VALVE,
+    PIPE_FUNCTION_ID,
+    SIGNING_VALVE,
+    split_agent_key,
+)
 from .contract import model_id as agent_model_id
-from .contract import split_agent_key
 from .orphans import agent_entries
 
 Status = Literal["fail", "warn", "pass", "skip"]
@@ -111,7 +118,8 @@ def run_checks(
     if functions_off(facts.functions, facts.pipe_by_id):
         checks.append(
             Check(
-                "functions-enabled", "fail",
+                "functions-enabled",
+                "fail",
                 "functions are switched off (ENABLE_FUNCTIONS=false or ENABLE_PLUGINS=false): no agent row is served and "
                 "no toggle shows; every chat with an agent fails",
                 "set ENABLE_FUNCTIONS=true (and ENABLE_PLUGINS, if set) in Open WebUI's environment and restart it",
@@ -174,7 +182,9 @@ def _release(facts: Facts) -> Check:
         return Check("release", "fail", facts.release_problem, "upgrade Open WebUI")
     if not facts.tested:
         return Check(
-            "release", "warn", f"Open WebUI {facts.version or '(unknown version)'} is outside the tested range",
+            "release",
+            "warn",
+            f"Open WebUI {facts.version or '(unknown version)'} is outside the tested range",
             "run a tested release (see `provision diff`'s warning for the list), or watch the first chats closely",
         )
     return Check("release", "pass", f"Open WebUI {facts.version} is a tested release")
@@ -183,14 +193,35 @@ def _release(facts: Facts) -> Check:
 def _pipe(by_id: Mapping[str, Mapping[str, Any]]) -> list[Check]:
     pipe = by_id.get(PIPE_FUNCTION_ID)
     if pipe is None:
-        return [Check("pipe-active", "fail", f"the agent pipe {PIPE_FUNCTION_ID} is not on the instance: every agent fails",
-                      "run `provision sync`", PIPE_FUNCTION_ID)]
+        return [
+            Check(
+                "pipe-active",
+                "fail",
+                f"the agent pipe {PIPE_FUNCTION_ID} is not on the instance: every agent fails",
+                "run `provision sync`",
+                PIPE_FUNCTION_ID,
+            )
+        ]
     if not pipe.get("is_active"):
-        return [Check("pipe-active", "fail", f"the agent pipe {PIPE_FUNCTION_ID} is inactive: every agent's chat fails",
-                      "run `provision sync` (it switches the pipe on), or switch it on in Admin Panel > Functions",
-                      PIPE_FUNCTION_ID)]
+        return [
+            Check(
+                "pipe-active",
+                "fail",
+                f"the agent pipe {PIPE_FUNCTION_ID} is inactive: every agent's chat fails",
+                "run `provision sync` (it switches the pipe on), or switch it on in Admin Panel > Functions",
+                PIPE_FUNCTION_ID,
+            )
+        ]
     if pipe.get("is_global"):
-        return [Check("pipe-active", "warn", f"the agent pipe {PIPE_FUNCTION_ID} is global", "run `provision sync`", PIPE_FUNCTION_ID)]
+        return [
+            Check(
+                "pipe-active",
+                "warn",
+                f"the agent pipe {PIPE_FUNCTION_ID} is global",
+                "run `provision sync`",
+                PIPE_FUNCTION_ID,
+            )
+        ]
     return [Check("pipe-active", "pass", f"the agent pipe {PIPE_FUNCTION_ID} is active", subject=PIPE_FUNCTION_ID)]
 
 
@@ -210,46 +241,101 @@ def _bundle(by_id: Mapping[str, Mapping[str, Any]], expected: Expected | None) -
             else "its toggle shows on no agent"
         )
         if fn is None:
-            checks.append(Check("bundle-functions", "fail", f"{fid} is not on the instance: {effect}", "run `provision sync`", fid))
+            checks.append(
+                Check(
+                    "bundle-functions", "fail", f"{fid} is not on the instance: {effect}", "run `provision sync`", fid
+                )
+            )
         elif not fn.get("is_active"):
             status: Status = "fail" if fid == FEATURE_FILTER_ID else "warn"
-            checks.append(Check("bundle-functions", status, f"{fid} is inactive: {effect}",
-                                "run `provision sync`, or switch it on in Admin Panel > Functions", fid))
+            checks.append(
+                Check(
+                    "bundle-functions",
+                    status,
+                    f"{fid} is inactive: {effect}",
+                    "run `provision sync`, or switch it on in Admin Panel > Functions",
+                    fid,
+                )
+            )
         elif is_global is not None and bool(fn.get("is_global")) != is_global:
-            checks.append(Check(
-                "bundle-functions", "warn",
-                f"{fid} is {'global: it runs on every model of the instance' if fn.get('is_global') else 'not global, but its file says global: true'}",
-                "run `provision sync` (it sets the flag from the file's frontmatter)", fid,
-            ))
+            checks.append(
+                Check(
+                    "bundle-functions",
+                    "warn",
+                    f"{fid} is {'global: it runs on every model of the instance' if fn.get('is_global') else 'not global, but its file says global: true'}",
+                    "run `provision sync` (it sets the flag from the file's frontmatter)",
+                    fid,
+                )
+            )
     if not checks:
         checks.append(Check("bundle-functions", "pass", f"the bundle's {len(wanted)} filter(s) are present and active"))
     return checks
 
 
-def _pipe_valves(valves: Mapping[str, Any], served: Mapping[str, Mapping[str, Any]], expected: Expected | None) -> list[Check]:
+def _pipe_valves(
+    valves: Mapping[str, Any], served: Mapping[str, Mapping[str, Any]], expected: Expected | None
+) -> list[Check]:
     if expected is None:
-        return [Check("pipe-valves", "skip", "no blueprints read: the pipe's valves were not compared",
-                      "run `provision doctor -p DIR` with your blueprint directory")]
+        return [
+            Check(
+                "pipe-valves",
+                "skip",
+                "no blueprints read: the pipe's valves were not compared",
+                "run `provision doctor -p DIR` with your blueprint directory",
+            )
+        ]
     checks: list[Check] = []
     for key, entry in sorted(expected.agents.items()):
         live = served.get(key)
         if live is None:
-            checks.append(Check("pipe-valves", "fail", f"the pipe's AGENTS valve has no entry for {key}: its chats fail",
-                                "run `provision sync`", key))
+            checks.append(
+                Check(
+                    "pipe-valves",
+                    "fail",
+                    f"the pipe's AGENTS valve has no entry for {key}: its chats fail",
+                    "run `provision sync`",
+                    key,
+                )
+            )
         elif _comparable(live) != _comparable(entry):
             fields = sorted(k for k in set(entry) | set(live) if entry.get(k) != live.get(k))
-            checks.append(Check("pipe-valves", "fail",
-                                f"the pipe's entry for {key} differs from the blueprints ({', '.join(fields)})",
-                                "run `provision diff` to see it, then `provision sync`", key))
+            checks.append(
+                Check(
+                    "pipe-valves",
+                    "fail",
+                    f"the pipe's entry for {key} differs from the blueprints ({', '.join(fields)})",
+                    "run `provision diff` to see it, then `provision sync`",
+                    key,
+                )
+            )
     keys = _names(valves.get(API_KEYS_VALVE))
     for name in sorted(expected.key_names - keys):
-        checks.append(Check("pipe-valves", "fail", f"the pipe's API_KEYS valve holds no {name}: its agents get no key",
-                            f"set {name} where sync runs and run `provision sync`", name))
+        checks.append(
+            Check(
+                "pipe-valves",
+                "fail",
+                f"the pipe's API_KEYS valve holds no {name}: its agents get no key",
+                f"set {name} where sync runs and run `provision sync`",
+                name,
+            )
+        )
     if not valves.get(SIGNING_VALVE):
-        checks.append(Check("pipe-valves", "warn", "the pipe has no HISTORY_SIGNING_KEY: tool rounds are not replayed to agents",
-                            "run `provision sync` (it makes one)"))
+        checks.append(
+            Check(
+                "pipe-valves",
+                "warn",
+                "the pipe has no HISTORY_SIGNING_KEY: tool rounds are not replayed to agents",
+                "run `provision sync` (it makes one)",
+            )
+        )
     if not checks:
-        checks.append(Check("pipe-valves", "pass", f"the pipe's valves hold what the blueprints say ({len(expected.agents)} agent(s))"))
+        checks.append(
+            Check(
+                "pipe-valves",
+                "pass",
+                f"the pipe's valves hold what the blueprints say ({len(expected.agents)} agent(s))",
+            )
+        )
     return checks
 
 
@@ -271,10 +357,21 @@ def _rows(models: Sequence[Mapping[str, Any]], agents: Mapping[str, Mapping[str,
     for key in sorted(agents):
         row = rows.get(agent_model_id(*split_agent_key(key)))
         if row is None:
-            checks.append(Check("agent-rows", "fail", f"{key} has no model row: nobody sees the agent", "run `provision sync`", key))
+            checks.append(
+                Check(
+                    "agent-rows", "fail", f"{key} has no model row: nobody sees the agent", "run `provision sync`", key
+                )
+            )
         elif row.get("is_active") is False:
-            checks.append(Check("agent-rows", "fail", f"{key}'s model row is switched off: nobody sees the agent",
-                                "run `provision sync`, or switch it on in Admin Panel > Models", key))
+            checks.append(
+                Check(
+                    "agent-rows",
+                    "fail",
+                    f"{key}'s model row is switched off: nobody sees the agent",
+                    "run `provision sync`, or switch it on in Admin Panel > Models",
+                    key,
+                )
+            )
     if not checks:
         checks.append(Check("agent-rows", "pass", f"every agent has an active model row ({len(agents)})"))
     return checks
@@ -286,12 +383,15 @@ def _identity(valves: Mapping[str, Any], agents: Mapping[str, Mapping[str, Any]]
         return []
     if valves.get(IDENTITY_VALVE):
         return [Check("identity", "pass", f"the pipe holds an identity signing key for {', '.join(signed)}")]
-    return [Check(
-        "identity", "fail",
-        f"{', '.join(signed)} ask for a signed identity, and the pipe holds no signing key: their chats fail "
-        "unless the server sets AIHUB_IDENTITY_PRIVATE_KEY",
-        "run `provision sync` (it makes the key), or set AIHUB_IDENTITY_PRIVATE_KEY on the Open WebUI server",
-    )]
+    return [
+        Check(
+            "identity",
+            "fail",
+            f"{', '.join(signed)} ask for a signed identity, and the pipe holds no signing key: their chats fail "
+            "unless the server sets AIHUB_IDENTITY_PRIVATE_KEY",
+            "run `provision sync` (it makes the key), or set AIHUB_IDENTITY_PRIVATE_KEY on the Open WebUI server",
+        )
+    ]
 
 
 def _reads(entry: Mapping[str, Any]) -> set[str]:
@@ -312,32 +412,49 @@ def _uploads(facts: Facts, agents: Mapping[str, Mapping[str, Any]], expected: Ex
             continue
         names = list(expected.groups.get(key, ())) if expected is not None else []
         if expected is None or key in expected.public:
-            checks.append(Check(
-                "file-upload", "fail" if expected is not None else "warn",
-                f"{key} reads attached files, but users may not upload files (default permission chat.file_upload is off)",
-                "Admin Panel > Users > Groups > Default permissions: allow File Upload (or grant it to the agent's groups)", key,
-            ))
+            checks.append(
+                Check(
+                    "file-upload",
+                    "fail" if expected is not None else "warn",
+                    f"{key} reads attached files, but users may not upload files (default permission chat.file_upload is off)",
+                    "Admin Panel > Users > Groups > Default permissions: allow File Upload (or grant it to the agent's groups)",
+                    key,
+                )
+            )
             continue
         lacking = [n for n in names if _file_upload((groups.get(n) or {}).get("permissions")) is not True]
         if names and len(lacking) == len(names):
-            checks.append(Check(
-                "file-upload", "fail",
-                f"{key} reads attached files, but none of its groups ({', '.join(lacking)}) may upload files",
-                "allow File Upload in the permissions of its groups (Admin Panel > Users > Groups)", key,
-            ))
+            checks.append(
+                Check(
+                    "file-upload",
+                    "fail",
+                    f"{key} reads attached files, but none of its groups ({', '.join(lacking)}) may upload files",
+                    "allow File Upload in the permissions of its groups (Admin Panel > Users > Groups)",
+                    key,
+                )
+            )
     if not checks:
-        checks.append(Check("file-upload", "pass" if default is not None else "skip",
-                            "users of the document agents may upload files" if default is not None
-                            else "the default permissions could not be read"))
+        checks.append(
+            Check(
+                "file-upload",
+                "pass" if default is not None else "skip",
+                "users of the document agents may upload files"
+                if default is not None
+                else "the default permissions could not be read",
+            )
+        )
     docs = sorted(k for k in readers if "documents" in _reads(agents[k]))
     bypass = (facts.retrieval or {}).get("BYPASS_EMBEDDING_AND_RETRIEVAL")
     if docs and bypass is False:
-        checks.append(Check(
-            "embedding-bypass", "warn",
-            f"files attached for {', '.join(docs)} are also embedded into Open WebUI's vector store at upload",
-            "set Bypass Embedding and Retrieval (Admin Panel > Settings > Documents, BYPASS_EMBEDDING_AND_RETRIEVAL=true) "
-            "if documents must reach the agents unembedded",
-        ))
+        checks.append(
+            Check(
+                "embedding-bypass",
+                "warn",
+                f"files attached for {', '.join(docs)} are also embedded into Open WebUI's vector store at upload",
+                "set Bypass Embedding and Retrieval (Admin Panel > Settings > Documents, BYPASS_EMBEDDING_AND_RETRIEVAL=true) "
+                "if documents must reach the agents unembedded",
+            )
+        )
     elif docs and bypass is True:
         checks.append(Check("embedding-bypass", "pass", "attached documents are not embedded by Open WebUI"))
     return checks
@@ -352,10 +469,12 @@ def _wrappers(models: Sequence[Mapping[str, Any]], agents: Mapping[str, Mapping[
     ids = {agent_model_id(*split_agent_key(k)) for k in agents}
     return [
         Check(
-            "wrappers", "warn",
+            "wrappers",
+            "warn",
             f"workspace model {row.get('id')} wraps {row.get('base_model_id')}: its chats skip the feature filter, "
             "so toggles never reach the agent",
-            "point its users at the agent itself, or delete the wrapper", str(row.get("id")),
+            "point its users at the agent itself, or delete the wrapper",
+            str(row.get("id")),
         )
         for row in models
         if row.get("base_model_id") in ids and row.get("id") not in ids
@@ -364,15 +483,24 @@ def _wrappers(models: Sequence[Mapping[str, Any]], agents: Mapping[str, Mapping[
 
 # What to do about a backend the pipe could not reach, by the words of its reason.
 _BACKEND_FIXES: tuple[tuple[str, str], ...] = (
-    ("refused the key", "the backend refused the key: check the variable api_key_env names (sync copies it into the "
-     "pipe's API_KEYS) or, with api_key_from: server, the variable on the Open WebUI server"),
+    (
+        "refused the key",
+        "the backend refused the key: check the variable api_key_env names (sync copies it into the "
+        "pipe's API_KEYS) or, with api_key_from: server, the variable on the Open WebUI server",
+    ),
     ("API_KEYS", "set the key's variable where sync runs and run `provision sync`"),
     ("environment variable", "set the variable on every Open WebUI replica and restart them"),
-    ("refused", "start the agent's backend, or correct backend.url: it must work from where Open WebUI runs, "
-     "not only from where provision runs"),
+    (
+        "refused",
+        "start the agent's backend, or correct backend.url: it must work from where Open WebUI runs, "
+        "not only from where provision runs",
+    ),
     ("does not resolve", "the host name does not resolve from Open WebUI's side: use a name its DNS knows"),
-    ("TLS", "Open WebUI does not trust the backend's certificate: give the Open WebUI server the CA (SSL_CERT_FILE, "
-     "or its system store) or use a certificate of a CA it trusts"),
+    (
+        "TLS",
+        "Open WebUI does not trust the backend's certificate: give the Open WebUI server the CA (SSL_CERT_FILE, "
+        "or its system store) or use a certificate of a CA it trusts",
+    ),
     ("timed out", "nothing answers on the way from Open WebUI to the backend: a firewall, a proxy or a stopped host"),
     ("no answer within", "the backend accepted the connection but did not answer: check that it is healthy"),
     ("not as an AG-UI", "point backend.url at the agent's AG-UI endpoint (or set transport: openai)"),
@@ -383,25 +511,61 @@ _BACKEND_FIXES: tuple[tuple[str, str], ...] = (
 
 def _backends(probes: Sequence[Probe], not_probed: str) -> list[Check]:
     if not probes:
-        return [Check("backend", "skip", f"the agents' backends were not probed: {not_probed}", _NOT_PROBED_FIX.get(not_probed, ""))] if not_probed else []
+        return (
+            [
+                Check(
+                    "backend",
+                    "skip",
+                    f"the agents' backends were not probed: {not_probed}",
+                    _NOT_PROBED_FIX.get(not_probed, ""),
+                )
+            ]
+            if not_probed
+            else []
+        )
     several = len({p.via for p in probes}) > 1
     checks = []
     for probe in sorted(probes, key=lambda p: (p.agent, p.via)):
-        where = f" (through {probe.via}{', ' + str(probe.answer.get('replica')) if probe.answer and probe.answer.get('replica') else ''})" if several else ""
+        where = (
+            f" (through {probe.via}{', ' + str(probe.answer.get('replica')) if probe.answer and probe.answer.get('replica') else ''})"
+            if several
+            else ""
+        )
         answer = probe.answer
         if answer is None:
-            checks.append(Check("backend", "fail", f"{probe.agent}: the probe got no answer{where}: {probe.error}",
-                                "run `provision sync` (the pipe must be the bundle's), then look at Open WebUI's log", probe.agent))
+            checks.append(
+                Check(
+                    "backend",
+                    "fail",
+                    f"{probe.agent}: the probe got no answer{where}: {probe.error}",
+                    "run `provision sync` (the pipe must be the bundle's), then look at Open WebUI's log",
+                    probe.agent,
+                )
+            )
         elif answer.get("reached"):
             protocol = {"agui": "AG-UI", "openai": "OpenAI-compatible"}.get(str(answer.get("protocol")), "?")
             version = f" {answer['agui_version']}" if answer.get("agui_version") else ""
-            checks.append(Check("backend", "pass", f"{probe.agent}: reached from Open WebUI at {answer.get('host')} "
-                                f"({protocol}{version}, {answer.get('ms')} ms){where}", subject=probe.agent))
+            checks.append(
+                Check(
+                    "backend",
+                    "pass",
+                    f"{probe.agent}: reached from Open WebUI at {answer.get('host')} "
+                    f"({protocol}{version}, {answer.get('ms')} ms){where}",
+                    subject=probe.agent,
+                )
+            )
         else:
             reason = str(answer.get("reason") or "unknown")
             fix = next((f for needle, f in _BACKEND_FIXES if needle in reason), "see the backend's log")
-            checks.append(Check("backend", "fail", f"{probe.agent}: not reached from Open WebUI at {answer.get('host')}: "
-                                f"{reason}{where}", fix, probe.agent))
+            checks.append(
+                Check(
+                    "backend",
+                    "fail",
+                    f"{probe.agent}: not reached from Open WebUI at {answer.get('host')}: {reason}{where}",
+                    fix,
+                    probe.agent,
+                )
+            )
     return checks
 
 
@@ -418,18 +582,25 @@ def _probed_identity(probes: Sequence[Probe], agents: Mapping[str, Mapping[str, 
         if not answer or agents.get(probe.agent, {}).get("identity") != "signed":
             continue
         if not (answer.get("user_jwt") or answer.get("identity_key")):
-            checks.append(Check(
-                "identity", "fail",
-                f"{probe.agent} asks for a signed identity, and {answer.get('replica') or probe.via} can sign none: "
-                "its chats fail there",
-                "run `provision sync` (it gives the pipe a signing key), or set ENABLE_FORWARD_USER_INFO_HEADERS=true and "
-                "FORWARD_USER_INFO_HEADER_JWT_SECRET on every Open WebUI replica",
-                probe.agent,
-            ))
+            checks.append(
+                Check(
+                    "identity",
+                    "fail",
+                    f"{probe.agent} asks for a signed identity, and {answer.get('replica') or probe.via} can sign none: "
+                    "its chats fail there",
+                    "run `provision sync` (it gives the pipe a signing key), or set ENABLE_FORWARD_USER_INFO_HEADERS=true and "
+                    "FORWARD_USER_INFO_HEADER_JWT_SECRET on every Open WebUI replica",
+                    probe.agent,
+                )
+            )
         elif not answer.get("forward_user_info"):
-            checks.append(Check(
-                "identity", "pass",
-                f"{probe.agent} gets a signed identity (X-AIHub-Identity) from {answer.get('replica') or probe.via}; Open "
-                "WebUI's own forwarded-user headers are off there", subject=probe.agent,
-            ))
+            checks.append(
+                Check(
+                    "identity",
+                    "pass",
+                    f"{probe.agent} gets a signed identity (X-AIHub-Identity) from {answer.get('replica') or probe.via}; Open "
+                    "WebUI's own forwarded-user headers are off there",
+                    subject=probe.agent,
+                )
+            )
     return checks

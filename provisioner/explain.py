@@ -53,7 +53,9 @@ def find_agent(catalog: Catalog, name: str) -> Located:
         return exact[0]
     keys = [a.key for a in every]
     if exact:
-        raise ConfigError(f"{name!r} names {len(exact)} agents ({', '.join(a.key for a in exact)}); name one as <blueprint>.<agent>")
+        raise ConfigError(
+            f"{name!r} names {len(exact)} agents ({', '.join(a.key for a in exact)}); name one as <blueprint>.<agent>"
+        )
     raise ConfigError(
         f"no agent {name!r} in the blueprints{suggest(wanted, keys)}; agents: {', '.join(keys) or 'none'}"
     )
@@ -191,11 +193,18 @@ def instance_notes(explained: Mapping[str, Any], facts: Facts) -> list[dict[str,
     rows = {str(m.get("id")): m for m in facts.models}
     by_id = {str(f.get("id")): f for f in facts.functions}
     if functions_off(facts.functions, facts.pipe_by_id):
-        notes.append({"about": "functions", "note": "functions are switched off (ENABLE_FUNCTIONS=false): no toggle shows and every chat fails"})
+        notes.append(
+            {
+                "about": "functions",
+                "note": "functions are switched off (ENABLE_FUNCTIONS=false): no toggle shows and every chat fails",
+            }
+        )
         return notes
     row = rows.get(str(explained["model_id"]))
     if row is None:
-        notes.append({"about": "row", "note": "the instance has no row for this agent yet: `provision sync` creates it"})
+        notes.append(
+            {"about": "row", "note": "the instance has no row for this agent yet: `provision sync` creates it"}
+        )
     elif row.get("is_active") is False:
         notes.append({"about": "row", "note": "the row is switched off on the instance: nobody sees the agent"})
     for fid in [PIPE_FUNCTION_ID, FEATURE_FILTER_ID, *(t["filter"] for t in explained["toggles"])]:
@@ -205,7 +214,9 @@ def instance_notes(explained: Mapping[str, Any], facts: Facts) -> list[dict[str,
         elif not fn.get("is_active"):
             notes.append({"about": fid, "note": f"{fid} is inactive: {_inactive_effect(fid)}"})
         elif fn.get("is_global"):
-            notes.append({"about": fid, "note": f"{fid} is global: it runs on every model of the instance, not only on agents"})
+            notes.append(
+                {"about": fid, "note": f"{fid} is global: it runs on every model of the instance, not only on agents"}
+            )
     web = (facts.retrieval or {}).get("web") or {}
     for toggle in explained["toggles"]:
         if toggle["feature"] == "web_search" and web.get("ENABLE_WEB_SEARCH") is False:
@@ -249,7 +260,12 @@ def _upload_notes(
     for name in explained["row"]["groups"]:
         group = by_name.get(name)
         if group is None:
-            notes.append({"about": name, "note": f"group {name!r} does not exist on the instance: nobody gets the agent through it"})
+            notes.append(
+                {
+                    "about": name,
+                    "note": f"group {name!r} does not exist on the instance: nobody gets the agent through it",
+                }
+            )
             continue
         if _file_upload(group.get("permissions")) is False and default is not True:
             notes.append(
@@ -260,7 +276,10 @@ def _upload_notes(
             )
     if not explained["row"]["groups"] and default is False:
         notes.append(
-            {"about": "permissions", "note": "users may not upload files by default (chat.file_upload off): only admins can attach files"}
+            {
+                "about": "permissions",
+                "note": "users may not upload files by default (chat.file_upload off): only admins can attach files",
+            }
         )
     return notes
 

@@ -18,8 +18,11 @@ LABEL = {"fail": "FAIL", "warn": "WARN", "pass": "ok", "skip": "skip"}
 
 
 def summary_text(summary: dict[str, int]) -> str:
-    parts = [f"{summary['fail']} failed", f"{summary['warn']} warning{'s' if summary['warn'] != 1 else ''}",
-             f"{summary['pass']} passed"]
+    parts = [
+        f"{summary['fail']} failed",
+        f"{summary['warn']} warning{'s' if summary['warn'] != 1 else ''}",
+        f"{summary['pass']} passed",
+    ]
     if summary["skip"]:
         parts.append(f"{summary['skip']} skipped")
     return "Doctor: " + ", ".join(parts) + "."
@@ -42,5 +45,7 @@ def doctor_markdown(report: dict[str, Any]) -> str:
     lines += ["| | check | finding | fix |", "|---|---|---|---|"]
     for check in report["checks"]:
         fix = _code(check["fix"], cell=True) if check.get("fix") and check["status"] != "pass" else ""
-        lines.append(f"| {LABEL[check['status']]} | {_code(check['id'], cell=True)} | {_code(check['message'], cell=True)} | {fix} |")
+        lines.append(
+            f"| {LABEL[check['status']]} | {_code(check['id'], cell=True)} | {_code(check['message'], cell=True)} | {fix} |"
+        )
     return "\n".join(lines) + "\n"

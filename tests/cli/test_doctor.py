@@ -35,9 +35,15 @@ def test_a_synced_instance_passes_and_warns_only_about_embedding(capsys, fake: F
     assert code == 0, report
     assert report["format_version"] == "1" and report["summary"]["fail"] == 0
     assert [c["id"] for c in report["checks"] if c["status"] == "warn"] == ["embedding-bypass"]
-    assert {"release", "functions-enabled", "pipe-active", "bundle-functions", "pipe-valves", "agent-rows", "file-upload"} <= {
-        c["id"] for c in report["checks"] if c["status"] == "pass"
-    }
+    assert {
+        "release",
+        "functions-enabled",
+        "pipe-active",
+        "bundle-functions",
+        "pipe-valves",
+        "agent-rows",
+        "file-upload",
+    } <= {c["id"] for c in report["checks"] if c["status"] == "pass"}
     assert doctor(capsys, "--strict")[0] == 2
     fake.retrieval["BYPASS_EMBEDDING_AND_RETRIEVAL"] = True
     assert doctor(capsys, "--strict")[0] == 0
@@ -60,7 +66,9 @@ def test_an_inactive_pipe_fails_and_diff_and_sync_warn_but_never_block(capsys, f
     fake.functions[PIPE]["is_active"] = False
     code, report = doctor(capsys)
     assert code == 1 and report["checks"][0] == {
-        "id": "pipe-active", "status": "fail", "subject": PIPE,
+        "id": "pipe-active",
+        "status": "fail",
+        "subject": PIPE,
         "message": f"the agent pipe {PIPE} is inactive: every agent's chat fails",
         "fix": "run `provision sync` (it switches the pipe on), or switch it on in Admin Panel > Functions",
     }
@@ -116,7 +124,12 @@ def test_document_agents_need_users_who_may_upload(capsys, fake: FakeOpenWebUI) 
 def test_rows_and_wrappers(capsys, fake: FakeOpenWebUI) -> None:
     assert run(capsys, "sync", *SAMPLES)[0] == 0
     del fake.models["aihub_agent_pipe.policy-faq.default"]
-    fake.models["mine"] = {"id": "mine", "name": "Mine", "base_model_id": "aihub_agent_pipe.support-desk.tier1", "meta": {}}
+    fake.models["mine"] = {
+        "id": "mine",
+        "name": "Mine",
+        "base_model_id": "aihub_agent_pipe.support-desk.tier1",
+        "meta": {},
+    }
     found = statuses(doctor(capsys)[1])
     assert found[("agent-rows", "policy-faq.default")] == "fail"
     assert found[("wrappers", "mine")] == "warn"
@@ -134,7 +147,12 @@ def test_without_blueprints_the_instance_alone_is_checked(capsys, fake: FakeOpen
 
 def test_markdown_is_one_table_with_every_value_in_a_code_span(capsys, fake: FakeOpenWebUI) -> None:
     assert run(capsys, "sync", *SAMPLES)[0] == 0
-    fake.models["x"] = {"id": "<img src=x>|`", "name": "n", "base_model_id": "aihub_agent_pipe.support-desk.tier1", "meta": {}}
+    fake.models["x"] = {
+        "id": "<img src=x>|`",
+        "name": "n",
+        "base_model_id": "aihub_agent_pipe.support-desk.tier1",
+        "meta": {},
+    }
     code, out, _ = run(capsys, "doctor", *SAMPLES, "-o", "markdown")
     assert code == 0
     lines = out.splitlines()
@@ -159,20 +177,29 @@ def test_explain_offline_and_with_the_instance(capsys, fake: FakeOpenWebUI, monk
     assert "On the instance" not in out
     assert run(capsys, "sync", *SAMPLES, "--url", fake.base_url)[0] == 0
     fake.functions["aihub_toggle_user_files"]["is_active"] = False
-    code, out, _ = run(capsys, "explain", "document-analyst", "-p", str(REPO / "blueprints"), "--url", fake.base_url, "-o", "json")
+    code, out, _ = run(
+        capsys, "explain", "document-analyst", "-p", str(REPO / "blueprints"), "--url", fake.base_url, "-o", "json"
+    )
     notes = json.loads(out)["instance"]
     assert code == 0 and notes == [
-        {"about": "aihub_toggle_user_files", "note": "aihub_toggle_user_files is inactive: its toggle does not show on any agent"}
+        {
+            "about": "aihub_toggle_user_files",
+            "note": "aihub_toggle_user_files is inactive: its toggle does not show on any agent",
+        }
     ]
 
 
 def test_each_backend_as_the_pipe_reached_it_with_the_fix_for_its_reason(capsys, fake: FakeOpenWebUI) -> None:
     assert run(capsys, "sync", *SAMPLES)[0] == 0
     fake.probe_answers["aihub_agent_pipe.policy-faq.default"] = {
-        "reached": False, "host": "127.0.0.1:8702", "reason": "connection refused: nothing listens there",
+        "reached": False,
+        "host": "127.0.0.1:8702",
+        "reason": "connection refused: nothing listens there",
     }
     fake.probe_answers["aihub_agent_pipe.support-desk.tier1"] = {
-        "reached": False, "host": "agents.internal", "status": 401,
+        "reached": False,
+        "host": "agents.internal",
+        "status": 401,
         "reason": "answered HTTP 401: the backend refused the key (bad key)",
     }
     code, report = doctor(capsys)
@@ -186,8 +213,13 @@ def test_each_backend_as_the_pipe_reached_it_with_the_fix_for_its_reason(capsys,
     assert backends["document-analyst.default"]["status"] == "pass"
     # a chat completion without a chat (nothing stored), carrying nothing of any user
     assert len(fake.probe_bodies) == 6 and all(
-        body == {"model": body["model"], "messages": [{"role": "user", "content": "aihub probe"}], "stream": False,
-                 "aihub_probe": {"version": 1}}
+        body
+        == {
+            "model": body["model"],
+            "messages": [{"role": "user", "content": "aihub probe"}],
+            "stream": False,
+            "aihub_probe": {"version": 1},
+        }
         for body in fake.probe_bodies
     )
 

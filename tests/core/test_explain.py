@@ -74,7 +74,12 @@ agents:
 
 @pytest.fixture
 def catalog(tmp_path: Path):
-    for name, text in {"capabilities.yaml": CAPABILITIES, "features.yaml": FEATURES, "desk.yaml": DESK, "other.yaml": OTHER}.items():
+    for name, text in {
+        "capabilities.yaml": CAPABILITIES,
+        "features.yaml": FEATURES,
+        "desk.yaml": DESK,
+        "other.yaml": OTHER,
+    }.items():
         (tmp_path / name).write_text(textwrap.dedent(text), encoding="utf-8")
     return load_catalog(tmp_path)
 
@@ -86,8 +91,16 @@ def test_each_toggle_names_its_capabilities_and_the_steps_that_call_them_with_li
     assert toggle["on_by_default"] is True
     desk, caps = str(tmp_path / "desk.yaml"), str(tmp_path / "capabilities.yaml")
     assert toggle["served_by"] == [
-        {"capability": "search_again", "at": {"file": caps, "line": 4}, "steps": [{"step": "read", "file": desk, "line": 11}]},
-        {"capability": "web_research", "at": {"file": caps, "line": 2}, "steps": [{"step": "look", "file": desk, "line": 7}]},
+        {
+            "capability": "search_again",
+            "at": {"file": caps, "line": 4},
+            "steps": [{"step": "read", "file": desk, "line": 11}],
+        },
+        {
+            "capability": "web_research",
+            "at": {"file": caps, "line": 2},
+            "steps": [{"step": "look", "file": desk, "line": 7}],
+        },
     ]
     assert (explained["file"], explained["line"]) == (desk, 15)
 
@@ -97,7 +110,10 @@ def test_each_feature_not_shown_says_why(catalog, tmp_path) -> None:
     assert set(why) == {"code_interpreter", "image_generation", "user_files", "deep_research"}
     assert why["image_generation"].startswith("no capability in capabilities.yaml serves image_generation")
     assert why["deep_research"].startswith("no capability in capabilities.yaml serves deep_research")
-    assert f"served by sandbox ({tmp_path / 'capabilities.yaml'}:6), but no step of blueprint desk" in why["code_interpreter"]
+    assert (
+        f"served by sandbox ({tmp_path / 'capabilities.yaml'}:6), but no step of blueprint desk"
+        in why["code_interpreter"]
+    )
     assert "drive" in why["user_files"] and "add it to a step's `calls`" in why["user_files"]
 
 
@@ -133,7 +149,11 @@ def facts(**overrides) -> Facts:
         {"id": "aihub_toggle_web_search", "is_active": False, "is_global": False},
     ]
     values = dict(
-        version="0.12.4", release_problem=None, tested=True, functions=functions, pipe_by_id=None,
+        version="0.12.4",
+        release_problem=None,
+        tested=True,
+        functions=functions,
+        pipe_by_id=None,
         models=[
             {"id": "aihub_agent_pipe.desk.one", "is_active": True},
             {"id": "mine", "name": "My desk", "base_model_id": "aihub_agent_pipe.desk.one"},
@@ -149,7 +169,10 @@ def facts(**overrides) -> Facts:
 def test_the_instance_adds_inactive_toggles_groups_without_uploads_wrappers_and_switched_off_natives(catalog) -> None:
     notes = [n["note"] for n in instance_notes(explain_agent(catalog, "desk.one"), facts())]
     assert "aihub_toggle_web_search is inactive: its toggle does not show on any agent" in notes
-    assert "group 'Support' lacks the chat.file_upload permission: its members see no attach button for this agent" in notes
+    assert (
+        "group 'Support' lacks the chat.file_upload permission: its members see no attach button for this agent"
+        in notes
+    )
     assert any(n.startswith("workspace model mine (My desk) wraps this agent") for n in notes)
     assert any("Open WebUI's own Web Search is switched off" in n and "shows anyway" in n for n in notes)
     assert len(notes) == 4, notes

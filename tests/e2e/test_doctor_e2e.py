@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import json
 import os
 import ssl
 from collections.abc import Iterator
@@ -24,54 +23,46 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from demo_agents.sse_handler import SSEHandler, serve_loopback, stop_loopback
+from demo_agents.sse_handler import serve_loopback, stop_loopback
 from tests.support.builders import REPO, closed_port, samples_on, set_backend
 from tests.support.chat_support import provision
+from tests.support.doctor_support import GOOD_KEY, WRONG_KEY, Agent, doctor
 from tests.support.owui_instance import OpenWebUIInstance, started
 
-GOOD_KEY = "doctor-e2e-right-key-0123456789"
-WRONG_KEY = "doctor-e2e-wrong-key-9876543210"
 PIPE = "aihub_agent_pipe"
-
-
-class Agent(SSEHandler):
-    """An AG-UI backend: a run starts and finishes; with a key set, any other key gets 401."""
-
-    key = ""
-    seen: list[dict[str, Any]] = []
-
-    def do_POST(self) -> None:  # noqa: N802
-        body = self.read_body()
-        type(self).seen.append({"headers": dict(self.headers), "body": json.loads(body or b"{}")})
-        if self.key and self.headers.get("Authorization") != f"Bearer {self.key}":
-            self.send_json({"detail": "Invalid API key"}, 401)
-            return
-        self.start_stream()
-        self.send_event({"type": "RUN_STARTED", "threadId": "t", "runId": "r"})
-        self.send_event({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
-        self.end_stream()
 
 
 def throwaway_tls(tmp: Path) -> ssl.SSLContext:
     """A server context with a certificate for 127.0.0.1 signed by a CA made now (trusted by nobody)."""
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "doctor e2e throwaway CA")])
     ca = (
-        x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(now).not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True).sign(ca_key, hashes.SHA256())
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
     )
     cert = (
-        x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
-        .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-        .not_valid_before(now).not_valid_after(now + datetime.timedelta(hours=1))
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(hours=1))
         .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     pem = tmp / "server.pem"
     pem.write_bytes(
-        cert.public_bytes(serialization.Encoding.PEM) + ca.public_bytes(serialization.Encoding.PEM)
+        cert.public_bytes(serialization.Encoding.PEM)
+        + ca.public_bytes(serialization.Encoding.PEM)
         + key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -111,8 +102,12 @@ def blueprints(tmp_path_factory: pytest.TempPathFactory, backends: dict[str, str
     set_backend(root, backends["tls"], only="research-assistant")
     set_backend(root, backends["refusing"], only="document-analyst")
     path = root / "document_analyst.yaml"
-    path.write_text(path.read_text(encoding="utf-8").replace(
-        f"url: {backends['refusing']}", f"url: {backends['refusing']}\n  api_key_env: DOCTOR_E2E_KEY"), encoding="utf-8")
+    path.write_text(
+        path.read_text(encoding="utf-8").replace(
+            f"url: {backends['refusing']}", f"url: {backends['refusing']}\n  api_key_env: DOCTOR_E2E_KEY"
+        ),
+        encoding="utf-8",
+    )
     return ["-p", str(root), "--bundle", str(REPO / "owui_functions")]
 
 
@@ -123,13 +118,6 @@ def connected(owui: OpenWebUIInstance, monkeypatch: pytest.MonkeyPatch) -> OpenW
     monkeypatch.setenv("DOCTOR_E2E_KEY", WRONG_KEY)
     monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
     return owui
-
-
-def doctor(capsys, blueprints: list[str]) -> tuple[int, dict[str, Any]]:
-    code, out, err = provision(capsys, "doctor", *blueprints, "-o", "json")
-    assert out, err
-    assert GOOD_KEY not in out + err and WRONG_KEY not in out + err
-    return code, json.loads(out)
 
 
 def by_subject(report: dict[str, Any], check: str) -> dict[str, dict[str, Any]]:
@@ -143,15 +131,22 @@ def test_each_backend_is_reached_or_not_from_open_webuis_side_with_the_reason(co
     code, report = doctor(capsys, blueprints)
     assert code == 1
     backend = by_subject(report, "backend")
-    assert {k for k, c in backend.items() if c["status"] == "pass"} == {"support-desk.tier1", "support-desk.tier2", "support-desk.billing"}
+    assert {k for k, c in backend.items() if c["status"] == "pass"} == {
+        "support-desk.tier1",
+        "support-desk.tier2",
+        "support-desk.billing",
+    }
     assert "(AG-UI, " in backend["support-desk.tier1"]["message"]
     assert backend["policy-faq.default"]["message"].endswith("connection refused: nothing listens there")
     assert "the TLS handshake failed (certificate not trusted?)" in backend["research-assistant.default"]["message"]
-    assert backend["research-assistant.default"]["fix"].startswith("Open WebUI does not trust the backend's certificate")
+    assert backend["research-assistant.default"]["fix"].startswith(
+        "Open WebUI does not trust the backend's certificate"
+    )
     assert "answered HTTP 401: the backend refused the key" in backend["document-analyst.default"]["message"]
     # what the answering backend got: a run with no messages and nothing of the admin who asked
-    assert Agent.seen and all(s["body"]["messages"] == [] and s["body"]["forwardedProps"] == {"aihub_probe": True}
-                              for s in Agent.seen)
+    assert Agent.seen and all(
+        s["body"]["messages"] == [] and s["body"]["forwardedProps"] == {"aihub_probe": True} for s in Agent.seen
+    )
     assert not any(h.lower().startswith(("x-openwebui", "x-aihub")) for s in Agent.seen for h in s["headers"])
     # the instance's own checks pass on a synced instance
     passed = {c["id"] for c in report["checks"] if c["status"] == "pass"}
@@ -165,7 +160,7 @@ def test_a_deactivated_pipe_fails_first_and_diff_and_sync_warn_once(connected, b
     with connected.client() as http:
         assert http.post(f"/api/v1/functions/id/{PIPE}/toggle").raise_for_status().json()["is_active"] is False
     code, out, _ = provision(capsys, "doctor", *blueprints)
-    assert code == 1 and out.startswith(f"FAIL  pipe-active")
+    assert code == 1 and out.startswith("FAIL  pipe-active")
     assert "the agents' backends were not probed: the pipe is not active" in out
     code, _, err = provision(capsys, "diff", *blueprints)
     assert code == 0 and err.count(f"Warning: the agent pipe {PIPE} is inactive") == 1
@@ -174,7 +169,9 @@ def test_a_deactivated_pipe_fails_first_and_diff_and_sync_warn_once(connected, b
     assert by_subject(doctor(capsys, blueprints)[1], "pipe-active")[PIPE]["status"] == "pass"
 
 
-def test_functions_switched_off_are_found_though_open_webui_reports_them_to_no_api_key(connected, blueprints, capsys) -> None:
+def test_functions_switched_off_are_found_though_open_webui_reports_them_to_no_api_key(
+    connected, blueprints, capsys
+) -> None:
     """Last: it restarts the server with ENABLE_FUNCTIONS=false."""
     connected.extra_env["ENABLE_FUNCTIONS"] = "false"
     connected.stop()

@@ -25,8 +25,14 @@ class Backend:
 
         class Handler(SSEHandler):
             def _record(self, body: bytes) -> None:
-                backend.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
-                                         "body": json.loads(body) if body else None})
+                backend.requests.append(
+                    {
+                        "method": self.command,
+                        "path": self.path,
+                        "headers": dict(self.headers),
+                        "body": json.loads(body) if body else None,
+                    }
+                )
 
             def do_GET(self) -> None:  # noqa: N802
                 self._record(b"")
@@ -54,15 +60,28 @@ class Backend:
 
 
 def agent(url: str, transport: str = "agui", **extra: Any) -> dict[str, Any]:
-    return {"id": "desk.one", "name": "One", "transport": transport, "url": url, "api_key": "DESK_KEY",
-            "key_from": "sync", "features": [], "identity": "auto", **extra}
+    return {
+        "id": "desk.one",
+        "name": "One",
+        "transport": transport,
+        "url": url,
+        "api_key": "DESK_KEY",
+        "key_from": "sync",
+        "features": [],
+        "identity": "auto",
+        **extra,
+    }
 
 
 async def ask(pipe: Any, user: dict[str, Any], **body: Any) -> str:
     chunks = []
     async for chunk in pipe.pipe(
-        body={"model": "aihub_agent_pipe.desk.one", "messages": [{"role": "user", "content": "private words"}],
-              "stream": False, **body},
+        body={
+            "model": "aihub_agent_pipe.desk.one",
+            "messages": [{"role": "user", "content": "private words"}],
+            "stream": False,
+            **body,
+        },
         __user__=user,
         __metadata__={},
         __oauth_token__={"access_token": "oauth-secret-token-value"},
@@ -95,13 +114,21 @@ def test_an_admins_probe_reaches_an_agui_backend_with_its_key_and_nothing_of_the
 def test_a_non_admins_marker_is_ignored_and_the_chat_runs_as_any_chat() -> None:
     backend = Backend("agui")
     try:
-        text = asyncio.run(ask(make_pipe([agent(backend.base + "/agent")], {"DESK_KEY": KEY}),
-                               {"id": "u-1", "role": "user"}, aihub_probe={"version": 1}))
+        text = asyncio.run(
+            ask(
+                make_pipe([agent(backend.base + "/agent")], {"DESK_KEY": KEY}),
+                {"id": "u-1", "role": "user"},
+                aihub_probe={"version": 1},
+            )
+        )
     finally:
         backend.close()
     assert "aihub_probe" not in text
     [request] = backend.requests
-    assert "private words" in json.dumps(request["body"]["messages"]) and "aihub_probe" not in request["body"]["forwardedProps"]
+    assert (
+        "private words" in json.dumps(request["body"]["messages"])
+        and "aihub_probe" not in request["body"]["forwardedProps"]
+    )
 
 
 def test_a_refused_key_is_reported_masked() -> None:

@@ -93,9 +93,11 @@ class OpenWebUIInstance:
     """
 
     def __init__(self, name: str, *, extra_env: dict[str, str] | None = None,
-                 version: str | None = None, topology: str | None = None) -> None:
+                 version: str | None = None, topology: str | None = None,
+                 replica_env: dict[int, dict[str, str]] | None = None) -> None:
         self.name = name
         self.extra_env = dict(extra_env or {})
+        self.replica_env = {index: dict(env) for index, env in (replica_env or {}).items()}  # ha: per replica
         self.version = version  # None: the script's pinned release
         self.topology = topology  # None: a single server; "ha": PostgreSQL + Redis + replicas
         self.replica_urls: list[str] = []
@@ -135,6 +137,8 @@ class OpenWebUIInstance:
             args += ["--topology", self.topology]
         for key, value in self.extra_env.items():
             args += ["--env", f"{key}={value}"]
+        for index, env in self.replica_env.items():
+            args += [arg for key, value in env.items() for arg in ("--replica-env", f"{index}:{key}={value}")]
         env = parse_env_lines(self.run_script(*args).stdout)
         self.url, self.token = env["OPENWEBUI_URL"], env["OPENWEBUI_TOKEN"]
         self.replica_urls = [u for u in env.get("OPENWEBUI_REPLICA_URLS", "").split(",") if u] or [self.url]
