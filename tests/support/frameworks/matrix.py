@@ -42,6 +42,8 @@ BEHAVIOURS: tuple[tuple[str, str, str], ...] = (
     ("tool error", "a tool raises: it shows as the agent's error, no spinning block", "tool_error"),
     ("model error", "the model fails mid-answer: the agent's error after the text, no spinning block", "model_error"),
     ("usage", "token usage shows wherever the framework reports it", "stream"),
+    ("Open WebUI chat", "a tool turn through a real Open WebUI 0.12.4 chat (tests/e2e/test_framework_chat_e2e.py), "
+                        "stored in stream order with its arguments and result", "tool"),
 )
 BEHAVIOUR_IDS = tuple(b[0] for b in BEHAVIOURS)
 QUESTION_TIMEOUT = 1.0
