@@ -210,6 +210,23 @@ class OpenWebUIClient:
             raise ValueError("the answer is not a probe's")
         return answer
 
+    def native_switches(self) -> dict[str, bool | None]:
+        """Open WebUI's own instance-wide switches for the native features (None: not readable)."""
+        reads = {
+            "web_search": ("/api/v1/retrieval/config", lambda d: (d.get("web") or {}).get("ENABLE_WEB_SEARCH")),
+            "image_generation": ("/api/v1/images/config", lambda d: d.get("ENABLE_IMAGE_GENERATION")),
+            "code_interpreter": ("/api/v1/configs/code_execution", lambda d: d.get("ENABLE_CODE_INTERPRETER")),
+        }
+        found: dict[str, bool | None] = {}
+        for feature, (path, pick) in reads.items():
+            try:
+                data = self._request("GET", path)
+            except ApiError:
+                data = None
+            value = pick(data) if isinstance(data, dict) else None
+            found[feature] = value if isinstance(value, bool) else None
+        return found
+
     def retrieval_config(self) -> dict[str, Any]:
         """The document settings (`BYPASS_EMBEDDING_AND_RETRIEVAL`, ...)."""
         data = self._request("GET", "/api/v1/retrieval/config")

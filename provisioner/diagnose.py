@@ -9,6 +9,7 @@ becomes a skipped check, never a failed doctor run.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -109,6 +110,8 @@ def instance_explanation(client: OpenWebUIClient, explained: dict[str, Any]) -> 
         raise ConfigError(facts.message)
     if facts.release_problem:
         raise ConfigError(facts.release_problem)
+    if any(t["native"] for t in explained["toggles"]):
+        facts = dataclasses.replace(facts, native_switches=client.native_switches())
     return instance_notes(explained, facts)
 
 

@@ -63,6 +63,8 @@ class Facts:
     groups: Sequence[Mapping[str, Any]] = ()
     default_permissions: Mapping[str, Any] | None = None
     retrieval: Mapping[str, Any] | None = None  # /retrieval/config
+    # Open WebUI's own switch per native feature (explain reads them; None: not read)
+    native_switches: Mapping[str, bool | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -217,14 +217,13 @@ def instance_notes(explained: Mapping[str, Any], facts: Facts) -> list[dict[str,
             notes.append(
                 {"about": fid, "note": f"{fid} is global: it runs on every model of the instance, not only on agents"}
             )
-    web = (facts.retrieval or {}).get("web") or {}
     for toggle in explained["toggles"]:
-        if toggle["feature"] == "web_search" and web.get("ENABLE_WEB_SEARCH") is False:
+        if toggle["native"] and facts.native_switches.get(toggle["feature"]) is False:
             notes.append(
                 {
                     "about": toggle["feature"],
                     "note": f"Open WebUI's own {toggle['title']} is switched off on this instance; the agent's toggle is "
-                    f"the bundle's {toggle['filter']} and shows anyway (the agent, not Open WebUI, searches)",
+                    f"the bundle's {toggle['filter']} and shows anyway (the agent, not Open WebUI, does the work)",
                 }
             )
     if set(explained["row"]["reads"]) & {"documents", "images"}:

@@ -239,3 +239,17 @@ def test_a_pipe_that_predates_probes_is_not_asked(capsys, fake: FakeOpenWebUI) -
     assert ("POST", "/api/chat/completions") not in fake.calls
     [skipped] = [c for c in report["checks"] if c["id"] == "backend"]
     assert skipped["status"] == "skip" and skipped["fix"] == "run `provision sync` to install this provision's pipe"
+
+
+def test_explain_says_which_native_features_open_webui_has_switched_off(capsys, fake: FakeOpenWebUI) -> None:
+    assert run(capsys, "sync", *SAMPLES)[0] == 0
+    code, out, _ = run(
+        capsys, "explain", "research-assistant", "-p", str(REPO / "blueprints"), "--url", fake.base_url, "-o", "json"
+    )
+    explained = json.loads(out)
+    notes = {n["about"]: n["note"] for n in explained["instance"]}
+    native = {t["feature"] for t in explained["toggles"] if t["native"]}
+    assert code == 0 and native == {"web_search", "image_generation", "code_interpreter"}
+    assert notes["web_search"].startswith("Open WebUI's own Web Search is switched off on this instance")
+    assert notes["image_generation"].startswith("Open WebUI's own Image is switched off")
+    assert "code_interpreter" not in notes  # its switch could not be read: nothing is claimed

@@ -161,6 +161,7 @@ def facts(**overrides) -> Facts:
         groups=[{"id": "g1", "name": "Support", "permissions": {"chat": {"file_upload": False}}}],
         default_permissions={"chat": {"file_upload": False}},
         retrieval={"web": {"ENABLE_WEB_SEARCH": False}},
+        native_switches={"web_search": False, "image_generation": True, "code_interpreter": None},
     )
     values.update(overrides)
     return Facts(**values)

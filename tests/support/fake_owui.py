@@ -115,6 +115,10 @@ class FakeOpenWebUI:
             return self.default_permissions
         if path == "/api/v1/retrieval/config":
             return self.retrieval
+        if path == "/api/v1/images/config":
+            return {"ENABLE_IMAGE_GENERATION": False}
+        if path == "/api/v1/configs/code_execution":
+            raise Answer(httpx.Response(403, json={"detail": "not allowed"}))  # unreadable: None
         if path.startswith("/api/v1/users/") and method == "GET":
             user = self.users.get(path.rsplit("/", 1)[1])
             if user is None:
