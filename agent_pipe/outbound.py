@@ -17,7 +17,7 @@ from agent_pipe.constants import (
     MB,
     SOURCE_EVENT,
 )
-from agent_pipe.helpers import EventEmitter, _str, log
+from agent_pipe.helpers import EventEmitter, _json_or_none, _str, log
 from agent_pipe.recorder import Recorder
 from agent_pipe.secrets import Scrubber
 from agent_pipe.segments import ToolCall, ToolStep
@@ -163,6 +163,10 @@ class Outbound:
         self.asks = False  # set by the pipe when it can ask the user and resume the run (AG-UI)
         self.interrupts: list[dict[str, Any]] = []  # the questions of a paused run
         self.approvals: dict[str, str] = {}  # call id -> the note its result starts with (approved)
+        self.legacy_interrupts: list[dict[str, Any]] = []  # CUSTOM on_interrupt (LangGraph, CrewAI), as interrupts
+        self.client_calls: list[str] = []  # calls a finished run left for the client (the user) to answer
+        self.asked_calls: set[str] = set()  # calls the user was asked about: never asked twice
+        self.framework = ""  # who sends the run, from its first RAW event's source ("agno": its confirmations)
 
     # -- usage ------------------------------------------------------------------------------------
 
@@ -268,28 +272,87 @@ class Outbound:
     # -- questions (AG-UI interrupts) -----------------------------------------------------------------
 
     def pause(self, recorder: Recorder, outcome: Any) -> bool:
-        """A run that ended with an interrupt pauses (nothing pending streams) until it is resumed;
-        Agent Framework's synthetic ``confirm_changes`` call for the paused tool is dropped."""
-        if not (self.asks and isinstance(outcome, Mapping) and outcome.get("type") == "interrupt"):
+        """A run that ended with an interrupt (RUN_FINISHED.outcome, else the CUSTOM on_interrupt
+        events of ag-ui-langgraph and ag-ui-crewai) pauses (nothing pending streams) until it is
+        resumed; Agent Framework's synthetic ``confirm_changes`` call for the paused tool is dropped."""
+        if not self.asks:
             return False
-        interrupts = [i for i in outcome.get("interrupts") or [] if isinstance(i, Mapping) and i.get("id")]
+        interrupts: list[dict[str, Any]] = []
+        if isinstance(outcome, Mapping) and outcome.get("type") == "interrupt":
+            interrupts = [dict(i) for i in outcome.get("interrupts") or [] if isinstance(i, Mapping) and i.get("id")]
+        if not interrupts:
+            interrupts = self.legacy_interrupts
+        self.legacy_interrupts = []
         if not interrupts:
             return False
-        self.interrupts = [dict(i) for i in interrupts]
+        self.interrupts = interrupts
         paused_calls = {_str(i.get("toolCallId")) for i in interrupts}
         for segment in [s for s in recorder.segments if isinstance(s, ToolStep) and not recorder._is_emitted(s)]:
             segment.calls = [c for c in segment.calls if not _confirms(c, paused_calls)]
             if not segment.calls:
                 recorder.segments.remove(segment)
+        self._hold(recorder)
+        return True
+
+    def leave_to_client(self, recorder: Recorder, outcome: Any) -> bool:
+        """A run that finished with calls it left for the client (ADK's long-running tools,
+        LlamaIndex's frontend tools, Agno's confirmations, AG-UI 1.0's pendingToolCallIds) pauses,
+        so the pipe can ask the user and go on with the answers as the calls' results."""
+        if not self.asks:
+            return False
+        open_calls = [
+            call.id
+            for step, call in recorder._calls.values()
+            if call.result is None and not call.unreported and not recorder._is_emitted(step)
+            and call.id not in self.asked_calls
+        ]
+        named = outcome.get("pendingToolCallIds") if isinstance(outcome, Mapping) else None
+        if isinstance(named, list):  # in the order the run made them
+            open_calls = [c for c in map(_str, named) if c in open_calls] + [c for c in open_calls if c not in named]
+        if not open_calls:
+            return False
+        self.client_calls = open_calls
+        self._hold(recorder)
+        return True
+
+    def on_interrupt(self, value: Any, raw: Any) -> None:
+        """ag-ui-langgraph's and ag-ui-crewai's CUSTOM on_interrupt as an AG-UI interrupt: CrewAI
+        sends the interrupt itself (answered by a 1.0 resume); LangGraph the value given to
+        interrupt() as JSON text or a string, its id in rawEvent (answered by
+        forwardedProps.command.resume), read as ag-ui-langgraph maps it (message, reason,
+        toolCallId, responseSchema, expiresAt)."""
+        if isinstance(value, str) and value[:1] in ("{", "["):
+            parsed = _json_or_none(value)
+            value = parsed if parsed is not None else value
+        if isinstance(value, Mapping) and isinstance(value.get("id"), str) and isinstance(value.get("reason"), str):
+            self.legacy_interrupts.append({**value, "convention": "resume"})
+            return
+        fields = value if isinstance(value, Mapping) else {}
+        raw_id = raw.get("id") if isinstance(raw, Mapping) else None
+        interrupt: dict[str, Any] = {
+            "id": _str(raw_id) or f"on_interrupt-{len(self.legacy_interrupts)}",
+            "reason": _str(fields.get("reason")) or "langgraph:interrupt",
+            "message": value if isinstance(value, str) else _question_text(fields),
+            "convention": "command",
+        }
+        for key, alias in (("toolCallId", "tool_call_id"), ("responseSchema", "response_schema"),
+                           ("expiresAt", "expires_at")):
+            if (found := fields.get(key, fields.get(alias))) is not None:
+                interrupt[key] = found
+        self.legacy_interrupts.append(interrupt)
+
+    @staticmethod
+    def _hold(recorder: Recorder) -> None:
         recorder._close_text()
         recorder._open_step = None
         recorder.paused = recorder.finished = True  # the read loop ends; nothing pending is final
-        return True
 
     # -- AG-UI events -------------------------------------------------------------------------------
 
-    def custom(self, recorder: Recorder, name: str, value: Any) -> None:
-        if name == "usage":
+    def custom(self, recorder: Recorder, name: str, value: Any, raw: Any = None) -> None:
+        if name == "on_interrupt":
+            self.on_interrupt(value, raw)
+        elif name == "usage":
             self.usage_report(value)
         elif name == SOURCE_EVENT:
             self.sources(value)
@@ -304,6 +367,15 @@ class Outbound:
     def step(self, recorder: Recorder, name: str) -> None:
         if name and not _SUPERSTEP.fullmatch(name):
             recorder.statuses.append({"description": f"{name.replace('_', ' ')}…", "done": False, "step": True})
+
+
+def _question_text(fields: Mapping[str, Any]) -> str:
+    """The question in an interrupt's value (or Strands' metadata.reason): its message, question,
+    prompt or text, else the whole value as JSON."""
+    for key in ("message", "question", "prompt", "text", "description"):
+        if isinstance(fields.get(key), str) and fields[key].strip():
+            return fields[key]
+    return json.dumps(fields, ensure_ascii=False) if fields else ""
 
 
 def _confirms(call: ToolCall, paused: set[str]) -> bool:

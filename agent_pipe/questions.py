@@ -1,7 +1,10 @@
 """Questions to the user: an AG-UI run that pauses (interrupt) and is resumed."""
 
 import asyncio
+import json
 import re
+import time
+from datetime import datetime, timezone
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -13,8 +16,9 @@ from agent_pipe.file_store import RequestBody, encode_body
 from agent_pipe.files import Attachment
 from agent_pipe.helpers import _json_or_none, _str, log, random_hex
 from agent_pipe.history import _segments_to_agui
+from agent_pipe.outbound import _question_text
 from agent_pipe.recorder import Recorder
-from agent_pipe.segments import Error
+from agent_pipe.segments import Error, ToolCall
 from agent_pipe.transport import Batch, StatusLine, stream_run
 from agent_pipe.valves import AgentSpec
 
@@ -62,50 +66,161 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, Any]:
-    """The dialog for an interrupt: a confirmation for a tool call, else an input (keys masked).
+def _is_approval(interrupt: Mapping[str, Any], recorder: Recorder) -> bool:
+    """A tool approval: its call streamed, or it says so (reason tool_call, an ``approved`` answer)."""
+    properties = _mapping(_mapping(interrupt.get("responseSchema")).get("properties"))
+    return (
+        _str(interrupt.get("toolCallId")) in recorder._calls
+        or interrupt.get("reason") == "tool_call"
+        or "approved" in properties
+    )
 
-    The confirmation always starts by naming the tool, whatever the agent's own message says; the
-    message follows as plain text and the arguments as a code block, so nothing the agent sent
-    becomes markup in the dialog."""
+
+def _interrupt_message(interrupt: Mapping[str, Any]) -> str:
+    """What the agent asks: the interrupt's message, else Strands' question in metadata.reason."""
+    message = _str(interrupt.get("message"))
+    if message.strip():
+        return message
+    reason = _mapping(interrupt.get("metadata")).get("reason")
+    if isinstance(reason, str):
+        return reason
+    return _question_text(reason) if isinstance(reason, Mapping) else ""
+
+
+def _confirmation(name: str, arguments: str, message: str) -> dict[str, Any]:
+    """Open WebUI's confirmation dialog for a tool: its name first, then the agent's words as plain
+    text, then the arguments as a code block (nothing the agent sent becomes markup)."""
+    text = f"The agent wants to run {markdown_code(name)}." if name else "The agent wants to run a tool."
+    if message.strip():
+        text += "\n\n" + markdown_text(message)
+    if arguments:
+        text += "\n\nArguments:\n\n" + markdown_block(arguments)
+    return {"type": "confirmation", "data": {"title": f"Allow {name[:80] or 'a tool'}?", "message": text}}
+
+
+def _input(title: str, message: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "input", "data": {"title": title, "message": message, "placeholder": answer_hint(schema)}}
+
+
+def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, Any]:
+    """The dialog for an interrupt: a confirmation for a tool approval or a yes/no answer, else an
+    input the user types (keys masked; nothing the agent sent becomes markup in the dialog)."""
     redact = recorder.scrubber.redact
     call = recorder._calls.get(_str(interrupt.get("toolCallId")))
     schema = _mapping(interrupt.get("responseSchema"))
-    properties = _mapping(schema.get("properties"))
-    message = redact(_str(interrupt.get("message")))
-    if call is not None or interrupt.get("reason") == "tool_call" or "approved" in properties:
+    message = redact(_interrupt_message(interrupt))
+    if _is_approval(interrupt, recorder):
         name = " ".join(redact(call[1].name).split()) if call else ""
-        arguments = redact(call[1].arguments) if call else ""
-        text = f"The agent wants to run {markdown_code(name)}." if name else "The agent wants to run a tool."
-        if message.strip():
-            text += "\n\n" + markdown_text(message)
-        if arguments:
-            text += "\n\nArguments:\n\n" + markdown_block(arguments)
-        title = f"Allow {name[:80] or 'a tool'}?"
-        return {"type": "confirmation", "data": {"title": title, "message": text}}
-    return {"type": "input", "data": {"title": "The agent asks", "message": markdown_text(message),
-                                       "placeholder": "Your answer"}}
+        return _confirmation(name, redact(call[1].arguments) if call else "", message)
+    if schema.get("type") == "boolean":
+        return {"type": "confirmation", "data": {"title": "The agent asks", "message": markdown_text(message)}}
+    return _input("The agent asks", markdown_text(message or "The agent asks for your answer."), schema)
+
+
+def client_question(call: ToolCall, recorder: Recorder) -> dict[str, Any]:
+    """The dialog for a call the run left for the client: Agno's confirmations are a yes or no;
+    any other call (ADK's long-running tools, LlamaIndex's frontend tools, pendingToolCallIds) is
+    answered with the text that becomes its result."""
+    redact = recorder.scrubber.redact
+    name, arguments = " ".join(redact(call.name).split()), redact(call.arguments)
+    if recorder.outbound.framework == "agno":
+        return _confirmation(name, arguments, "")
+    text = f"The agent asks you for the result of {markdown_code(name or 'a tool')}."
+    if arguments:
+        text += "\n\nArguments:\n\n" + markdown_block(arguments)
+    return _input(name[:80] or "The agent asks", text, {})
+
+
+# --- answers checked against the interrupt's responseSchema ------------------------------------------
+
+_BOOLEANS = {"yes": True, "y": True, "true": True, "no": False, "n": False, "false": False}
+
+
+def answer_hint(schema: Mapping[str, Any]) -> str:
+    """The input's placeholder: what kind of answer the schema takes."""
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return "One of: " + ", ".join(map(str, schema["enum"]))[:200]
+    kind = schema.get("type")
+    properties = _mapping(schema.get("properties"))
+    if kind == "object" and len(properties) == 1:
+        return answer_hint(_mapping(next(iter(properties.values()))))
+    return {"integer": "A whole number", "number": "A number", "boolean": "yes or no",
+            "array": "A JSON list", "object": "A JSON object"}.get(_str(kind), "Your answer")
+
+
+def parse_answer(schema: Mapping[str, Any], text: str) -> tuple[Any, str]:
+    """The typed answer the schema asks for, and "" — or None and why the text is not one."""
+    kind, enum = schema.get("type"), schema.get("enum")
+    properties = _mapping(schema.get("properties"))
+    value: Any = text
+    if kind == "object" and len(properties) == 1:  # one field: the answer is that field's value
+        (field, inner), = properties.items()
+        value, problem = parse_answer(_mapping(inner), text)
+        return ({field: value}, "") if not problem else (None, problem)
+    if kind == "integer":
+        try:
+            value = int(text.strip())
+        except ValueError:
+            return None, "The answer must be a whole number."
+    elif kind == "number":
+        try:
+            value = float(text.strip())
+        except ValueError:
+            return None, "The answer must be a number."
+        value = int(value) if value.is_integer() and "." not in text else value
+    elif kind == "boolean":
+        if text.strip().lower() not in _BOOLEANS:
+            return None, "The answer must be yes or no."
+        value = _BOOLEANS[text.strip().lower()]
+    elif kind in ("object", "array"):
+        value = _json_or_none(text)
+        wanted = dict if kind == "object" else list
+        if not isinstance(value, wanted):
+            return None, f"The answer must be a JSON {'object' if kind == 'object' else 'list'}."
+        missing = [k for k in schema.get("required") or [] if kind == "object" and k not in value]
+        if missing:
+            return None, "The answer must have " + ", ".join(map(str, missing)) + "."
+    if isinstance(enum, list) and enum and value not in enum:
+        return None, "The answer must be one of: " + ", ".join(map(str, enum)) + "."
+    return value, ""
 
 
 def resume_entry(interrupt: Mapping[str, Any], question: Mapping[str, Any], answer: Any) -> dict[str, Any]:
-    """The AG-UI ``resume`` entry for the user's answer (None: no answer). A tool nobody approved
-    is declined (``approved: false``), so the agent goes on knowing it did not run (Agent Framework
-    1.0.0rc8 ends a run whose approval is "cancelled" in an error); other unanswered questions are
-    "cancelled"."""
+    """The AG-UI ``resume`` entry for the user's answer (None: nobody answered). A declined tool is
+    resolved ``{"approved": false}`` (it does not run, the agent goes on); a question nobody
+    answered is ``cancelled``, never an approval (Pydantic AI denies it, Strands answers its tool
+    {"cancelled": true}; Agent Framework 1.0.0rc8 ends the run in an error)."""
     entry: dict[str, Any] = {"interruptId": _str(interrupt.get("id"))}
-    if question["type"] == "confirmation":
-        return {**entry, "status": "resolved", "payload": {"approved": answer is True}}
-    if not isinstance(answer, str) or not answer:
+    if answer is None:
         return {**entry, "status": "cancelled"}
-    properties = list(_mapping(_mapping(interrupt.get("responseSchema")).get("properties")))
-    payload: Any = {properties[0]: answer} if len(properties) == 1 else _json_or_none(answer)
-    return {**entry, "status": "resolved", "payload": payload if payload is not None else answer}
+    if question["type"] == "confirmation":
+        approval = "approved" in _mapping(_mapping(interrupt.get("responseSchema")).get("properties")) or (
+            _mapping(interrupt.get("responseSchema")).get("type") != "boolean"
+        )
+        return {**entry, "status": "resolved", "payload": {"approved": answer is True} if approval else answer is True}
+    return {**entry, "status": "resolved", "payload": answer}
+
+
+def seconds_left(interrupt: Mapping[str, Any], now: float) -> float | None:
+    """How long an interrupt stays answerable (its ``expiresAt``, ISO 8601), or None: no bound."""
+    expires = _str(interrupt.get("expiresAt"))
+    if not expires:
+        return None
+    try:
+        moment = datetime.fromisoformat(expires.replace("Z", "+00:00"))
+    except ValueError:
+        return None  # not a date: the interrupt looks unexpired, as the protocol says
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp() - now
 
 
 async def ask_user(event_call: Any, question: dict[str, Any], timeout: float) -> tuple[Any, str]:
     """The user's answer and how it went: "answered", "timed out" or "no browser"."""
     if event_call is None:
         return None, "no browser"
+    if timeout <= 0:
+        return None, "expired"
     try:
         async with asyncio.timeout(timeout):
             answer = await event_call(question)
@@ -119,11 +234,41 @@ async def ask_user(event_call: Any, question: dict[str, Any], timeout: float) ->
     return answer, "answered"
 
 
+MAX_TRIES = 3  # an answer of the wrong kind is asked again, this many times in all
+
+
+async def ask_checked(
+    event_call: Any, question: dict[str, Any], schema: Mapping[str, Any], timeout: float
+) -> tuple[Any, str]:
+    """Ask, and for an input check the answer against the schema: a wrong one is asked again
+    with why (within the same time), none or an empty one is no answer."""
+    deadline = time.monotonic() + timeout
+    for _ in range(MAX_TRIES):
+        answer, how = await ask_user(event_call, question, deadline - time.monotonic())
+        if question["type"] == "confirmation":
+            if answer is None:
+                return None, how if how != "answered" else "not answered"
+            return answer is True, how
+        if not isinstance(answer, str) or not answer.strip():
+            return None, how if how != "answered" else "not answered"
+        value, problem = parse_answer(schema, answer)
+        if not problem:
+            return value, how
+        data = dict(question["data"])
+        data["message"] = markdown_text(problem) + "\n\n" + question["data"]["message"].split("\n\n", 1)[-1]
+        question = {**question, "data": data}
+    return None, "not answered"
+
+
 def unanswered_result(how: str, timeout: float) -> str:
     if how == "timed out":
         return f"Not run: nobody answered the question within {timeout:g} seconds."
+    if how == "expired":
+        return "Not run: the question expired before anyone answered."
     if how == "no browser":
         return "Not run: the agent asked for an answer, which only a chat in the browser can give."
+    if how == "not answered":
+        return "Not run: the question was not answered."
     return "Not run: the user declined."
 
 
@@ -147,10 +292,14 @@ class AgentRun:
 
 
 async def run_with_questions(run: AgentRun) -> AsyncGenerator[str, None]:
-    """``stream_run``, and while the run pauses for the user: ask, then resume the same run.
+    """``stream_run``, and while the run pauses for the user: ask, then go on.
 
-    With ``attachments`` the body is encoded in a thread (megabytes of JSON; encode_body)."""
-    recorder, status, event_call, question_timeout = run.recorder, run.status, run.event_call, run.question_timeout
+    A run that paused on interrupts is resumed: AG-UI 1.0's ``resume`` entries, or for LangGraph's
+    CUSTOM on_interrupt ``forwardedProps.command.resume``. A run that left calls for the client
+    goes on with a new run on the same thread, the answers as those calls' results; a call nobody
+    answered is closed as not run. With ``attachments`` the body is encoded in a thread
+    (megabytes of JSON; encode_body)."""
+    recorder, status = run.recorder, run.status
     payload = run.payload
     recorder.outbound.asks = run.agent.transport == "agui"
     for _ in range(MAX_RESUMES + 1):
@@ -163,24 +312,93 @@ async def run_with_questions(run: AgentRun) -> AsyncGenerator[str, None]:
             yield chunk
         if not recorder.paused:
             return
-        interrupts, recorder.outbound.interrupts = recorder.outbound.interrupts, []
-        history = list(payload["messages"])
-        resume, unanswered = [], {}
-        for interrupt in interrupts:
-            question = question_of(interrupt, recorder)
-            await status.send({"description": ASKED, "done": False})
-            answer, how = await ask_user(event_call, question, question_timeout)
-            entry = resume_entry(interrupt, question, answer)
-            resume.append(entry)
-            call_id = _str(interrupt.get("toolCallId"))
-            if call_id in recorder._calls and (entry.get("payload") or {}).get("approved"):
-                recorder.outbound.approvals[call_id] = APPROVED
-            elif call_id in recorder._calls:
-                unanswered[call_id] = unanswered_result(how, question_timeout)
-        turn = _segments_to_agui([s for s in recorder.segments if not isinstance(s, Error)], "aihub-resume")
-        payload = {**payload, "runId": f"aihub-run-{random_hex()}", "messages": history + turn, "resume": resume}
-        recorder.paused = recorder.finished = False
-        for call_id, result in unanswered.items():  # the tool did not run: its block says why
-            recorder.tool_result(call_id, result)
+        if recorder.outbound.interrupts:
+            payload = await _answer_interrupts(run, payload)
+        else:
+            payload = await _answer_client_calls(run, payload)
+            if payload is None:  # nobody answered: the calls are closed as not run, the answer ends
+                recorder.paused = recorder.finished = False
+                recorder.finish()
+                return
     recorder.paused = recorder.finished = False  # it kept pausing: end the answer here
     recorder.finish(error="The agent kept asking questions; the answer stops here.")
+
+
+def _turn(recorder: Recorder) -> list[dict[str, Any]]:
+    return _segments_to_agui([s for s in recorder.segments if not isinstance(s, Error)], "aihub-resume")
+
+
+async def _answer_interrupts(run: AgentRun, payload: dict[str, Any]) -> dict[str, Any]:
+    """Ask each interrupt's question; the next request resumes the paused run with the answers."""
+    recorder = run.recorder
+    interrupts, recorder.outbound.interrupts = recorder.outbound.interrupts, []
+    resume, unanswered, command = [], {}, None
+    for interrupt in interrupts:
+        question = question_of(interrupt, recorder)
+        timeout = run.question_timeout
+        if (left := seconds_left(interrupt, time.time())) is not None:
+            timeout = min(timeout, left)  # expiresAt bounds the wait
+        await run.status.send({"description": ASKED, "done": False})
+        answer, how = await ask_checked(run.event_call, question, _mapping(interrupt.get("responseSchema")), timeout)
+        entry = resume_entry(interrupt, question, answer)
+        call_id = _str(interrupt.get("toolCallId"))
+        approved = _mapping(entry.get("payload")).get("approved")
+        if interrupt.get("convention") == "command" and entry["status"] == "resolved":
+            command = entry["payload"]  # LangGraph: ag-ui-langgraph reads it as JSON text
+        else:
+            resume.append(entry)
+        if call_id in recorder._calls and approved:
+            recorder.outbound.approvals[call_id] = APPROVED
+        elif call_id in recorder._calls and (entry["status"] == "cancelled" or approved is False):
+            unanswered[call_id] = unanswered_result(how if answer is None else "declined", run.question_timeout)
+    nxt = {key: value for key, value in payload.items() if key not in ("resume",)}
+    nxt.update(runId=f"aihub-run-{random_hex()}", messages=list(run.payload["messages"]) + _turn(recorder))
+    if resume:
+        nxt["resume"] = resume
+    forwarded = {k: v for k, v in _mapping(payload.get("forwardedProps")).items() if k != "command"}
+    if command is not None:
+        forwarded["command"] = {"resume": json.dumps(command) if isinstance(command, str) else command}
+    nxt["forwardedProps"] = forwarded
+    recorder.paused = recorder.finished = False
+    for call_id, result in unanswered.items():  # the tool did not run: its block says why
+        recorder.tool_result(call_id, result)
+    return nxt
+
+
+async def _answer_client_calls(run: AgentRun, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """Ask for each call the run left to the client; the next request is a new run on the same
+    thread whose last messages are the answers as those calls' results (Agno's confirmations as
+    ``{"accepted": true|false}``, whose result its next run streams), or None when nobody answered."""
+    recorder = run.recorder
+    calls, recorder.outbound.client_calls = recorder.outbound.client_calls, []
+    answers: dict[str, str] = {}  # call id -> the tool message's content
+    closed: dict[str, str] = {}  # call id -> its result: answered (or declined), or not run
+    for call_id in calls:
+        recorder.outbound.asked_calls.add(call_id)
+        call = recorder._calls[call_id][1]
+        question = client_question(call, recorder)
+        await run.status.send({"description": ASKED, "done": False})
+        answer, how = await ask_checked(run.event_call, question, {}, run.question_timeout)
+        if question["type"] == "confirmation" and answer is not None:  # Agno: its next run says what happened
+            answers[call_id] = json.dumps({"accepted": answer is True})
+            if answer is True:
+                recorder.outbound.approvals[call_id] = APPROVED
+            else:
+                closed[call_id] = unanswered_result("declined", run.question_timeout)
+        elif answer is not None:
+            answers[call_id] = closed[call_id] = _str(answer)
+        else:
+            closed[call_id] = unanswered_result(how, run.question_timeout)
+    recorder.paused = recorder.finished = False
+    turn = _turn(recorder)  # before the answers fill the calls: the tool messages go last, in the calls' order
+    for call_id, result in closed.items():
+        recorder.tool_result(call_id, result)
+    if not answers:
+        return None
+    told = {**{c: r for c, r in closed.items() if c not in answers}, **answers}  # the agent hears of every call
+    tools = [{"id": f"aihub-answer-{n}", "role": "tool", "toolCallId": call_id, "content": told[call_id]}
+             for n, call_id in enumerate(c for c in calls if c in told)]
+    nxt = {key: value for key, value in payload.items() if key != "resume"}
+    nxt.update(runId=f"aihub-run-{random_hex()}", messages=list(run.payload["messages"]) + turn + tools)
+    nxt["forwardedProps"] = {k: v for k, v in _mapping(payload.get("forwardedProps")).items() if k != "command"}
+    return nxt

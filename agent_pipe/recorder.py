@@ -156,7 +156,13 @@ class Recorder:
 
     def _on_run_finished(self, e: Mapping[str, Any]) -> None:
         self.outbound.usage_total(e.get("usage"))
-        if self.outbound.pause(self, e.get("outcome")):
+        outcome = e.get("outcome")
+        if self.outbound.pause(self, outcome):
+            return
+        if isinstance(outcome, Mapping) and outcome.get("type") == "cancelled":
+            self.cancelled()
+            return
+        if self.outbound.leave_to_client(self, outcome):
             return
         self.finish()
 
@@ -330,6 +336,17 @@ class Recorder:
         self.segments.append(self._reasoning)
         self.statuses.append({"description": "Thinking…", "done": False})
 
+    def cancelled(self) -> None:
+        """AG-UI 1.0's outcome ``cancelled``: the run was stopped, not failed. What streamed stays,
+        a call it left open is closed as not run, and the answer says so when it has nothing else."""
+        for step, call in self._calls.values():
+            if call.result is None and not call.unreported and not self._is_emitted(step):
+                call.result = "Not run: the agent's run was cancelled."
+        if not any(isinstance(s, (Text, ToolStep)) for s in self.segments):
+            self.text("*The agent cancelled the run.*")
+        self.finish()
+        self.statuses.append({"description": "The agent cancelled the run", "done": True})
+
     def finish(self, error: str | None = None) -> None:
         """End the run: everything pending is final; an error goes last."""
         if self.finished:
@@ -470,7 +487,8 @@ _HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
     "RUN_FINISHED": Recorder._on_run_finished,
     "RUN_ERROR": Recorder._on_run_error,
     CALLS_RAN: Recorder._on_calls_ran,
-    "CUSTOM": lambda recorder, e: recorder.outbound.custom(recorder, _str(e.get("name")), e.get("value")),
+    "CUSTOM": lambda recorder, e: recorder.outbound.custom(recorder, _str(e.get("name")), e.get("value"), e.get("rawEvent")),
+    "RAW": lambda recorder, e: setattr(recorder.outbound, "framework", recorder.outbound.framework or _str(e.get("source"))),
     "STEP_STARTED": lambda recorder, e: recorder.outbound.step(recorder, _str(e.get("stepName"))),
     USAGE: lambda recorder, e: recorder.outbound.usage_total(e.get("usage")),
 }

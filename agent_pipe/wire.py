@@ -125,6 +125,7 @@ _SKIPPED_TYPES = ("RAW", "STATE_SNAPSHOT", "STATE_DELTA")
 _SKIPPED = tuple(
     f'data:{space}{{"type":{gap}"{kind}"'.encode() for kind in _SKIPPED_TYPES for space in ("", " ") for gap in ("", " ")
 )
+_RAW = tuple(prefix for prefix in _SKIPPED if b'"RAW"' in prefix)
 _RAW_SOURCE = re.compile(rb'"source": ?"([\w.:-]{1,40})"\}\r?$')  # RAW's last field: who sent it
 # ag-ui-langgraph repeats the callback payload in every content event as "rawEvent", before the
 # event's own fields: such an event is read from where its own fields start (the pipe never reads
@@ -225,7 +226,7 @@ class AgentStream:
                     read = True
                     if raw.startswith(b"\n", start):
                         start += 1
-                    if self._raw_unread:  # the first RAW event says who sends the run, if it says
+                    if self._raw_unread and buf.startswith(_RAW, first):  # the first RAW says who sends the run
                         self._raw_unread = False
                         if found := _RAW_SOURCE.search(buf, max(first, end - 64), end):
                             yield {"type": "RAW", "source": found.group(1).decode()}
@@ -274,7 +275,8 @@ class AgentStream:
         if self._adapter is None:
             event = _json_or_none(data)
             if isinstance(event, dict) and event.get("type") not in (CALLS_RAN, USAGE):  # only the adapter says that
-                event.pop("rawEvent", None)  # a framework's own payload: never read, never kept
+                if event.get("type") != "CUSTOM":  # on_interrupt's rawEvent holds LangGraph's interrupt id
+                    event.pop("rawEvent", None)  # a framework's own payload: never read, never kept
                 yield event
             return
         if self._done:

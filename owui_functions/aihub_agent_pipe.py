@@ -73,6 +73,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Literal
 from urllib.parse import quote, quote_plus, urlsplit
 
@@ -1966,6 +1967,7 @@ _SKIPPED_TYPES = ("RAW", "STATE_SNAPSHOT", "STATE_DELTA")
 _SKIPPED = tuple(
     f'data:{space}{{"type":{gap}"{kind}"'.encode() for kind in _SKIPPED_TYPES for space in ("", " ") for gap in ("", " ")
 )
+_RAW = tuple(prefix for prefix in _SKIPPED if b'"RAW"' in prefix)
 _RAW_SOURCE = re.compile(rb'"source": ?"([\w.:-]{1,40})"\}\r?$')  # RAW's last field: who sent it
 # ag-ui-langgraph repeats the callback payload in every content event as "rawEvent", before the
 # event's own fields: such an event is read from where its own fields start (the pipe never reads
@@ -2066,7 +2068,7 @@ class AgentStream:
                     read = True
                     if raw.startswith(b"\n", start):
                         start += 1
-                    if self._raw_unread:  # the first RAW event says who sends the run, if it says
+                    if self._raw_unread and buf.startswith(_RAW, first):  # the first RAW says who sends the run
                         self._raw_unread = False
                         if found := _RAW_SOURCE.search(buf, max(first, end - 64), end):
                             yield {"type": "RAW", "source": found.group(1).decode()}
@@ -2115,7 +2117,8 @@ class AgentStream:
         if self._adapter is None:
             event = _json_or_none(data)
             if isinstance(event, dict) and event.get("type") not in (CALLS_RAN, USAGE):  # only the adapter says that
-                event.pop("rawEvent", None)  # a framework's own payload: never read, never kept
+                if event.get("type") != "CUSTOM":  # on_interrupt's rawEvent holds LangGraph's interrupt id
+                    event.pop("rawEvent", None)  # a framework's own payload: never read, never kept
                 yield event
             return
         if self._done:
@@ -2274,7 +2277,13 @@ class Recorder:
 
     def _on_run_finished(self, e: Mapping[str, Any]) -> None:
         self.outbound.usage_total(e.get("usage"))
-        if self.outbound.pause(self, e.get("outcome")):
+        outcome = e.get("outcome")
+        if self.outbound.pause(self, outcome):
+            return
+        if isinstance(outcome, Mapping) and outcome.get("type") == "cancelled":
+            self.cancelled()
+            return
+        if self.outbound.leave_to_client(self, outcome):
             return
         self.finish()
 
@@ -2448,6 +2457,17 @@ class Recorder:
         self.segments.append(self._reasoning)
         self.statuses.append({"description": "Thinking…", "done": False})
 
+    def cancelled(self) -> None:
+        """AG-UI 1.0's outcome ``cancelled``: the run was stopped, not failed. What streamed stays,
+        a call it left open is closed as not run, and the answer says so when it has nothing else."""
+        for step, call in self._calls.values():
+            if call.result is None and not call.unreported and not self._is_emitted(step):
+                call.result = "Not run: the agent's run was cancelled."
+        if not any(isinstance(s, (Text, ToolStep)) for s in self.segments):
+            self.text("*The agent cancelled the run.*")
+        self.finish()
+        self.statuses.append({"description": "The agent cancelled the run", "done": True})
+
     def finish(self, error: str | None = None) -> None:
         """End the run: everything pending is final; an error goes last."""
         if self.finished:
@@ -2588,7 +2608,8 @@ _HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
     "RUN_FINISHED": Recorder._on_run_finished,
     "RUN_ERROR": Recorder._on_run_error,
     CALLS_RAN: Recorder._on_calls_ran,
-    "CUSTOM": lambda recorder, e: recorder.outbound.custom(recorder, _str(e.get("name")), e.get("value")),
+    "CUSTOM": lambda recorder, e: recorder.outbound.custom(recorder, _str(e.get("name")), e.get("value"), e.get("rawEvent")),
+    "RAW": lambda recorder, e: setattr(recorder.outbound, "framework", recorder.outbound.framework or _str(e.get("source"))),
     "STEP_STARTED": lambda recorder, e: recorder.outbound.step(recorder, _str(e.get("stepName"))),
     USAGE: lambda recorder, e: recorder.outbound.usage_total(e.get("usage")),
 }
@@ -2773,6 +2794,10 @@ class Outbound:
         self.asks = False  # set by the pipe when it can ask the user and resume the run (AG-UI)
         self.interrupts: list[dict[str, Any]] = []  # the questions of a paused run
         self.approvals: dict[str, str] = {}  # call id -> the note its result starts with (approved)
+        self.legacy_interrupts: list[dict[str, Any]] = []  # CUSTOM on_interrupt (LangGraph, CrewAI), as interrupts
+        self.client_calls: list[str] = []  # calls a finished run left for the client (the user) to answer
+        self.asked_calls: set[str] = set()  # calls the user was asked about: never asked twice
+        self.framework = ""  # who sends the run, from its first RAW event's source ("agno": its confirmations)
 
     # -- usage ------------------------------------------------------------------------------------
 
@@ -2878,28 +2903,87 @@ class Outbound:
     # -- questions (AG-UI interrupts) -----------------------------------------------------------------
 
     def pause(self, recorder: Recorder, outcome: Any) -> bool:
-        """A run that ended with an interrupt pauses (nothing pending streams) until it is resumed;
-        Agent Framework's synthetic ``confirm_changes`` call for the paused tool is dropped."""
-        if not (self.asks and isinstance(outcome, Mapping) and outcome.get("type") == "interrupt"):
+        """A run that ended with an interrupt (RUN_FINISHED.outcome, else the CUSTOM on_interrupt
+        events of ag-ui-langgraph and ag-ui-crewai) pauses (nothing pending streams) until it is
+        resumed; Agent Framework's synthetic ``confirm_changes`` call for the paused tool is dropped."""
+        if not self.asks:
             return False
-        interrupts = [i for i in outcome.get("interrupts") or [] if isinstance(i, Mapping) and i.get("id")]
+        interrupts: list[dict[str, Any]] = []
+        if isinstance(outcome, Mapping) and outcome.get("type") == "interrupt":
+            interrupts = [dict(i) for i in outcome.get("interrupts") or [] if isinstance(i, Mapping) and i.get("id")]
+        if not interrupts:
+            interrupts = self.legacy_interrupts
+        self.legacy_interrupts = []
         if not interrupts:
             return False
-        self.interrupts = [dict(i) for i in interrupts]
+        self.interrupts = interrupts
         paused_calls = {_str(i.get("toolCallId")) for i in interrupts}
         for segment in [s for s in recorder.segments if isinstance(s, ToolStep) and not recorder._is_emitted(s)]:
             segment.calls = [c for c in segment.calls if not _confirms(c, paused_calls)]
             if not segment.calls:
                 recorder.segments.remove(segment)
+        self._hold(recorder)
+        return True
+
+    def leave_to_client(self, recorder: Recorder, outcome: Any) -> bool:
+        """A run that finished with calls it left for the client (ADK's long-running tools,
+        LlamaIndex's frontend tools, Agno's confirmations, AG-UI 1.0's pendingToolCallIds) pauses,
+        so the pipe can ask the user and go on with the answers as the calls' results."""
+        if not self.asks:
+            return False
+        open_calls = [
+            call.id
+            for step, call in recorder._calls.values()
+            if call.result is None and not call.unreported and not recorder._is_emitted(step)
+            and call.id not in self.asked_calls
+        ]
+        named = outcome.get("pendingToolCallIds") if isinstance(outcome, Mapping) else None
+        if isinstance(named, list):  # in the order the run made them
+            open_calls = [c for c in map(_str, named) if c in open_calls] + [c for c in open_calls if c not in named]
+        if not open_calls:
+            return False
+        self.client_calls = open_calls
+        self._hold(recorder)
+        return True
+
+    def on_interrupt(self, value: Any, raw: Any) -> None:
+        """ag-ui-langgraph's and ag-ui-crewai's CUSTOM on_interrupt as an AG-UI interrupt: CrewAI
+        sends the interrupt itself (answered by a 1.0 resume); LangGraph the value given to
+        interrupt() as JSON text or a string, its id in rawEvent (answered by
+        forwardedProps.command.resume), read as ag-ui-langgraph maps it (message, reason,
+        toolCallId, responseSchema, expiresAt)."""
+        if isinstance(value, str) and value[:1] in ("{", "["):
+            parsed = _json_or_none(value)
+            value = parsed if parsed is not None else value
+        if isinstance(value, Mapping) and isinstance(value.get("id"), str) and isinstance(value.get("reason"), str):
+            self.legacy_interrupts.append({**value, "convention": "resume"})
+            return
+        fields = value if isinstance(value, Mapping) else {}
+        raw_id = raw.get("id") if isinstance(raw, Mapping) else None
+        interrupt: dict[str, Any] = {
+            "id": _str(raw_id) or f"on_interrupt-{len(self.legacy_interrupts)}",
+            "reason": _str(fields.get("reason")) or "langgraph:interrupt",
+            "message": value if isinstance(value, str) else _question_text(fields),
+            "convention": "command",
+        }
+        for key, alias in (("toolCallId", "tool_call_id"), ("responseSchema", "response_schema"),
+                           ("expiresAt", "expires_at")):
+            if (found := fields.get(key, fields.get(alias))) is not None:
+                interrupt[key] = found
+        self.legacy_interrupts.append(interrupt)
+
+    @staticmethod
+    def _hold(recorder: Recorder) -> None:
         recorder._close_text()
         recorder._open_step = None
         recorder.paused = recorder.finished = True  # the read loop ends; nothing pending is final
-        return True
 
     # -- AG-UI events -------------------------------------------------------------------------------
 
-    def custom(self, recorder: Recorder, name: str, value: Any) -> None:
-        if name == "usage":
+    def custom(self, recorder: Recorder, name: str, value: Any, raw: Any = None) -> None:
+        if name == "on_interrupt":
+            self.on_interrupt(value, raw)
+        elif name == "usage":
             self.usage_report(value)
         elif name == SOURCE_EVENT:
             self.sources(value)
@@ -2914,6 +2998,15 @@ class Outbound:
     def step(self, recorder: Recorder, name: str) -> None:
         if name and not _SUPERSTEP.fullmatch(name):
             recorder.statuses.append({"description": f"{name.replace('_', ' ')}…", "done": False, "step": True})
+
+
+def _question_text(fields: Mapping[str, Any]) -> str:
+    """The question in an interrupt's value (or Strands' metadata.reason): its message, question,
+    prompt or text, else the whole value as JSON."""
+    for key in ("message", "question", "prompt", "text", "description"):
+        if isinstance(fields.get(key), str) and fields[key].strip():
+            return fields[key]
+    return json.dumps(fields, ensure_ascii=False) if fields else ""
 
 
 def _confirms(call: ToolCall, paused: set[str]) -> bool:
@@ -3427,50 +3520,161 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, Any]:
-    """The dialog for an interrupt: a confirmation for a tool call, else an input (keys masked).
+def _is_approval(interrupt: Mapping[str, Any], recorder: Recorder) -> bool:
+    """A tool approval: its call streamed, or it says so (reason tool_call, an ``approved`` answer)."""
+    properties = _mapping(_mapping(interrupt.get("responseSchema")).get("properties"))
+    return (
+        _str(interrupt.get("toolCallId")) in recorder._calls
+        or interrupt.get("reason") == "tool_call"
+        or "approved" in properties
+    )
 
-    The confirmation always starts by naming the tool, whatever the agent's own message says; the
-    message follows as plain text and the arguments as a code block, so nothing the agent sent
-    becomes markup in the dialog."""
+
+def _interrupt_message(interrupt: Mapping[str, Any]) -> str:
+    """What the agent asks: the interrupt's message, else Strands' question in metadata.reason."""
+    message = _str(interrupt.get("message"))
+    if message.strip():
+        return message
+    reason = _mapping(interrupt.get("metadata")).get("reason")
+    if isinstance(reason, str):
+        return reason
+    return _question_text(reason) if isinstance(reason, Mapping) else ""
+
+
+def _confirmation(name: str, arguments: str, message: str) -> dict[str, Any]:
+    """Open WebUI's confirmation dialog for a tool: its name first, then the agent's words as plain
+    text, then the arguments as a code block (nothing the agent sent becomes markup)."""
+    text = f"The agent wants to run {markdown_code(name)}." if name else "The agent wants to run a tool."
+    if message.strip():
+        text += "\n\n" + markdown_text(message)
+    if arguments:
+        text += "\n\nArguments:\n\n" + markdown_block(arguments)
+    return {"type": "confirmation", "data": {"title": f"Allow {name[:80] or 'a tool'}?", "message": text}}
+
+
+def _input(title: str, message: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "input", "data": {"title": title, "message": message, "placeholder": answer_hint(schema)}}
+
+
+def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, Any]:
+    """The dialog for an interrupt: a confirmation for a tool approval or a yes/no answer, else an
+    input the user types (keys masked; nothing the agent sent becomes markup in the dialog)."""
     redact = recorder.scrubber.redact
     call = recorder._calls.get(_str(interrupt.get("toolCallId")))
     schema = _mapping(interrupt.get("responseSchema"))
-    properties = _mapping(schema.get("properties"))
-    message = redact(_str(interrupt.get("message")))
-    if call is not None or interrupt.get("reason") == "tool_call" or "approved" in properties:
+    message = redact(_interrupt_message(interrupt))
+    if _is_approval(interrupt, recorder):
         name = " ".join(redact(call[1].name).split()) if call else ""
-        arguments = redact(call[1].arguments) if call else ""
-        text = f"The agent wants to run {markdown_code(name)}." if name else "The agent wants to run a tool."
-        if message.strip():
-            text += "\n\n" + markdown_text(message)
-        if arguments:
-            text += "\n\nArguments:\n\n" + markdown_block(arguments)
-        title = f"Allow {name[:80] or 'a tool'}?"
-        return {"type": "confirmation", "data": {"title": title, "message": text}}
-    return {"type": "input", "data": {"title": "The agent asks", "message": markdown_text(message),
-                                       "placeholder": "Your answer"}}
+        return _confirmation(name, redact(call[1].arguments) if call else "", message)
+    if schema.get("type") == "boolean":
+        return {"type": "confirmation", "data": {"title": "The agent asks", "message": markdown_text(message)}}
+    return _input("The agent asks", markdown_text(message or "The agent asks for your answer."), schema)
+
+
+def client_question(call: ToolCall, recorder: Recorder) -> dict[str, Any]:
+    """The dialog for a call the run left for the client: Agno's confirmations are a yes or no;
+    any other call (ADK's long-running tools, LlamaIndex's frontend tools, pendingToolCallIds) is
+    answered with the text that becomes its result."""
+    redact = recorder.scrubber.redact
+    name, arguments = " ".join(redact(call.name).split()), redact(call.arguments)
+    if recorder.outbound.framework == "agno":
+        return _confirmation(name, arguments, "")
+    text = f"The agent asks you for the result of {markdown_code(name or 'a tool')}."
+    if arguments:
+        text += "\n\nArguments:\n\n" + markdown_block(arguments)
+    return _input(name[:80] or "The agent asks", text, {})
+
+
+# --- answers checked against the interrupt's responseSchema ------------------------------------------
+
+_BOOLEANS = {"yes": True, "y": True, "true": True, "no": False, "n": False, "false": False}
+
+
+def answer_hint(schema: Mapping[str, Any]) -> str:
+    """The input's placeholder: what kind of answer the schema takes."""
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return "One of: " + ", ".join(map(str, schema["enum"]))[:200]
+    kind = schema.get("type")
+    properties = _mapping(schema.get("properties"))
+    if kind == "object" and len(properties) == 1:
+        return answer_hint(_mapping(next(iter(properties.values()))))
+    return {"integer": "A whole number", "number": "A number", "boolean": "yes or no",
+            "array": "A JSON list", "object": "A JSON object"}.get(_str(kind), "Your answer")
+
+
+def parse_answer(schema: Mapping[str, Any], text: str) -> tuple[Any, str]:
+    """The typed answer the schema asks for, and "" — or None and why the text is not one."""
+    kind, enum = schema.get("type"), schema.get("enum")
+    properties = _mapping(schema.get("properties"))
+    value: Any = text
+    if kind == "object" and len(properties) == 1:  # one field: the answer is that field's value
+        (field, inner), = properties.items()
+        value, problem = parse_answer(_mapping(inner), text)
+        return ({field: value}, "") if not problem else (None, problem)
+    if kind == "integer":
+        try:
+            value = int(text.strip())
+        except ValueError:
+            return None, "The answer must be a whole number."
+    elif kind == "number":
+        try:
+            value = float(text.strip())
+        except ValueError:
+            return None, "The answer must be a number."
+        value = int(value) if value.is_integer() and "." not in text else value
+    elif kind == "boolean":
+        if text.strip().lower() not in _BOOLEANS:
+            return None, "The answer must be yes or no."
+        value = _BOOLEANS[text.strip().lower()]
+    elif kind in ("object", "array"):
+        value = _json_or_none(text)
+        wanted = dict if kind == "object" else list
+        if not isinstance(value, wanted):
+            return None, f"The answer must be a JSON {'object' if kind == 'object' else 'list'}."
+        missing = [k for k in schema.get("required") or [] if kind == "object" and k not in value]
+        if missing:
+            return None, "The answer must have " + ", ".join(map(str, missing)) + "."
+    if isinstance(enum, list) and enum and value not in enum:
+        return None, "The answer must be one of: " + ", ".join(map(str, enum)) + "."
+    return value, ""
 
 
 def resume_entry(interrupt: Mapping[str, Any], question: Mapping[str, Any], answer: Any) -> dict[str, Any]:
-    """The AG-UI ``resume`` entry for the user's answer (None: no answer). A tool nobody approved
-    is declined (``approved: false``), so the agent goes on knowing it did not run (Agent Framework
-    1.0.0rc8 ends a run whose approval is "cancelled" in an error); other unanswered questions are
-    "cancelled"."""
+    """The AG-UI ``resume`` entry for the user's answer (None: nobody answered). A declined tool is
+    resolved ``{"approved": false}`` (it does not run, the agent goes on); a question nobody
+    answered is ``cancelled``, never an approval (Pydantic AI denies it, Strands answers its tool
+    {"cancelled": true}; Agent Framework 1.0.0rc8 ends the run in an error)."""
     entry: dict[str, Any] = {"interruptId": _str(interrupt.get("id"))}
-    if question["type"] == "confirmation":
-        return {**entry, "status": "resolved", "payload": {"approved": answer is True}}
-    if not isinstance(answer, str) or not answer:
+    if answer is None:
         return {**entry, "status": "cancelled"}
-    properties = list(_mapping(_mapping(interrupt.get("responseSchema")).get("properties")))
-    payload: Any = {properties[0]: answer} if len(properties) == 1 else _json_or_none(answer)
-    return {**entry, "status": "resolved", "payload": payload if payload is not None else answer}
+    if question["type"] == "confirmation":
+        approval = "approved" in _mapping(_mapping(interrupt.get("responseSchema")).get("properties")) or (
+            _mapping(interrupt.get("responseSchema")).get("type") != "boolean"
+        )
+        return {**entry, "status": "resolved", "payload": {"approved": answer is True} if approval else answer is True}
+    return {**entry, "status": "resolved", "payload": answer}
+
+
+def seconds_left(interrupt: Mapping[str, Any], now: float) -> float | None:
+    """How long an interrupt stays answerable (its ``expiresAt``, ISO 8601), or None: no bound."""
+    expires = _str(interrupt.get("expiresAt"))
+    if not expires:
+        return None
+    try:
+        moment = datetime.fromisoformat(expires.replace("Z", "+00:00"))
+    except ValueError:
+        return None  # not a date: the interrupt looks unexpired, as the protocol says
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp() - now
 
 
 async def ask_user(event_call: Any, question: dict[str, Any], timeout: float) -> tuple[Any, str]:
     """The user's answer and how it went: "answered", "timed out" or "no browser"."""
     if event_call is None:
         return None, "no browser"
+    if timeout <= 0:
+        return None, "expired"
     try:
         async with asyncio.timeout(timeout):
             answer = await event_call(question)
@@ -3484,11 +3688,41 @@ async def ask_user(event_call: Any, question: dict[str, Any], timeout: float) ->
     return answer, "answered"
 
 
+MAX_TRIES = 3  # an answer of the wrong kind is asked again, this many times in all
+
+
+async def ask_checked(
+    event_call: Any, question: dict[str, Any], schema: Mapping[str, Any], timeout: float
+) -> tuple[Any, str]:
+    """Ask, and for an input check the answer against the schema: a wrong one is asked again
+    with why (within the same time), none or an empty one is no answer."""
+    deadline = time.monotonic() + timeout
+    for _ in range(MAX_TRIES):
+        answer, how = await ask_user(event_call, question, deadline - time.monotonic())
+        if question["type"] == "confirmation":
+            if answer is None:
+                return None, how if how != "answered" else "not answered"
+            return answer is True, how
+        if not isinstance(answer, str) or not answer.strip():
+            return None, how if how != "answered" else "not answered"
+        value, problem = parse_answer(schema, answer)
+        if not problem:
+            return value, how
+        data = dict(question["data"])
+        data["message"] = markdown_text(problem) + "\n\n" + question["data"]["message"].split("\n\n", 1)[-1]
+        question = {**question, "data": data}
+    return None, "not answered"
+
+
 def unanswered_result(how: str, timeout: float) -> str:
     if how == "timed out":
         return f"Not run: nobody answered the question within {timeout:g} seconds."
+    if how == "expired":
+        return "Not run: the question expired before anyone answered."
     if how == "no browser":
         return "Not run: the agent asked for an answer, which only a chat in the browser can give."
+    if how == "not answered":
+        return "Not run: the question was not answered."
     return "Not run: the user declined."
 
 
@@ -3512,10 +3746,14 @@ class AgentRun:
 
 
 async def run_with_questions(run: AgentRun) -> AsyncGenerator[str, None]:
-    """``stream_run``, and while the run pauses for the user: ask, then resume the same run.
+    """``stream_run``, and while the run pauses for the user: ask, then go on.
 
-    With ``attachments`` the body is encoded in a thread (megabytes of JSON; encode_body)."""
-    recorder, status, event_call, question_timeout = run.recorder, run.status, run.event_call, run.question_timeout
+    A run that paused on interrupts is resumed: AG-UI 1.0's ``resume`` entries, or for LangGraph's
+    CUSTOM on_interrupt ``forwardedProps.command.resume``. A run that left calls for the client
+    goes on with a new run on the same thread, the answers as those calls' results; a call nobody
+    answered is closed as not run. With ``attachments`` the body is encoded in a thread
+    (megabytes of JSON; encode_body)."""
+    recorder, status = run.recorder, run.status
     payload = run.payload
     recorder.outbound.asks = run.agent.transport == "agui"
     for _ in range(MAX_RESUMES + 1):
@@ -3528,27 +3766,96 @@ async def run_with_questions(run: AgentRun) -> AsyncGenerator[str, None]:
             yield chunk
         if not recorder.paused:
             return
-        interrupts, recorder.outbound.interrupts = recorder.outbound.interrupts, []
-        history = list(payload["messages"])
-        resume, unanswered = [], {}
-        for interrupt in interrupts:
-            question = question_of(interrupt, recorder)
-            await status.send({"description": ASKED, "done": False})
-            answer, how = await ask_user(event_call, question, question_timeout)
-            entry = resume_entry(interrupt, question, answer)
-            resume.append(entry)
-            call_id = _str(interrupt.get("toolCallId"))
-            if call_id in recorder._calls and (entry.get("payload") or {}).get("approved"):
-                recorder.outbound.approvals[call_id] = APPROVED
-            elif call_id in recorder._calls:
-                unanswered[call_id] = unanswered_result(how, question_timeout)
-        turn = _segments_to_agui([s for s in recorder.segments if not isinstance(s, Error)], "aihub-resume")
-        payload = {**payload, "runId": f"aihub-run-{random_hex()}", "messages": history + turn, "resume": resume}
-        recorder.paused = recorder.finished = False
-        for call_id, result in unanswered.items():  # the tool did not run: its block says why
-            recorder.tool_result(call_id, result)
+        if recorder.outbound.interrupts:
+            payload = await _answer_interrupts(run, payload)
+        else:
+            payload = await _answer_client_calls(run, payload)
+            if payload is None:  # nobody answered: the calls are closed as not run, the answer ends
+                recorder.paused = recorder.finished = False
+                recorder.finish()
+                return
     recorder.paused = recorder.finished = False  # it kept pausing: end the answer here
     recorder.finish(error="The agent kept asking questions; the answer stops here.")
+
+
+def _turn(recorder: Recorder) -> list[dict[str, Any]]:
+    return _segments_to_agui([s for s in recorder.segments if not isinstance(s, Error)], "aihub-resume")
+
+
+async def _answer_interrupts(run: AgentRun, payload: dict[str, Any]) -> dict[str, Any]:
+    """Ask each interrupt's question; the next request resumes the paused run with the answers."""
+    recorder = run.recorder
+    interrupts, recorder.outbound.interrupts = recorder.outbound.interrupts, []
+    resume, unanswered, command = [], {}, None
+    for interrupt in interrupts:
+        question = question_of(interrupt, recorder)
+        timeout = run.question_timeout
+        if (left := seconds_left(interrupt, time.time())) is not None:
+            timeout = min(timeout, left)  # expiresAt bounds the wait
+        await run.status.send({"description": ASKED, "done": False})
+        answer, how = await ask_checked(run.event_call, question, _mapping(interrupt.get("responseSchema")), timeout)
+        entry = resume_entry(interrupt, question, answer)
+        call_id = _str(interrupt.get("toolCallId"))
+        approved = _mapping(entry.get("payload")).get("approved")
+        if interrupt.get("convention") == "command" and entry["status"] == "resolved":
+            command = entry["payload"]  # LangGraph: ag-ui-langgraph reads it as JSON text
+        else:
+            resume.append(entry)
+        if call_id in recorder._calls and approved:
+            recorder.outbound.approvals[call_id] = APPROVED
+        elif call_id in recorder._calls and (entry["status"] == "cancelled" or approved is False):
+            unanswered[call_id] = unanswered_result(how if answer is None else "declined", run.question_timeout)
+    nxt = {key: value for key, value in payload.items() if key not in ("resume",)}
+    nxt.update(runId=f"aihub-run-{random_hex()}", messages=list(run.payload["messages"]) + _turn(recorder))
+    if resume:
+        nxt["resume"] = resume
+    forwarded = {k: v for k, v in _mapping(payload.get("forwardedProps")).items() if k != "command"}
+    if command is not None:
+        forwarded["command"] = {"resume": json.dumps(command) if isinstance(command, str) else command}
+    nxt["forwardedProps"] = forwarded
+    recorder.paused = recorder.finished = False
+    for call_id, result in unanswered.items():  # the tool did not run: its block says why
+        recorder.tool_result(call_id, result)
+    return nxt
+
+
+async def _answer_client_calls(run: AgentRun, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """Ask for each call the run left to the client; the next request is a new run on the same
+    thread whose last messages are the answers as those calls' results (Agno's confirmations as
+    ``{"accepted": true|false}``, whose result its next run streams), or None when nobody answered."""
+    recorder = run.recorder
+    calls, recorder.outbound.client_calls = recorder.outbound.client_calls, []
+    answers: dict[str, str] = {}  # call id -> the tool message's content
+    closed: dict[str, str] = {}  # call id -> its result: answered (or declined), or not run
+    for call_id in calls:
+        recorder.outbound.asked_calls.add(call_id)
+        call = recorder._calls[call_id][1]
+        question = client_question(call, recorder)
+        await run.status.send({"description": ASKED, "done": False})
+        answer, how = await ask_checked(run.event_call, question, {}, run.question_timeout)
+        if question["type"] == "confirmation" and answer is not None:  # Agno: its next run says what happened
+            answers[call_id] = json.dumps({"accepted": answer is True})
+            if answer is True:
+                recorder.outbound.approvals[call_id] = APPROVED
+            else:
+                closed[call_id] = unanswered_result("declined", run.question_timeout)
+        elif answer is not None:
+            answers[call_id] = closed[call_id] = _str(answer)
+        else:
+            closed[call_id] = unanswered_result(how, run.question_timeout)
+    recorder.paused = recorder.finished = False
+    turn = _turn(recorder)  # before the answers fill the calls: the tool messages go last, in the calls' order
+    for call_id, result in closed.items():
+        recorder.tool_result(call_id, result)
+    if not answers:
+        return None
+    told = {**{c: r for c, r in closed.items() if c not in answers}, **answers}  # the agent hears of every call
+    tools = [{"id": f"aihub-answer-{n}", "role": "tool", "toolCallId": call_id, "content": told[call_id]}
+             for n, call_id in enumerate(c for c in calls if c in told)]
+    nxt = {key: value for key, value in payload.items() if key != "resume"}
+    nxt.update(runId=f"aihub-run-{random_hex()}", messages=list(run.payload["messages"]) + turn + tools)
+    nxt["forwardedProps"] = {k: v for k, v in _mapping(payload.get("forwardedProps")).items() if k != "command"}
+    return nxt
 
 
 # --- begin agent_pipe/failures.py ---

@@ -48,7 +48,8 @@ EXPECTED: dict[str, list[str]] = {
         'rs"The tool says sunny."',
         'A"Sunny in Paris."',
     ],
-    "client_tool": ['A"I need you to confirm the booking."', "TC[confirm_booking]"],
+    # a call left to the client is asked of the user; without a browser (here) it is closed as not run
+    "client_tool": ['A"I need you to confirm the booking."', "TC[confirm_booking]", "tool(confirm_booking)"],
     "error": [
         LEAD,
         "TC[get_weather]",
@@ -373,15 +374,15 @@ def test_an_approved_tool_runs_and_the_same_answer_goes_on(server: Any) -> None:
 ASKED_STATUS = "Waiting for your answer…"
 
 
-@pytest.mark.parametrize(("dialog", "expected"), [
-    (Dialog(False), "Not run: the user declined."),
-    (Dialog(True, delay=3), "Not run: nobody answered the question within 1 seconds."),
-    (None, "Not run: the agent asked for an answer, which only a chat in the browser can give."),
+@pytest.mark.parametrize(("dialog", "expected", "status"), [
+    (Dialog(False), "Not run: the user declined.", "resolved"),
+    (Dialog(True, delay=3), "Not run: nobody answered the question within 1 seconds.", "cancelled"),
+    (None, "Not run: the agent asked for an answer, which only a chat in the browser can give.", "cancelled"),
     (Dialog({"error": "Client session disconnected."}),
-     "Not run: the agent asked for an answer, which only a chat in the browser can give."),
+     "Not run: the agent asked for an answer, which only a chat in the browser can give.", "cancelled"),
 ])
 def test_a_declined_unanswered_or_unaskable_tool_does_not_run_and_its_block_says_why(
-    server: Any, dialog: Any, expected: str
+    server: Any, dialog: Any, expected: str, status: str
 ) -> None:
     pipe = make_pipe([{"id": "demo.scripted", "name": "Scripted", "transport": "agui", "url": server.agent_url}])
     pipe.valves.QUESTION_TIMEOUT_SECONDS = 1
@@ -391,9 +392,35 @@ def test_a_declined_unanswered_or_unaskable_tool_does_not_run_and_its_block_says
     call = _approval_block(run)
     assert (call.name, call.result) == ("book_hotel", expected)
     assert "Executing..." not in run.content
-    (_, resumed) = server.recorded()  # the same run resumed, the tool declined: the model goes on
-    assert resumed["resume"][0]["status"] == "resolved" and resumed["resume"][0]["payload"] == {"approved": False}
-    assert run.content.endswith("</details>\nAll done.")
+    (_, resumed) = server.recorded()  # the same run resumed: declined, or cancelled (never an approval)
+    assert resumed["resume"][0]["status"] == status
+    if status == "resolved":
+        assert resumed["resume"][0]["payload"] == {"approved": False}
+        assert run.content.endswith("</details>\nAll done.")  # the model goes on
+    elif server.version == "1.0.0rc8":
+        assert "was cancelled" in run.content  # rc8 ends a cancelled approval's run with its own error
+    else:
+        assert "Agent error" not in run.content
+
+
+def test_a_client_tool_the_user_answers_goes_on_in_a_new_run_with_the_answer_as_its_result(server: Any) -> None:
+    class Once(Dialog):  # answers the first question; the scripted agent asks again, nobody answers that
+        async def __call__(self, question: dict[str, Any]) -> Any:
+            self.questions.append(question)
+            return "Booked for two nights." if len(self.questions) == 1 else None
+
+    dialog = Once()
+    run = ask(server, "client_tool", event_call=dialog)
+    first_question, second_question = dialog.questions
+    assert first_question["type"] == "input" and first_question["data"]["title"] == "confirm_booking"
+    first, nxt = server.recorded()  # the second call nobody answered: closed, no third run
+    assert nxt["threadId"] == first["threadId"] and "resume" not in nxt
+    assert nxt["messages"][-1]["role"] == "tool" and nxt["messages"][-1]["content"] == "Booked for two nights."
+    assert nxt["messages"][-1]["toolCallId"] == nxt["messages"][-2]["toolCalls"][0]["id"]
+    results = [c.result for s in P.parse_content(run.content) if isinstance(s, P.ToolStep) for c in s.calls]
+    assert results == ["Booked for two nights.",
+                       "Not run: the question was not answered."]
+    assert "Executing..." not in run.content and "Agent error" not in run.content
 
 
 # --- attached files (issue 19): the parts become content the agent's model is given ---------------
