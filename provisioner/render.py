@@ -88,6 +88,7 @@ def render_plan(plan_json: dict[str, Any], out: Console) -> None:
         if action != "update":
             continue
         leaves = [leaf for f in change["fields"] for leaf in leaf_changes(f["path"], f["before"], f["after"])]
+        leaves, folded = folded_translations(leaves)
         origins = {f["path"]: ORIGIN_NOTE.get(f.get("origin") or "", "") for f in change["fields"]}
         path_width = max((len(shown(path)) for path, _, _ in leaves), default=0)
         for path, before, after in leaves:
@@ -98,6 +99,8 @@ def render_plan(plan_json: dict[str, Any], out: Console) -> None:
                 f"{shown(shown_before)} -> {shown(shown_after)}{note}",
                 soft_wrap=True,
             )
+        if folded:
+            out.print(f"      [yellow]~[/yellow] {escape(folded)}", soft_wrap=True)
     for group in groups:  # the notes (on stderr) say why
         style = _STYLE[group["action"]]
         out.print(
@@ -106,6 +109,21 @@ def render_plan(plan_json: dict[str, Any], out: Console) -> None:
         )
     out.print()
     out.print(summary_line(plan_json["summary"], groups), soft_wrap=True)
+
+
+# More translated fields than this in one object (a first sync of the bundle's toggles writes
+# 120 each): one line says how many, and `-o json` lists every one.
+MAX_TRANSLATION_LINES = 12
+
+
+def folded_translations(leaves: list[tuple[str, Any, Any]]) -> tuple[list[tuple[str, Any, Any]], str | None]:
+    """The leaves without the `meta.i18n.*` ones when there are many, and the line that counts them."""
+    translated = [leaf for leaf in leaves if leaf[0].startswith("meta.i18n.")]
+    if len(translated) <= MAX_TRANSLATION_LINES:
+        return leaves, None
+    locales = {path.split(".")[2] for path, _, _ in translated}
+    line = f"meta.i18n  {len(translated)} translated fields in {len(locales)} languages change (-o json lists each)"
+    return [leaf for leaf in leaves if not leaf[0].startswith("meta.i18n.")], line
 
 
 def render_notes(plan_json: dict[str, Any], err: Console) -> None:

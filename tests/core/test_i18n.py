@@ -201,3 +201,25 @@ def test_hostile_translations_leave_a_markdown_plan_its_shape(tmp_path: Path, te
     hostile, harmless = shape(text), shape("x")
     assert hostile.tags == harmless.tags
     assert not {"img", "a"} & set(hostile.tags) and "@" not in "".join(hostile.outside)
+
+
+def test_a_text_plan_folds_many_translated_fields_into_one_line_and_shows_a_few_each(tmp_path: Path) -> None:
+    """Upgrading to a provision that translates the bundle's toggles: 120 fields per toggle are one line."""
+    import io
+
+    from rich.console import Console
+
+    from provisioner.render import render_plan
+
+    desired = state(desk(tmp_path, {"de": DE, "fr": FR}))
+    untranslated = state(desk(tmp_path, {"de": DE, "fr": FR}), i18n=False)
+    live = synced(untranslated)
+    plan = make_plan(desired, live)
+    web = next(c for c in plan.changes if c.id == "aihub_toggle_web_search")
+    assert len(web.fields) == sum(map(len, NATIVE_TOGGLE_TRANSLATIONS["web_search"].values()))  # each in the JSON form
+    out = io.StringIO()
+    render_plan(plan.to_json(), Console(file=out, width=200, color_system=None))
+    text = out.getvalue()
+    assert f"meta.i18n  {len(web.fields)} translated fields in {len(NATIVE_TOGGLE_TRANSLATIONS['web_search'])} languages change" in text
+    assert "meta.i18n.de.name" in text and "Kundendienst" in text  # the agent's few fields, each on its line
+    assert "meta.i18n.ja.name" not in text
