@@ -185,3 +185,15 @@ def test_init_writes_a_scheduled_drift_check_for_github_and_gitlab(tmp_path: Pat
     # a scheduled pipeline runs on the default branch: it must not sync
     for name in ("validate", "sync-staging"):
         assert gitlab[name]["rules"][0] == {"if": '$CI_PIPELINE_SOURCE == "schedule"', "when": "never"}
+
+
+def test_the_sample_agent_and_its_custom_toggle_are_translated(tmp_path: Path, capsys) -> None:
+    """A new repo shows how translations are written (issue 30): one translated agent, one toggle."""
+    from provisioner.loader import load_catalog
+
+    assert run(capsys, "init", str(tmp_path / "agents"))[0] == 0
+    catalog = load_catalog(tmp_path / "agents" / "blueprints")
+    (agent,) = [a for lb in catalog.blueprints for a in lb.blueprint.agents]
+    assert agent.i18n and {"de", "fr"} <= set(agent.i18n)
+    assert agent.i18n["de"].suggestions is not None and len(agent.i18n["de"].suggestions) == len(catalog.blueprints[0].blueprint.suggestions or [])
+    assert catalog.features["knowledge_base"].i18n["de"].title == "Wissensdatenbank"
