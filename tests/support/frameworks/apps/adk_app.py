@@ -35,6 +35,9 @@ PINS = (
     "uvicorn==0.55.0",
 )
 AGENT_PATH = "/agent"
+# ADK's tool confirmation is answered with its ToolConfirmation shape, as a tool message for the
+# adk_request_confirmation call.
+ANSWERS = {"approve": {"approved": {"confirmed": True}, "declined": {"confirmed": False}}}
 
 
 def _seen(contents: list[types.Content]) -> list[dict[str, Any]]:
