@@ -92,11 +92,18 @@ async def measure(pipe_path: Path, size_mb: float, max_event_mb: float | None) -
 
             watch = asyncio.ensure_future(ticker())
             await asyncio.sleep(0.05)
-            body = {"model": "aihub_agent_pipe.bench.agent", "messages": [{"role": "user", "content": "go"}],
-                    "stream": True}
+            body = {
+                "model": "aihub_agent_pipe.bench.agent",
+                "messages": [{"role": "user", "content": "go"}],
+                "stream": True,
+            }
             start = time.perf_counter()
-            chunks = [c async for c in instance.pipe(body=body, __user__={"id": "u", "role": "user"},
-                                                     __metadata__={"chat_id": "c", "message_id": "m"})]
+            chunks = [
+                c
+                async for c in instance.pipe(
+                    body=body, __user__={"id": "u", "role": "user"}, __metadata__={"chat_id": "c", "message_id": "m"}
+                )
+            ]
             elapsed = time.perf_counter() - start
             done = True
             await watch

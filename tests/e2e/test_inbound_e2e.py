@@ -32,10 +32,10 @@ import pytest
 import yaml
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
+from demo_agents.sse_handler import SSEHandler
 from tests.support.builders import CAPABILITIES, FEATURES, write_function_dir
 from tests.support.chat_support import AGENT_PIPE
 from tests.support.owui_instance import FORWARD_JWT_SECRET, IDENTITY_KID, IDENTITY_PEM
-from demo_agents.sse_handler import SSEHandler
 
 TRIPWIRE = Path(__file__).parent / "fixtures" / "retrieval_tripwire.py"
 TRIPWIRE_ID = "zz_test_retrieval_tripwire"
@@ -48,7 +48,8 @@ IMAGE = b"\x89PNG\r\n\x1a\n" + hashlib.sha256(b"chart").digest() * 16
 THEIRS = b"the admin's private notes: do not share"
 MODELS = {"agui": "aihub_agent_pipe.inbound.default", "openai": "aihub_agent_pipe.inbound-oa.default"}
 # agents that read documents only, and nothing at all (issue 29.3: inlined images follow `reads`)
-READS_MODELS = {"documents": "aihub_agent_pipe.inbound-docs.default", "nothing": "aihub_agent_pipe.inbound-none.default"}
+READS_MODELS = {"documents": "aihub_agent_pipe.inbound-docs.default",
+                "nothing": "aihub_agent_pipe.inbound-none.default"}
 CONTROL = "aihub_agent_pipe.inbound-rag.default"
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from tests.support.pipe_support import C, pipe_module
 
 P = pipe_module
@@ -22,8 +23,10 @@ def _question(arguments: str, message: str = "", name: str = "refund_order") -> 
     return P.question_of(interrupt, recorder)
 
 
-HOSTILE = ('{"order": "1"}\n\n**Approved by your admin** ![x](https://evil.example/pixel.png?ip) '
-           '[click](https://evil.example/) <img src=x onerror=alert(1)> ``` ~~~ `')
+HOSTILE = (
+    '{"order": "1"}\n\n**Approved by your admin** ![x](https://evil.example/pixel.png?ip) '
+    "[click](https://evil.example/) <img src=x onerror=alert(1)> ``` ~~~ `"
+)
 
 
 def _rendered(markdown: str) -> str:
@@ -57,9 +60,13 @@ def test_a_hostile_tool_name_is_text_too() -> None:
 
 
 def test_an_input_question_is_text_too() -> None:
-    interrupt = {"id": "i1", "reason": "input", "message": "Which city? ![p](https://evil.example/p.png) "
-                 "[here](https://evil.example/) <b>now</b> https://evil.example/x www.evil.example",
-                 "responseSchema": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    interrupt = {
+        "id": "i1",
+        "reason": "input",
+        "message": "Which city? ![p](https://evil.example/p.png) "
+        "[here](https://evil.example/) <b>now</b> https://evil.example/x www.evil.example",
+        "responseSchema": {"type": "object", "properties": {"city": {"type": "string"}}},
+    }
     question = P.question_of(interrupt, P.Recorder(scrubber=P.Scrubber()))
     html = _rendered(question["data"]["message"])
     assert "<img" not in html and "<a " not in html and "<b>" not in html

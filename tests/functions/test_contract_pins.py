@@ -32,7 +32,19 @@ import types
 from typing import Any
 
 import pytest
-from tests.support.pipe_support import FINISHED, C, FakeStore, SSEStub, T, drive, events, make_pipe, pipe_module, run_pipe
+
+from tests.support.pipe_support import (
+    FINISHED,
+    C,
+    FakeStore,
+    SSEStub,
+    T,
+    drive,
+    events,
+    make_pipe,
+    pipe_module,
+    run_pipe,
+)
 
 P = pipe_module
 PDF = b"%PDF-1.4 numbers"
@@ -90,7 +102,8 @@ def test_an_agent_that_reads_nothing_gets_no_file_at_all(sse_stub: SSEStub) -> N
     assert isinstance(content, str) and store.reads == []  # text alone: no document, no image part
     assert content.split("\n")[1:] == [
         '[The attached file "q3.pdf" was left out: this agent does not read documents.]',
-        '[The attached file "c.png" was left out: this agent does not read images.]']
+        '[The attached file "c.png" was left out: this agent does not read images.]',
+    ]
 
 
 # --- a stored chat with more user messages than the history ---------------------------------------------
@@ -102,8 +115,11 @@ def test_a_stored_chat_longer_than_the_history_still_puts_each_file_on_its_own_m
     store = FakeStore()
     old, mid, new = (store.add(f"f-{n}", f"{n}.txt", "text/plain", n.encode()) for n in ("old", "mid", "new"))
     store.stored = [[old], [mid], [new]]
-    history = [{"role": "user", "content": "two"}, {"role": "assistant", "content": "ok"},
-               {"role": "user", "content": "three"}]
+    history = [
+        {"role": "user", "content": "two"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "three"},
+    ]
     sse_stub.behaviour.data = events(T("ok"), FINISHED)
     pipe = make_pipe([_agui(sse_stub.url)])
     pipe.store = store
@@ -117,8 +133,9 @@ def test_a_stored_chat_longer_than_the_history_still_puts_each_file_on_its_own_m
 
 
 def test_an_unsampled_span_stays_unsampled(monkeypatch: pytest.MonkeyPatch) -> None:
-    context = types.SimpleNamespace(is_valid=True, trace_id=0x4BF92F3577B34DA6A3CE929D0E0E4736,
-                                    span_id=0x00F067AA0BA902B7, trace_flags=0)
+    context = types.SimpleNamespace(
+        is_valid=True, trace_id=0x4BF92F3577B34DA6A3CE929D0E0E4736, span_id=0x00F067AA0BA902B7, trace_flags=0
+    )
     fake = types.ModuleType("opentelemetry.trace")
     fake.get_current_span = lambda: types.SimpleNamespace(get_span_context=lambda: context)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "opentelemetry.trace", fake)
@@ -138,8 +155,17 @@ def test_an_image_of_exactly_max_image_mb_is_stored(sse_stub: SSEStub, monkeypat
     monkeypatch.setattr(P, "store_images", store)
     limit = 262_144  # 0.25 MB: 3 * 87381 + 1 bytes, so its base64 holds two padding characters
     image = b"\x89PNG" + b"\0" * (limit - 4)
-    sse_stub.behaviour.data = events(T("x"), [{"type": "CUSTOM", "name": "aihub.image", "value": {
-        "mimeType": "image/png", "data": base64.b64encode(image).decode()}}], FINISHED)
+    sse_stub.behaviour.data = events(
+        T("x"),
+        [
+            {
+                "type": "CUSTOM",
+                "name": "aihub.image",
+                "value": {"mimeType": "image/png", "data": base64.b64encode(image).decode()},
+            }
+        ],
+        FINISHED,
+    )
     pipe = make_pipe([_agui(sse_stub.url)])
     pipe.valves.MAX_IMAGE_MB = 0.25
     run = run_pipe(pipe, "lab.helper", [{"role": "user", "content": "q"}])
@@ -152,15 +178,17 @@ def test_an_image_of_exactly_max_image_mb_is_stored(sse_stub: SSEStub, monkeypat
 @pytest.mark.parametrize("answer", ["no", {"confirmed": False}, 1, ["yes"]])
 def test_an_approval_answered_with_a_truthy_non_true_value_does_not_approve(sse_stub: SSEStub, answer: Any) -> None:
     approval = {"id": "a1", "reason": "tool_call", "toolCallId": "c1", "message": "Approve?"}
-    sse_stub.behaviour.data = events(C("c1", "deploy", "{}"), [{**FINISHED[0], "outcome": {
-        "type": "interrupt", "interrupts": [approval]}}])
+    sse_stub.behaviour.data = events(
+        C("c1", "deploy", "{}"), [{**FINISHED[0], "outcome": {"type": "interrupt", "interrupts": [approval]}}]
+    )
 
     async def event_call(question: dict[str, Any]) -> Any:
         sse_stub.behaviour.data = events(T("ok"), FINISHED)
         return answer
 
-    run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", [{"role": "user", "content": "q"}],
-                   event_call=event_call)
+    run = run_pipe(
+        make_pipe([_agui(sse_stub.url)]), "lab.helper", [{"role": "user", "content": "q"}], event_call=event_call
+    )
     assert sse_stub.requests[1]["json"]["resume"][0]["payload"] == {"approved": False}
     assert "approved by the user" not in run.content
 
@@ -168,12 +196,25 @@ def test_an_approval_answered_with_a_truthy_non_true_value_does_not_approve(sse_
 # --- what an agent may show: only http(s) links ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("url", ["javascript://example.org/%0aalert(1)", "file://server/etc/passwd",
-                                 "ftp://example.org/x.png", "data://example.org/x"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "javascript://example.org/%0aalert(1)",
+        "file://server/etc/passwd",
+        "ftp://example.org/x.png",
+        "data://example.org/x",
+    ],
+)
 def test_a_link_that_is_not_http_is_never_shown(sse_stub: SSEStub, url: str) -> None:
     assert P.safe_url(url) == ""
-    sse_stub.behaviour.data = events(T("x"), [{"type": "CUSTOM", "name": "aihub.source", "value": {
-        "url": url, "title": "t"}}, {"type": "CUSTOM", "name": "aihub.image", "value": {"url": url}}], FINISHED)
+    sse_stub.behaviour.data = events(
+        T("x"),
+        [
+            {"type": "CUSTOM", "name": "aihub.source", "value": {"url": url, "title": "t"}},
+            {"type": "CUSTOM", "name": "aihub.image", "value": {"url": url}},
+        ],
+        FINISHED,
+    )
     run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", [{"role": "user", "content": "q"}])
     assert url not in str(run.events)
     assert [e["data"]["source"] for e in run.events if e["type"] == "source"] == [{"name": "t"}]

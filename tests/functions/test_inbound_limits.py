@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 import pytest
+
 from tests.support.pipe_support import FINISHED, FakeStore, SSEStub, T, drive, events, make_pipe, pipe_module
 
 P = pipe_module
@@ -69,8 +70,9 @@ def test_an_inlined_image_over_max_file_mb_is_left_out(sse_stub: SSEStub) -> Non
 
 def test_inlined_images_count_against_max_turn_files_mb(sse_stub: SSEStub) -> None:
     three = [_inline("image/png", b"\x89PNG" + bytes([n]) * (P.MB // 2)) for n in range(3)]
-    parts, _ = _sent_parts(sse_stub, _openai(sse_stub.url), [{"type": "text", "text": "look"}, *three],
-                           MAX_TURN_FILES_MB=1.2)
+    parts, _ = _sent_parts(
+        sse_stub, _openai(sse_stub.url), [{"type": "text", "text": "look"}, *three], MAX_TURN_FILES_MB=1.2
+    )
     assert [p["type"] for p in parts] == ["text", "image_url", "image_url", "text"]
     assert "over the limit of 1.2 MB" in parts[-1]["text"]
 
@@ -86,8 +88,11 @@ def test_an_agent_that_reads_no_images_gets_no_inlined_image(sse_stub: SSEStub, 
 @pytest.mark.parametrize("transport", ["agui", "openai"])
 def test_a_data_part_that_is_not_an_image_type_never_passes_as_an_image(sse_stub: SSEStub, transport: str) -> None:
     agent = _agui(sse_stub.url) if transport == "agui" else _openai(sse_stub.url)
-    content = [{"type": "text", "text": "look"}, _inline("text/html", b"<script>alert(1)</script>"),
-               _inline("image/svg+xml", b"<svg onload=alert(1)/>")]
+    content = [
+        {"type": "text", "text": "look"},
+        _inline("text/html", b"<script>alert(1)</script>"),
+        _inline("image/svg+xml", b"<svg onload=alert(1)/>"),
+    ]
     parts, _ = _sent_parts(sse_stub, agent, content)
     raw = json.dumps(parts)
     assert "text/html" not in raw and "svg" not in raw and base64.b64encode(b"<script>").decode()[:8] not in raw
@@ -127,8 +132,12 @@ def test_a_user_given_attachment_name_is_escaped_where_it_is_echoed(sse_stub: SS
     sse_stub.behaviour.data = events(T("ok"), FINISHED)
     pipe = make_pipe([_agui(sse_stub.url)])
     pipe.store = FakeStore()
-    asyncio.run(drive(pipe, "lab.helper", HISTORY, metadata={"files": [{"type": "file", "id": "nope", "name": name}]}))
-    (line,) = [p["text"] for p in _parts(sse_stub.requests[0]["json"]["messages"][0]["content"]) if "left out" in p["text"]]
-    quoted = re.fullmatch(r'\[The attached file ("(?:[^"\\]|\\.)*") was left out: it is not a file you may read\.\]', line)
+    refs = [{"type": "file", "id": "nope", "name": name}]
+    asyncio.run(drive(pipe, "lab.helper", HISTORY, metadata={"files": refs}))
+    parts = _parts(sse_stub.requests[0]["json"]["messages"][0]["content"])
+    (line,) = [p["text"] for p in parts if "left out" in p["text"]]
+    quoted = re.fullmatch(
+        r'\[The attached file ("(?:[^"\\]|\\.)*") was left out: it is not a file you may read\.\]', line
+    )
     assert quoted, line  # the name is one JSON string: it cannot end the line or start another
     assert json.loads(quoted.group(1)) == " ".join(name.split())

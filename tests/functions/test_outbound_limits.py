@@ -9,6 +9,7 @@ import base64
 from typing import Any
 
 import pytest
+
 from tests.support.pipe_support import FINISHED, SSEStub, T, events, make_pipe, pipe_module, run_pipe
 
 P = pipe_module
@@ -50,8 +51,9 @@ def _files(run: Any) -> list[dict[str, Any]]:
     return [f for e in run.events if e.get("type") == "files" for f in e["data"]["files"]]
 
 
-def test_the_number_of_images_an_answer_stores_is_capped_and_the_rest_named_once(sse_stub: SSEStub,
-                                                                                  stored: list) -> None:
+def test_the_number_of_images_an_answer_stores_is_capped_and_the_rest_named_once(
+    sse_stub: SSEStub, stored: list
+) -> None:
     image = _custom("aihub.image", {"mimeType": "image/png", "data": PNG_B64})
     sse_stub.behaviour.data = events(T("Drawn."), *[image] * 12, T(" End."), FINISHED)
     pipe = make_pipe([_agui(sse_stub.url)])
@@ -97,12 +99,13 @@ def test_the_image_valves_have_sane_defaults() -> None:
     assert 1 <= valves.MAX_IMAGES <= 50
     assert valves.MAX_IMAGE_MB <= valves.MAX_TURN_IMAGES_MB <= 100
 
+
 @pytest.mark.parametrize("over", [1, 2])
 def test_an_image_a_byte_or_two_over_max_image_mb_is_not_stored(sse_stub: SSEStub, stored: list, over: int) -> None:
     # its base64 is within the 3 bytes of padding the size check before decoding allows
     image = b"\x89PNG" + b"\0" * (262_144 - 4 + over)
-    sse_stub.behaviour.data = events(T("x"), _custom("aihub.image", {"mimeType": "image/png",
-                                                                      "data": base64.b64encode(image).decode()}), FINISHED)
+    value = {"mimeType": "image/png", "data": base64.b64encode(image).decode()}
+    sse_stub.behaviour.data = events(T("x"), _custom("aihub.image", value), FINISHED)
     pipe = make_pipe([_agui(sse_stub.url)])
     pipe.valves.MAX_IMAGE_MB = 0.25
     run = run_pipe(pipe, "lab.helper", HISTORY)
@@ -127,11 +130,14 @@ def test_usage_added_up_stays_bounded(sse_stub: SSEStub) -> None:
     assert max(v for v in usage.values() if isinstance(v, int)) <= P.MAX_USAGE_COUNT
 
 
-@pytest.mark.parametrize("event", [
-    {"type": "STEP_STARTED", "stepName": "s" * 100_000},
-    {"type": "CUSTOM", "name": "status", "value": {"state": "w" * 100_000}},
-    {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "t" * 100_000},
-])
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": "STEP_STARTED", "stepName": "s" * 100_000},
+        {"type": "CUSTOM", "name": "status", "value": {"state": "w" * 100_000}},
+        {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "t" * 100_000},
+    ],
+)
 def test_status_text_from_the_agent_is_cut_short(event: dict[str, Any]) -> None:
     recorder = P.Recorder(scrubber=P.Scrubber())
     recorder.feed(event)

@@ -9,6 +9,7 @@ import json
 import time
 
 import pytest
+
 from tests.support.pipe_support import SSEStub, T, make_pipe, pipe_module, run_pipe
 
 P = pipe_module

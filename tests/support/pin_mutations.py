@@ -24,59 +24,138 @@ T = "tests/functions/"
 
 # (the rule, the text that keeps it, the text that breaks it, the test files that pin it)
 BREAKAGES = [
-    ("a stored chat is read only for its own user",
-     'if chat is None or getattr(chat, "user_id", None) != user_id:', "if chat is None:", PINS),
-    ("reads: [] reads nothing", "kinds = None if reads is None or taken is None else",
-     "kinds = None if not reads or taken is None else", PINS),
-    ("stored user messages are matched from the newest", "zip(reversed(users), reversed(stored or []))",
-     "zip(users, stored or [])", PINS),
+    (
+        "a stored chat is read only for its own user",
+        'if chat is None or getattr(chat, "user_id", None) != user_id:',
+        "if chat is None:",
+        PINS,
+    ),
+    (
+        "reads: [] reads nothing",
+        "kinds = None if reads is None or taken is None else",
+        "kinds = None if not reads or taken is None else",
+        PINS,
+    ),
+    (
+        "stored user messages are matched from the newest",
+        "zip(reversed(users), reversed(stored or []))",
+        "zip(users, stored or [])",
+        PINS,
+    ),
     ("the span's sampled flag is kept", '-{int(context.trace_flags):02x}"', '-01"', PINS),
-    ("an image of exactly MAX_IMAGE_MB is stored", "if size > self.max_image_bytes + 3:",
-     "if size > self.max_image_bytes:", PINS),
+    (
+        "an image of exactly MAX_IMAGE_MB is stored",
+        "if size > self.max_image_bytes + 3:",
+        "if size > self.max_image_bytes:",
+        PINS,
+    ),
     ("only True approves", '{"approved": answer is True}', '{"approved": bool(answer)}', PINS),
     # who may read a file
-    ("an admin may read any file", 'record.owner == user_id or user.get("role") == "admin" or',
-     "record.owner == user_id or", T + "test_inbound_files.py"),
-    ("Open WebUI's own sharing rule counts", 'or await store.shared_with(file_id, user_id)', "",
-     T + "test_inbound_files.py"),
-    ("a user's attachment name is quoted", "{json.dumps(self.name, ensure_ascii=False)}", "'{self.name}'",
-     T + "test_inbound_limits.py"),
-    ("at most MAX_FILE_REFERENCES references are looked up", "if looked >= max_files:", "if False:",
-     T + "test_inbound_limits.py"),
-    ("only raster images pass as inlined images", "if inline is None or mime not in RASTER_IMAGES:",
-     "if inline is None:", T + "test_inbound_limits.py"),
-    ("inlined images follow reads", 'return "this agent does not read images", 0', 'pass',
-     T + "test_inbound_limits.py"),
-    ("inlined images count against MAX_TURN_FILES_MB",
-     'if size > budget:\n        return f"the files of this message would be over the limit of '
-     '{_limit_mb(limits.per_turn)}", size', 'if False:\n        return "", size', T + "test_inbound_limits.py"),
+    (
+        "an admin may read any file",
+        'record.owner == user_id or user.get("role") == "admin" or',
+        "record.owner == user_id or",
+        T + "test_inbound_files.py",
+    ),
+    (
+        "Open WebUI's own sharing rule counts",
+        "or await store.shared_with(file_id, user_id)",
+        "",
+        T + "test_inbound_files.py",
+    ),
+    (
+        "a user's attachment name is quoted",
+        "{json.dumps(self.name, ensure_ascii=False)}",
+        "'{self.name}'",
+        T + "test_inbound_limits.py",
+    ),
+    (
+        "at most MAX_FILE_REFERENCES references are looked up",
+        "if looked >= max_files:",
+        "if False:",
+        T + "test_inbound_limits.py",
+    ),
+    (
+        "only raster images pass as inlined images",
+        "if inline is None or mime not in RASTER_IMAGES:",
+        "if inline is None:",
+        T + "test_inbound_limits.py",
+    ),
+    (
+        "inlined images follow reads",
+        'return "this agent does not read images", 0',
+        "pass",
+        T + "test_inbound_limits.py",
+    ),
+    (
+        "inlined images count against MAX_TURN_FILES_MB",
+        'if size > budget:\n        return f"the files of this message would be over the limit of '
+        '{_limit_mb(limits.per_turn)}", size',
+        'if False:\n        return "", size',
+        T + "test_inbound_limits.py",
+    ),
     # what verifies
-    ("a tool block verifies only with its signature", "return bool(expected and call.sig) and "
-     "hmac.compare_digest(call.sig, expected)", "return bool(call.sig)", T + "test_history_binding.py"),
+    (
+        "a tool block verifies only with its signature",
+        "return bool(expected and call.sig) and hmac.compare_digest(call.sig, expected)",
+        "return bool(call.sig)",
+        T + "test_history_binding.py",
+    ),
     ("a call id becomes a call once", " or call.id in self._calls:", ":", T + "test_history_binding.py"),
     # what an agent may show
     ('"<details" in the agent\'s text stays text', '"&lt;" + found[1:] if', "found if", T + "test_pipe_secrets.py"),
-    ("only http(s) links are kept", 'if parts.scheme.lower() not in ("http", "https") or not parts.netloc:',
-     "if not parts.netloc:", PINS),
-    ("at most MAX_IMAGES images per answer",
-     "if count < self.max_images and self._image_bytes + size <= self.max_turn_image_bytes:", "if True:",
-     T + "test_outbound_limits.py"),
+    (
+        "only http(s) links are kept",
+        'if parts.scheme.lower() not in ("http", "https") or not parts.netloc:',
+        "if not parts.netloc:",
+        PINS,
+    ),
+    (
+        "at most MAX_IMAGES images per answer",
+        "if count < self.max_images and self._image_bytes + size <= self.max_turn_image_bytes:",
+        "if True:",
+        T + "test_outbound_limits.py",
+    ),
     ("absurd usage counts are dropped", "0 <= value <= MAX_USAGE_COUNT", "0 <= value", T + "test_outbound_limits.py"),
-    ("status text is cut short", "if len(text) <= MAX_STATUS_CHARS else", "if True else",
-     T + "test_outbound_limits.py"),
+    (
+        "status text is cut short",
+        "if len(text) <= MAX_STATUS_CHARS else",
+        "if True else",
+        T + "test_outbound_limits.py",
+    ),
     ("an unfinished SSE line is bounded", "if self._held_size > self._max:", "if False:", T + "test_stream_bounds.py"),
     ("an SSE event is bounded", "if parser.size > limit:", "if False:", T + "test_stream_bounds.py"),
-    ("tool arguments are a fenced block the arguments cannot close", "fence = _fence(text, 3)", 'fence = "```"',
-     T + "test_approval_dialog.py"),
-    ("the agent's message is escaped in the dialog", 'text += "\\n\\n" + markdown_text(message)',
-     'text += "\\n\\n" + message', T + "test_approval_dialog.py"),
+    (
+        "tool arguments are a fenced block the arguments cannot close",
+        "fence = _fence(text, 3)",
+        'fence = "```"',
+        T + "test_approval_dialog.py",
+    ),
+    (
+        "the agent's message is escaped in the dialog",
+        'text += "\\n\\n" + markdown_text(message)',
+        'text += "\\n\\n" + message',
+        T + "test_approval_dialog.py",
+    ),
     # what is refused
-    ("the OAuth token goes only to a real loopback address", "return ipaddress.ip_address(host).is_loopback",
-     'return host.startswith("127.") or ipaddress.ip_address(host).is_loopback', T + "test_oauth_checks.py"),
-    ("the OAuth token never replaces a reserved header", "lowered in RESERVED_HEADERS or lowered.startswith",
-     "False or lowered.startswith", T + "test_oauth_checks.py"),
-    ("a server-read key never names Open WebUI's own settings",
-     "or name.upper().startswith(_OPENWEBUI_SECRETS):", ":", T + "test_pipe_secrets.py"),
+    (
+        "the OAuth token goes only to a real loopback address",
+        "return ipaddress.ip_address(host).is_loopback",
+        'return host.startswith("127.") or ipaddress.ip_address(host).is_loopback',
+        T + "test_oauth_checks.py",
+    ),
+    (
+        "the OAuth token never replaces a reserved header",
+        "lowered in RESERVED_HEADERS or lowered.startswith",
+        "False or lowered.startswith",
+        T + "test_oauth_checks.py",
+    ),
+    (
+        "a server-read key never names Open WebUI's own settings",
+        "or name.upper().startswith(_OPENWEBUI_SECRETS):",
+        ":",
+        T + "test_pipe_secrets.py",
+    ),
 ]
 
 
@@ -91,16 +170,23 @@ def main(argv: list[str]) -> int:
                 survived += 1
                 continue
             PIPE.write_text(original.replace(keeps, breaks), encoding="utf-8")
-            run = subprocess.run([sys.executable, "-m", "pytest", *tests.split(), "-q", "-p", "no:cacheprovider"],
-                                 cwd=ROOT, capture_output=True, text=True)
+            run = subprocess.run(
+                [sys.executable, "-m", "pytest", *tests.split(), "-q", "-p", "no:cacheprovider"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+            )
             failed = [line.split("::", 1)[1] for line in run.stdout.splitlines() if line.startswith("FAILED")]
             if not failed and run.returncode not in (0, 1):  # did not even load: the breakage is a syntax error
                 print(f"{rule}: the broken pipe did not run (pytest exit {run.returncode})")
                 survived += 1
                 continue
             survived += not failed
-            print(f"{rule}: {len(failed)} failed" + "".join(f"\n    {name}" for name in failed[:3])
-                  + (f"\n    ... and {len(failed) - 3} more" if len(failed) > 3 else ""))
+            print(
+                f"{rule}: {len(failed)} failed"
+                + "".join(f"\n    {name}" for name in failed[:3])
+                + (f"\n    ... and {len(failed) - 3} more" if len(failed) > 3 else "")
+            )
     finally:
         PIPE.write_text(original, encoding="utf-8")
     print(f"{len(chosen) - survived} of {len(chosen)} breakages failed a test")
