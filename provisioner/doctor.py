@@ -540,7 +540,7 @@ def _backends(probes: Sequence[Probe], not_probed: str) -> list[Check]:
                     "backend",
                     "fail",
                     f"{probe.agent}: the probe got no answer{where}: {probe.error}",
-                    "run `provision sync` (the pipe must be the bundle's), then look at Open WebUI's log",
+                    _no_answer_fix(probe.error),
                     probe.agent,
                 )
             )
@@ -569,6 +569,18 @@ def _backends(probes: Sequence[Probe], not_probed: str) -> list[Check]:
                 )
             )
     return checks
+
+
+def _no_answer_fix(error: str) -> str:
+    """Open WebUI did not hand the probe to the pipe, or the pipe did not answer as a probe."""
+    if "answered 403" in error or "answered 401" in error or "Model not found" in error:
+        return (
+            "Open WebUI does not let this admin use the agent's model: with BYPASS_ADMIN_ACCESS_CONTROL=false, give "
+            "the admin read access to it (or run doctor with a key of an admin who has it)"
+        )
+    if "as a chat" in error:
+        return "run `provision sync`: the pipe on the instance is not this provision's"
+    return "look at Open WebUI's log for the request to /api/chat/completions"
 
 
 _NOT_PROBED_FIX = {

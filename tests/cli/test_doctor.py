@@ -253,3 +253,14 @@ def test_explain_says_which_native_features_open_webui_has_switched_off(capsys, 
     assert notes["web_search"].startswith("Open WebUI's own Web Search is switched off on this instance")
     assert notes["image_generation"].startswith("Open WebUI's own Image is switched off")
     assert "code_interpreter" not in notes  # its switch could not be read: nothing is claimed
+
+
+def test_a_probe_open_webui_refuses_says_why_and_what_to_do(capsys, fake: FakeOpenWebUI) -> None:
+    assert run(capsys, "sync", *SAMPLES)[0] == 0
+    refused = httpx.Response(403, json={"detail": "You do not have permission to access this resource."})
+    fake.faults.append(lambda method, path, body: refused if path == "/api/chat/completions" else None)
+    code, report = doctor(capsys)
+    backends = [c for c in report["checks"] if c["id"] == "backend"]
+    assert code == 1 and len(backends) == 6 and all(c["status"] == "fail" for c in backends)
+    assert "the probe got no answer: Open WebUI answered 403 to POST /api/chat/completions" in backends[0]["message"]
+    assert "BYPASS_ADMIN_ACCESS_CONTROL=false" in backends[0]["fix"]
