@@ -23,6 +23,7 @@ from .hashing import content_hash
 from .state import (
     BUNDLE_PREFIX,
     FINGERPRINT_KEY,
+    I18N_KEY,
     MARKER_KEY,
     VERSION_KEY,
     InstanceState,
@@ -326,7 +327,7 @@ def remerge_model_form(live: Mapping[str, Any], change: Change, *, with_access: 
     for field_change in change.fields:
         if field_change.path == "access_grants":
             continue
-        if field_change.after is None and field_change.before is not None and field_change.path.startswith("meta.i18n."):
+        if field_change.after is None and field_change.before is not None and field_change.path.startswith(I18N_KEY + "."):
             delete_path(body, field_change.path)  # a translation the blueprint dropped (plan._removed)
         else:
             set_path(body, field_change.path, copy.deepcopy(field_change.after))

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from .redaction import SENSITIVE
+from .state import I18N_KEY
 from .text import visible
 
 _STYLE = {"create": "green", "update": "yellow", "delete": "red"}
@@ -118,12 +119,12 @@ MAX_TRANSLATION_LINES = 12
 
 def folded_translations(leaves: list[tuple[str, Any, Any]]) -> tuple[list[tuple[str, Any, Any]], str | None]:
     """The leaves without the `meta.i18n.*` ones when there are many, and the line that counts them."""
-    translated = [leaf for leaf in leaves if leaf[0].startswith("meta.i18n.")]
+    translated = [leaf for leaf in leaves if leaf[0].startswith(I18N_KEY + ".")]
     if len(translated) <= MAX_TRANSLATION_LINES:
         return leaves, None
     locales = {path.split(".")[2] for path, _, _ in translated}
-    line = f"meta.i18n  {len(translated)} translated fields in {len(locales)} languages change (-o json lists each)"
-    return [leaf for leaf in leaves if not leaf[0].startswith("meta.i18n.")], line
+    line = f"{I18N_KEY}  {len(translated)} translated fields in {len(locales)} languages change (-o json lists each)"
+    return [leaf for leaf in leaves if not leaf[0].startswith(I18N_KEY + ".")], line
 
 
 def render_notes(plan_json: dict[str, Any], err: Console) -> None:
