@@ -831,7 +831,9 @@ def doctor_command(
     bundle: BundleOpt = None,
     replica: Annotated[
         Optional[list[str]],
-        typer.Option("--replica", metavar="URL", help="Probe the backends through this replica's own URL (repeatable)."),
+        typer.Option(
+            "--replica", metavar="URL", help="Probe the backends through this replica's own URL (repeatable; default: the target's replicas)."
+        ),
     ] = None,
 ) -> int:
     """One line per check, failures first, each with its fix: the release, functions enabled,
@@ -852,7 +854,7 @@ def doctor_command(
         print_notes(inputs.catalog, err)
         expected = expected_from(inputs.catalog, inputs.functions)
     creds = credentials(conn, _warn)
-    replicas = replica_clients(conn, creds[1], replica or [])
+    replicas = replica_clients(conn, creds[1], replica or (list(selected.replicas) if selected else []))
     try:
         with connect(conn, creds) as client:
             checks = diagnose(client, expected, replicas)

@@ -34,7 +34,8 @@ _MISSING_DETAIL = "We could not find what you're looking for"
 _TAKEN_DETAILS = ("already registered", "ID_TAKEN", "id is already", "already taken")
 TAKEN_HINT = (
     "it exists now although the listing did not show it: another sync running at the same time, "
-    "or an incomplete listing; nothing was overwritten or deleted, run `provision sync` again"
+    "or an incomplete listing (with functions switched off every function listing is empty: "
+    "`provision doctor` checks it); nothing was overwritten or deleted, run `provision sync` again"
 )
 # What an Authorization header can carry: visible ASCII, no whitespace. Anything else would make
 # httpx/h11 fail with the header value (the token) in the exception text.
@@ -468,6 +469,11 @@ def _hint(status: int, detail: str, attempt: int) -> str:
     retried = f"after {attempt + 1} attempts" if attempt else ""
     if status in (400, 401) and _is_taken(detail):  # models answer 401 for a taken id
         return TAKEN_HINT
+    if status == 400 and "Error creating function" in detail:
+        return (
+            "Open WebUI could not load the function (its log says why); with functions switched off "
+            "(ENABLE_FUNCTIONS=false or ENABLE_PLUGINS=false) every function create fails like this"
+        )
     if status == 401:
         if _MISSING_DETAIL in detail:
             return "the object does not exist (Open WebUI answers 401 for a missing id)"

@@ -47,6 +47,9 @@ class TargetDef(_Strict):
     # Hosts this target may reach over plain http without --insecure: cluster-internal names
     # such as `*.svc.cluster.local` (fnmatch patterns; the token then crosses only that network).
     allow_http: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9*.-]+$", max_length=253)]] = Field(default_factory=list)
+    # Each Open WebUI replica's own URL behind the load balancer: `provision doctor` probes the
+    # agents' backends through every one (a backend one replica cannot reach shows as such).
+    replicas: list[Annotated[str, StringConstraints(pattern=r"^https?://\S+$", max_length=2000)]] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _one_token_source(self) -> "TargetDef":
@@ -73,6 +76,7 @@ class Target:
     missing_groups: str = "fail"  # fail | skip | create (groups.py)
     env_allow: frozenset[str] = frozenset()  # the file's and this target's own
     allow_http: tuple[str, ...] = ()  # host patterns reached over plain http without --insecure
+    replicas: tuple[str, ...] = ()  # each replica's own URL, for `provision doctor`
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,7 @@ def load_targets_config(path: Path) -> TargetsConfig:
             missing_groups=t.missing_groups,
             env_allow=shared | frozenset(t.env_allow),
             allow_http=tuple(t.allow_http),
+            replicas=tuple(t.replicas),
         )
         for name, t in parsed.targets.items()
     }

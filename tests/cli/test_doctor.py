@@ -264,3 +264,27 @@ def test_a_probe_open_webui_refuses_says_why_and_what_to_do(capsys, fake: FakeOp
     assert code == 1 and len(backends) == 6 and all(c["status"] == "fail" for c in backends)
     assert "the probe got no answer: Open WebUI answered 403 to POST /api/chat/completions" in backends[0]["message"]
     assert "BYPASS_ADMIN_ACCESS_CONTROL=false" in backends[0]["fix"]
+
+
+def test_a_first_sync_onto_switched_off_functions_says_what_may_be_wrong(capsys, fake: FakeOpenWebUI) -> None:
+    """On an instance never synced, functions off look like an empty instance until the first
+    create fails, with Open WebUI's "[ERROR: Error creating function]" (0.12.4)."""
+    failed = httpx.Response(400, json={"detail": "[ERROR: Error creating function]"})
+    fake.faults.append(lambda method, path, body: failed if path == "/api/v1/functions/create" else None)
+    code, _, err = run(capsys, "sync", *SAMPLES, "--yes")
+    assert code == 1 and "with functions switched off (ENABLE_FUNCTIONS=false or ENABLE_PLUGINS=false)" in err
+
+
+def test_a_targets_replicas_are_each_probed(capsys, fake: FakeOpenWebUI, tmp_path, monkeypatch) -> None:
+    assert run(capsys, "sync", *SAMPLES)[0] == 0
+    targets = tmp_path / "targets.yaml"
+    targets.write_text(
+        "targets:\n  prod:\n    url: http://127.0.0.1:9\n    token_env: DOCTOR_PROD_TOKEN\n"
+        "    replicas: [http://127.0.0.1:9, http://127.0.0.1:10]\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("DOCTOR_PROD_TOKEN", TOKEN)
+    code, report = doctor(capsys, "--target", "prod", "--targets-file", str(targets))
+    backends = [c for c in report["checks"] if c["id"] == "backend"]
+    assert code == 0 and report["target"] == "prod" and len(backends) == 12
+    assert len(fake.probe_bodies) == 12

@@ -181,3 +181,7 @@ def test_functions_switched_off_are_found_though_open_webui_reports_them_to_no_a
     assert report["checks"][0]["fix"].startswith("set ENABLE_FUNCTIONS=true")
     code, _, err = provision(capsys, "diff", *blueprints)
     assert err.count("Warning: functions are switched off on this Open WebUI") == 1
+    # sync warns as well and goes ahead: its first write meets the functions it could not list
+    code, out, err = provision(capsys, "sync", "--yes", *blueprints)
+    assert err.count("Warning: functions are switched off on this Open WebUI") == 1
+    assert code == 1 and "POST /api/v1/functions/create" in err, out + err
