@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import json
 import os
 import ssl
 from collections.abc import Iterator
@@ -151,6 +152,19 @@ def test_each_backend_is_reached_or_not_from_open_webuis_side_with_the_reason(co
     # the instance's own checks pass on a synced instance
     passed = {c["id"] for c in report["checks"] if c["status"] == "pass"}
     assert {"release", "functions-enabled", "pipe-active", "bundle-functions", "pipe-valves", "agent-rows"} <= passed
+    # explain reads Open WebUI's own switches of the native features from their admin settings
+    code, out, err = provision(
+        capsys, "explain", "research-assistant", *blueprints[:2], "--url", connected.url, "-o", "json"
+    )
+    assert code == 0, err
+    notes = {n["about"]: n["note"] for n in json.loads(out)["instance"]}
+    with connected.client() as http:
+        web = http.get("/api/v1/retrieval/config").raise_for_status().json()["web"]["ENABLE_WEB_SEARCH"]
+        image = http.get("/api/v1/images/config").raise_for_status().json()["ENABLE_IMAGE_GENERATION"]
+        code_on = http.get("/api/v1/configs/code_execution").raise_for_status().json()["ENABLE_CODE_INTERPRETER"]
+    assert ("web_search" in notes) == (web is False) and ("image_generation" in notes) == (image is False)
+    assert ("code_interpreter" in notes) == (code_on is False) and {web, image, code_on} <= {True, False}
+    assert False in {web, image, code_on}, "0.12.4 ships with web search and image generation off"
     # no probe left a chat behind
     with connected.client() as http:
         assert http.get("/api/v1/chats/").raise_for_status().json() == []
