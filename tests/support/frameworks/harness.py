@@ -10,6 +10,8 @@ it::
     SCENARIOS = ("stream", "tool", ...)        # optional: the scripts of apps/_common.py it serves
     ANSWERS = {"approve": {"approved": ...}}   # optional: the user's answers in the shape it reads
     NOT_OFFERED = {"client": "why"}            # optional: why a scenario it does not serve is missing
+    RESUME = "resume"                          # optional: a CUSTOM on_interrupt is answered with
+                                               # AG-UI 1.0's resume list (CrewAI), not forwardedProps
 
 Adding a framework is adding such a file (``apps/_common.py`` holds what every app shares: the
 port, the recording and control routes, the scripts). Venvs live under the cache dir
@@ -65,6 +67,7 @@ class Framework:
     scenarios: tuple[str, ...]
     answers: dict[str, dict[str, Any]]
     not_offered: dict[str, str] = field(default_factory=dict)
+    resume: str = ""
 
     @property
     def home(self) -> Path:
@@ -88,14 +91,15 @@ def _declared(app: Path) -> Framework:
     values: dict[str, Any] = {}
     for node in ast.parse(app.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            if node.targets[0].id in ("PINS", "AGENT_PATH", "SCENARIOS", "ANSWERS", "NOT_OFFERED"):
+            if node.targets[0].id in ("PINS", "AGENT_PATH", "SCENARIOS", "ANSWERS", "NOT_OFFERED", "RESUME"):
                 values[node.targets[0].id] = ast.literal_eval(node.value)
     pins = tuple(values.get("PINS") or ())
     if not pins or not all("==" in pin for pin in pins):
         raise HarnessError(f"{app}: PINS must be a literal tuple of exact pins (name==version)")
     scenarios = tuple(values.get("SCENARIOS") or ALL_SCENARIOS)
     return Framework(app.stem.removesuffix("_app"), app, pins, str(values.get("AGENT_PATH", "/agent")), scenarios,
-                     dict(values.get("ANSWERS") or {}), dict(values.get("NOT_OFFERED") or {}))
+                     dict(values.get("ANSWERS") or {}), dict(values.get("NOT_OFFERED") or {}),
+                     str(values.get("RESUME") or ""))
 
 
 def frameworks() -> dict[str, Framework]:
@@ -216,7 +220,7 @@ class FrameworkServer:
             [str(python), str(self.framework.app)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env,
         )
-        threading.Thread(target=self._drain, daemon=True).start()
+        threading.Thread(target=self._drain, args=(self.process.stderr,), daemon=True).start()
         port = self._read_port()
         self.url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
@@ -240,12 +244,14 @@ class FrameworkServer:
         if not line.startswith("PORT "):
             self.stop()
             raise HarnessError(f"{self.name} server did not start:\n{self.stderr_tail()}")
+        # Keep reading what the app prints after that (CrewAI prints a console panel per run):
+        # a full stdout pipe would block the server in its next print.
+        threading.Thread(target=self._drain, args=(self.process.stdout,), daemon=True).start()
         return int(line.split()[1])
 
-    def _drain(self) -> None:
-        """Keep the server's stderr (its tracebacks), the last lines only, so the pipe never fills."""
-        assert self.process is not None and self.process.stderr is not None
-        for line in self.process.stderr:
+    def _drain(self, stream: Any) -> None:
+        """Keep the server's output (its tracebacks), the last lines only, so the pipe never fills."""
+        for line in stream:
             self._stderr.append(line)
             del self._stderr[:-200]
 

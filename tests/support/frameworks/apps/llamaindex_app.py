@@ -24,8 +24,9 @@ PINS = (
     "uvicorn==0.55.0",
 )
 AGENT_PATH = "/llamaindex/run"
-# No interrupts in the package: no "approve" or "ask"; "client" is a frontend tool.
 SCENARIOS = ("stream", "tool", "client", "tool_error", "model_error", "files")
+NOT_OFFERED = {"approve": "llama-index-protocols-ag-ui has no interrupts: its only way to ask is a frontend tool",
+               "ask": "llama-index-protocols-ag-ui has no interrupts: its only way to ask is a frontend tool"}
 
 import asyncio
 
