@@ -13,7 +13,8 @@ breakage failed the test named:
   test_a_stored_chat_longer_than_the_history_still_puts_each_file_on_its_own_message
 - traceparent forcing the span's flags to ``01``: test_an_unsampled_span_stays_unsampled
 - Outbound.image without the ``+ 3`` of its base64 size check: test_an_image_of_exactly_max_image_mb_is_stored
-- resume_entry approving on ``bool(answer)``: the four cases of
+- ask_checked approving on ``bool(answer)`` (resume_entry held the rule until issue 32's questions
+  moved it there: the runner follows the rule's text): the four cases of
   test_an_approval_answered_with_a_truthy_non_true_value_does_not_approve
 
 The same script breaks 21 more security rules of the pipe (who may read a file, what verifies,

@@ -49,7 +49,7 @@ BREAKAGES = [
         "if size > self.max_image_bytes:",
         PINS,
     ),
-    ("only True approves", '{"approved": answer is True}', '{"approved": bool(answer)}', PINS),
+    ("only True approves", "return answer is True, how", "return bool(answer), how", PINS),
     # who may read a file
     (
         "an admin may read any file",
