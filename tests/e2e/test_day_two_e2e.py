@@ -249,3 +249,43 @@ def test_token_signs_in_with_a_password_file_and_reuses_the_admins_key(owui, cap
     password_file.write_text("wrong password")
     code, out, err = provision(capsys, "token")
     assert code == 1 and "POST /api/v1/auths/signin" in err and "wrong password" not in err + out
+
+
+def test_a_group_create_whose_answer_is_lost_is_made_once(owui, capsys, tmp_path, monkeypatch) -> None:
+    """0.12.4 makes a second group of a name it has (no unique name), so a create retried after
+    its answer was lost would leave a group nothing records; the retry finds the first instead."""
+    import httpx
+
+    import provisioner.client as client_module
+
+    with owui.client() as http:
+        for _ in range(2):
+            http.post("/api/v1/groups/create", json={"name": "Twice", "description": ""}).raise_for_status()
+        assert [g["name"] for g in http.get("/api/v1/groups/").json()].count("Twice") == 2  # the premise
+        for group in http.get("/api/v1/groups/").json():
+            http.delete(f"/api/v1/groups/id/{group['id']}/delete").raise_for_status()
+
+    lost: list[str] = []
+
+    def lose_the_first_ops_answer(response: httpx.Response) -> None:
+        request = response.request
+        if request.url.path == "/api/v1/groups/create" and b'"Ops"' in request.content and not lost:
+            lost.append(request.url.path)
+            raise httpx.ReadTimeout("answer lost after the server made the group", request=request)
+
+    real = client_module.make_http_client
+
+    def losing_client(timeout: float) -> httpx.Client:
+        http = real(timeout)
+        http.event_hooks["response"].append(lose_the_first_ops_answer)
+        return http
+
+    monkeypatch.setattr(client_module, "make_http_client", losing_client)
+    args = _group_blueprints(tmp_path, ["Compliance", "Ops"])
+    code, out, err = provision(capsys, "sync", *args, *_targets(tmp_path, owui.url, "create"), "--yes")
+    assert code == 0, out + err
+    assert lost and "; groups: 2 created." in out
+    names = [g["name"] for g in get(owui, "/api/v1/groups/")]
+    assert sorted(names) == ["Compliance", "Ops"], names  # Ops once
+    ops = next(g["id"] for g in get(owui, "/api/v1/groups/") if g["name"] == "Ops")
+    assert ops in _grant_ids(owui)
