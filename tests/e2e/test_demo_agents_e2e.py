@@ -186,6 +186,10 @@ def test_quickstart_reuses_its_demo_agents_and_its_stop_leaves_none_listening(
     try:
         first = quickstart()
         assert "demo agents started" in first.stderr and "Billing Desk:" in first.stdout
+        # its doctor probes the samples' backends (8700/8701, which this test's demo agents do not
+        # take; whatever it finds there, the quick start goes on)
+        assert "$ provision doctor" in first.stdout and "\nDoctor: " in first.stdout
+        assert first.stdout.count("  backend  ") == 6, first.stdout
         pid = read_state(tmp_path / "demo")["pid"]
         assert all(map(listening, ports))
         again = quickstart()
