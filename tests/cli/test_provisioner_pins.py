@@ -261,3 +261,18 @@ def test_a_user_function_may_not_take_a_bundle_id_or_its_prefix(capsys, tmp_path
     code, out, err = run(capsys, "validate", "-p", str(root), "--functions", str(functions), "-o", "json")
     problems = json.loads(out)["problems"] if out.strip() else []
     assert code == 1 and any("is reserved for the bundle" in p["message"] for p in problems), out + err
+
+
+def test_provision_token_out_never_writes_through_a_symlink(tmp_path: Path) -> None:
+    """--out FILE that is a symlink (planted in a shared work dir) is refused: the key would land
+    wherever the link points, readable as that file is."""
+    from provisioner.errors import ProvisionError
+    from provisioner.token import write_secret_file
+
+    target = tmp_path / "elsewhere"
+    target.write_text("keep me\n")
+    link = tmp_path / "token"
+    link.symlink_to(target)
+    with pytest.raises(ProvisionError, match=f"cannot write {link}"):
+        write_secret_file(link, TOKEN)
+    assert target.read_text() == "keep me\n" and link.is_symlink()

@@ -164,6 +164,19 @@ BREAKAGES = [
     ("no expanded variable may hold the admin token", "provisioner/pipeline.py",
      "return dataclasses.replace(variables, secrets={TOKEN_IN_USE: token, **variables.secrets})", "return variables",
      [PINS, VARIABLES]),
+    ("${NAME} reads the environment only for names env_allow lists", "provisioner/variables.py",
+     "return self.env.get(name) if name in self.env_allow else None", "return self.env.get(name)",
+     [VARIABLES, "tests/cli/test_targets.py"]),
+    ("env_allow may not name a token or server secret", "provisioner/targets.py",
+     "        if name in secret\n    ]", "        if False\n    ]", [VARIABLES, "tests/cli/test_targets.py"]),
+    ("provision token --out never writes through a symlink", "provisioner/token.py",
+     '| getattr(os, "O_NOFOLLOW", 0), 0o600)', ", 0o600)", [PINS, TOKEN]),
+    ("a Markdown code span's fence is longer than any backtick run in it", "provisioner/render_markdown.py",
+     'fence = "`" * (max((len(run) for run in re.findall("`+", shown)), default=0) + 1)', 'fence = "`"',
+     ["tests/cli/test_render_markdown.py", "tests/core/test_markdown_safety.py"]),
+    ("a model icon may not be an SVG", "provisioner/icons.py",
+     'allowed = MODEL_IMAGE_TYPES | ({"image/svg+xml"} if allow_svg else set())',
+     'allowed = MODEL_IMAGE_TYPES | {"image/svg+xml"}', [PINS, BAD]),
 ]
 
 
