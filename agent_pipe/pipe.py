@@ -119,8 +119,9 @@ class Pipe:
         )
         IDENTITY_KEYS: str = Field(
             default="",
-            description="JSON: the Ed25519 key that signs the X-AIHub-Identity token, and retired public keys "
-            "(written once by provision sync; never shown). The server's AIHUB_IDENTITY_PRIVATE_KEY wins.",
+            description="JSON: the Ed25519 key that signs the X-AIHub-Identity token (`signing`, the only one "
+            "that signs), a staged key published before it signs, and retired public keys (written by provision "
+            "sync; never shown). The server's AIHUB_IDENTITY_PRIVATE_KEY wins.",
         )
         MAX_FILE_MB: float = Field(
             default=20, gt=0, allow_inf_nan=False, description="Largest attached file sent to an agent, in MB."
