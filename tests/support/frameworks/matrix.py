@@ -169,9 +169,10 @@ class Chat:
         return f"fw.{self.server.name}"
 
     def say(self, text: str, *, event_call: Any = None, store: Any = None, metadata: dict[str, Any] | None = None,
-            question_timeout: float = QUESTION_TIMEOUT) -> PipeRun:
+            question_timeout: float = QUESTION_TIMEOUT, stream_interval_ms: float | None = None) -> PipeRun:
         pipe = make_pipe([{"id": self.model, "name": self.server.name, "transport": "agui",
-                           "url": self.server.agent_url, "features": ["user_files"]}], timeout=60)
+                           "url": self.server.agent_url, "features": ["user_files"]}], timeout=60,
+                         stream_interval_ms=stream_interval_ms)
         pipe.valves.QUESTION_TIMEOUT_SECONDS = question_timeout
         if store is not None:
             pipe.store = store

@@ -3,8 +3,8 @@
 A ``langchain.agents.create_agent`` graph with a ``MemorySaver`` checkpointer, served by
 ``LangGraphAgent`` + ``add_langgraph_fastapi_endpoint`` as the package's README shows. The model
 is a LangChain ``BaseChatModel`` subclass that streams ``AIMessageChunk``s (text pieces, then
-``tool_call_chunks`` with the arguments in pieces) from apps/_common.py's scripts. Questions are
-LangGraph's own ``interrupt()`` inside a tool. Runs in its own venv (tests/support/frameworks/harness.py).
+``tool_call_chunks`` with the arguments in pieces) from apps/_common.py's scripts. The approval is
+LangChain's ``HumanInTheLoopMiddleware``; the question is LangGraph's own ``interrupt()`` in a tool. Runs in its own venv (tests/support/frameworks/harness.py).
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ PINS = (
     "uvicorn==0.55.0",
 )
 AGENT_PATH = "/agent"
+ANSWERS = {"approve": {"approved": {"decisions": [{"type": "approve"}]},
+                       "declined": {"decisions": [{"type": "reject", "message": "The user declined."}]}}}
+CANCELLED = "__agui_cancelled__"  # ag_ui_langgraph.interrupts.DEFAULT_RESUME_SENTINEL_CANCELLED
 SCENARIOS = ("stream", "tool", "approve", "ask", "tool_error", "model_error", "files")
 NOT_OFFERED = {"client": "a create_agent graph runs only its own tools (the tools a client sends in "
                          "RunAgentInput.tools reach the graph's state, and create_agent does not read them)"}
@@ -30,6 +33,7 @@ import _common as common
 from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint
 from fastapi import FastAPI
 from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
@@ -37,6 +41,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.types import interrupt
+
 
 def _media(block: dict[str, Any]) -> dict[str, str] | None:
     kind = str(block.get("type"))
@@ -47,6 +52,7 @@ def _media(block: dict[str, Any]) -> dict[str, str] | None:
         head, _, data = str(url).partition(",")
         mime = head.removeprefix("data:").split(";")[0]
     return common.media(kind, mime, data) if isinstance(data, str) else None
+
 
 def _seen(messages: list[BaseMessage]) -> list[dict[str, Any]]:
     out = []
@@ -65,6 +71,7 @@ def _seen(messages: list[BaseMessage]) -> list[dict[str, Any]]:
         else:
             out.append(common.seen(m.type, text))
     return out
+
 
 class ScriptedChatModel(BaseChatModel):
     """Streams the scripted step as a real provider's chat model does."""
@@ -109,28 +116,30 @@ class ScriptedChatModel(BaseChatModel):
                           usage_metadata=message.usage_metadata)
         return ChatResult(generations=[ChatGeneration(message=final)])
 
+
 @tool
 def lookup_order(order: str) -> str:
     """Look an order up."""
     common.ran("lookup_order", {"order": order})
     return f"order {order} shipped"
 
+
 @tool
 def cancel_order(order: str) -> str:
-    """Cancel an order (asks the user to approve it first, with LangGraph's interrupt())."""
-    answer = interrupt({"question": f"Cancel order {order}?", "tool": "cancel_order", "args": {"order": order}})
-    approved = answer is True or (isinstance(answer, dict) and answer.get("approved") is True) or answer == "yes"
-    if not approved:
-        return f"not cancelled: the user said {answer!r}"
+    """Cancel an order (HumanInTheLoopMiddleware asks the user to approve the call first)."""
     common.ran("cancel_order", {"order": order})
     return f"order {order} cancelled"
+
 
 @tool
 def ask_address(order: str) -> str:
     """Ask the user where an order goes (LangGraph's interrupt() with a question)."""
     answer = interrupt(common.QUESTION)
+    if isinstance(answer, dict) and answer.get(CANCELLED):  # ag-ui-langgraph's cancelled resume
+        return "no address given"
     common.ran("ask_address", {"order": order, "answer": answer})
     return f"shipping to {answer}"
+
 
 @tool
 def broken_lookup(order: str) -> str:
@@ -138,9 +147,18 @@ def broken_lookup(order: str) -> str:
     common.ran("broken_lookup", {"order": order})
     raise RuntimeError("the order database is down")
 
+
+# The approval is LangChain's own human-in-the-loop middleware in its default (batched) mode: an
+# interrupt whose value is a HITLRequest {action_requests, review_configs}, answered with
+# {"decisions": [{"type": "approve" | "reject", ...}]}.
 graph = create_agent(ScriptedChatModel(), [lookup_order, cancel_order, ask_address, broken_lookup],
+                     middleware=[HumanInTheLoopMiddleware(interrupt_on={"cancel_order": True})],
                      checkpointer=MemorySaver())
+
+
 app = FastAPI(title="LangGraph AG-UI")
 add_langgraph_fastapi_endpoint(app, LangGraphAgent(name="scripted", graph=graph), AGENT_PATH)
+
+
 if __name__ == "__main__":
     common.serve(app, AGENT_PATH, ["ag-ui-langgraph", "langgraph", "langchain", "langchain-core", "ag-ui-protocol"])
