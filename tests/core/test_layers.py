@@ -23,13 +23,13 @@ LAYERS: dict[str, int] = {
     # vocabulary and errors: import nothing of the package
     "version": VOCABULARY, "contract": VOCABULARY, "errors": VOCABULARY, "grants": VOCABULARY,
     "text": VOCABULARY, "paths": VOCABULARY, "urls": VOCABULARY, "redaction": VOCABULARY, "toggle_translations": VOCABULARY,
-    "features": VOCABULARY, "commit_message": VOCABULARY, "stopping": VOCABULARY, "hashing": VOCABULARY,
+    "features": VOCABULARY, "stopping": VOCABULARY, "hashing": VOCABULARY,
     # the blueprint source: YAML, schema, loader, variables, targets, function files
     "yaml_source": SOURCE, "blueprints": SOURCE, "schema_problems": SOURCE, "owui_capabilities": SOURCE, "icons": SOURCE,
     "variables": SOURCE, "targets": SOURCE, "loader": SOURCE, "toggle_filters": SOURCE, "locales": SOURCE,
     "function_files": SOURCE, "attachments": SOURCE, "scaffold": SOURCE,
     # the pure core: desired and observed shapes, the plan
-    "state": CORE, "fingerprint": CORE, "conflicts": CORE, "desired": CORE, "groups": CORE,
+    "commit_message": CORE, "state": CORE, "fingerprint": CORE, "conflicts": CORE, "desired": CORE, "groups": CORE,
     "identity_keys": CORE, "orphans": CORE, "wrappers": CORE, "plan": CORE, "explain": CORE, "doctor": CORE,
     # the Open WebUI adapter: the only layer that reaches the network
     "compat": ADAPTER, "client": ADAPTER, "observed": ADAPTER, "apply": ADAPTER, "drift": ADAPTER,
