@@ -8,6 +8,8 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
+
 from demo_agents.sse_handler import SSEHandler, serve_loopback, stop_loopback
 from tests.support.builders import closed_port
 from tests.support.pipe_support import make_pipe
@@ -176,3 +178,26 @@ def test_a_key_the_pipe_does_not_hold_is_the_reason_and_nothing_is_sent() -> Non
         backend.close()
     assert answer["reached"] is False and "API_KEYS" in answer["reason"] and backend.requests == []
     assert {"forward_user_info", "user_jwt", "identity_key"} <= set(answer)
+
+
+def test_a_real_agent_framework_server_is_recognised_as_agui(agui_server) -> None:
+    """Agent Framework's own AG-UI endpoint (each pinned version), with the probe's empty run."""
+    agui_server.clear()
+    keyless = {k: v for k, v in agent(agui_server.agent_url).items() if k not in ("api_key", "key_from")}
+    answer = probe(make_pipe([keyless]))
+    assert answer["reached"] is True and answer["protocol"] == "agui", answer
+    assert answer["first_event"] == "RUN_STARTED"
+
+
+FRAMEWORKS = ("adk", "agno", "crewai", "langgraph", "llamaindex", "pydantic_ai", "strands")
+
+
+@pytest.mark.parametrize("name", FRAMEWORKS)
+def test_every_frameworks_own_agui_server_answers_the_probe_as_agui(framework_servers, name: str) -> None:
+    """The probe's run with no messages, against each framework's server in its default setup."""
+    from tests.support.frameworks.testing import started
+
+    server = started(framework_servers, name)
+    keyless = {k: v for k, v in agent(server.agent_url).items() if k not in ("api_key", "key_from")}
+    answer = probe(make_pipe([keyless]))
+    assert answer["reached"] is True and answer["protocol"] == "agui", answer
