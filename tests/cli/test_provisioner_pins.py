@@ -98,7 +98,8 @@ def test_plain_http_goes_straight_to_the_server_never_through_an_environment_pro
 def test_a_redirect_is_not_followed_so_the_token_goes_nowhere_else() -> None:
     with respx.mock(assert_all_called=False) as router:
         router.get("http://127.0.0.1:9/api/version").mock(
-            return_value=httpx.Response(302, headers={"Location": "http://127.0.0.2:9/collect"}))
+            return_value=httpx.Response(302, headers={"Location": "http://127.0.0.2:9/collect"})
+        )
         elsewhere = router.get("http://127.0.0.2:9/collect").mock(return_value=httpx.Response(200, json={}))
         with make_http_client(5.0) as http:
             answer = http.get("http://127.0.0.1:9/api/version", headers={"Authorization": f"Bearer {TOKEN}"})
@@ -109,7 +110,9 @@ def test_a_redirect_is_not_followed_so_the_token_goes_nowhere_else() -> None:
 
 
 def _desk(tmp_path: Path, **backend) -> Path:
-    bp = blueprint("desk", description="Réponses — ‘quoted’", agents=[{"id": "a", "name": "Agent é", "access": "public"}])
+    bp = blueprint(
+        "desk", description="Réponses — ‘quoted’", agents=[{"id": "a", "name": "Agent é", "access": "public"}]
+    )
     bp["backend"].update(backend)
     root = write_blueprint_dir(tmp_path / "bp", [bp])
     write_function_dir(tmp_path / "fn", root, PIPE)
@@ -127,7 +130,9 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenWebUI]:
 
 
 @pytest.mark.parametrize("command", [["diff", "-o", "json"], ["sync", "-o", "json"], ["list", "-o", "json"]])
-def test_json_output_is_ascii_with_json_escapes(capsys, tmp_path: Path, server: FakeOpenWebUI, command: list[str]) -> None:
+def test_json_output_is_ascii_with_json_escapes(
+    capsys, tmp_path: Path, server: FakeOpenWebUI, command: list[str]
+) -> None:
     root = _desk(tmp_path)
     if command[0] == "list":
         assert run(capsys, "sync", "-p", str(root), "--bundle", str(root.parent / "fn"))[0] == 0
@@ -156,7 +161,9 @@ def test_a_valve_named_like_a_secret_is_masked_in_an_error_that_echoes_it(
         if not path.endswith("/valves/update"):
             return None
         sent.append(body)
-        return httpx.Response(400, json={"detail": f"bad valves: OAUTH_CLIENT_SECRET={body.get('OAUTH_CLIENT_SECRET')}"})
+        return httpx.Response(
+            400, json={"detail": f"bad valves: OAUTH_CLIENT_SECRET={body.get('OAUTH_CLIENT_SECRET')}"}
+        )
 
     server.faults.append(echo)
     code, out, err = run(capsys, "sync", "-p", str(root), "--bundle", str(root.parent / "fn"), secrets=(hand_set,))
@@ -166,8 +173,12 @@ def test_a_valve_named_like_a_secret_is_masked_in_an_error_that_echoes_it(
 
 def test_a_key_read_on_the_server_is_never_read_by_provision(tmp_path: Path) -> None:
     root = _desk(tmp_path, api_key_env="DESK_KEY", api_key_from="server")
-    state = build_desired(load_catalog(root), load_function_files(root.parent / "fn"), groups={},
-                          env={"DESK_KEY": "sk-server-side-Rt5Yu8Io"})
+    state = build_desired(
+        load_catalog(root),
+        load_function_files(root.parent / "fn"),
+        groups={},
+        env={"DESK_KEY": "sk-server-side-Rt5Yu8Io"},
+    )
     fields = state.functions["aihub_agent_pipe"].fields
     assert "sk-server-side-Rt5Yu8Io" not in json.dumps(dict(fields))
     [entry] = json.loads(fields["valves.AGENTS"])
@@ -256,8 +267,9 @@ def test_a_user_function_may_not_take_a_bundle_id_or_its_prefix(capsys, tmp_path
     root = _desk(tmp_path)
     functions = tmp_path / "functions"
     functions.mkdir()
-    (functions / f"{name}.py").write_text('"""\ntitle: Mine\n"""\n\n\nclass Filter:\n    def inlet(self, body: dict) -> dict:\n'
-                                          "        return body\n")
+    (functions / f"{name}.py").write_text(
+        '"""\ntitle: Mine\n"""\n\n\nclass Filter:\n    def inlet(self, body: dict) -> dict:\n        return body\n'
+    )
     code, out, err = run(capsys, "validate", "-p", str(root), "--functions", str(functions), "-o", "json")
     problems = json.loads(out)["problems"] if out.strip() else []
     assert code == 1 and any("is reserved for the bundle" in p["message"] for p in problems), out + err
