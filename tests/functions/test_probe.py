@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from typing import Any
 
 import pytest
@@ -201,3 +202,15 @@ def test_every_frameworks_own_agui_server_answers_the_probe_as_agui(framework_se
     keyless = {k: v for k, v in agent(server.agent_url).items() if k not in ("api_key", "key_from")}
     answer = probe(make_pipe([keyless]))
     assert answer["reached"] is True and answer["protocol"] == "agui", answer
+
+
+def test_a_backend_that_takes_the_connection_and_never_answers_times_out(monkeypatch) -> None:
+    from tests.support.pipe_support import pipe_module
+
+    monkeypatch.setattr(pipe_module, "PROBE_TIMEOUT_SECONDS", 0.5)
+    with socket.socket() as silent:  # listening, never accepting: the kernel completes the handshake
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        answer = probe(make_pipe([agent(f"http://127.0.0.1:{silent.getsockname()[1]}/agent")], {"DESK_KEY": KEY}))
+    assert answer["reached"] is False and answer["reason"] == "no answer within 0.5 seconds", answer
+    assert answer["ms"] < 5000
