@@ -607,13 +607,22 @@ def _probed_identity(probes: Sequence[Probe], agents: Mapping[str, Mapping[str, 
                     probe.agent,
                 )
             )
-        elif not answer.get("forward_user_info"):
+        else:
+            signed = [
+                name
+                for name, on in (
+                    ("X-AIHub-Identity", answer.get("identity_key")),
+                    ("X-OpenWebUI-User-Jwt", answer.get("user_jwt")),
+                )
+                if on
+            ]
+            plain = "" if answer.get("forward_user_info") else "; Open WebUI's own forwarded-user headers are off there"
             checks.append(
                 Check(
                     "identity",
                     "pass",
-                    f"{probe.agent} gets a signed identity (X-AIHub-Identity) from {answer.get('replica') or probe.via}; Open "
-                    "WebUI's own forwarded-user headers are off there",
+                    f"{probe.agent} gets a signed identity ({', '.join(signed)}) from {answer.get('replica') or probe.via}"
+                    + plain,
                     subject=probe.agent,
                 )
             )

@@ -288,3 +288,29 @@ def test_a_targets_replicas_are_each_probed(capsys, fake: FakeOpenWebUI, tmp_pat
     backends = [c for c in report["checks"] if c["id"] == "backend"]
     assert code == 0 and report["target"] == "prod" and len(backends) == 12
     assert len(fake.probe_bodies) == 12
+
+
+def test_a_signed_identity_is_checked_on_each_replica_from_its_probe(
+    capsys, fake: FakeOpenWebUI, tmp_path, monkeypatch
+) -> None:
+    assert run(capsys, "sync", *SAMPLES)[0] == 0
+    monkeypatch.chdir(tmp_path)  # no blueprints: the pipe's own entries say which agent asks for what
+    agents = json.loads(fake.functions[PIPE]["valves"]["AGENTS"])
+    for entry in agents:
+        entry["identity"] = "signed" if entry["id"] == "support-desk.tier1" else entry["identity"]
+    fake.functions[PIPE]["valves"]["AGENTS"] = json.dumps(agents)
+    fake.probe_answers["aihub_agent_pipe.support-desk.tier1"] = {
+        "reached": True,
+        "identity_key": False,
+        "user_jwt": False,
+    }
+    found = statuses(json.loads(run(capsys, "doctor", "-o", "json")[1]))
+    assert found[("identity", "support-desk.tier1")] == "fail"
+    fake.probe_answers["aihub_agent_pipe.support-desk.tier1"] = {
+        "reached": True,
+        "identity_key": False,
+        "user_jwt": True,
+    }
+    report = json.loads(run(capsys, "doctor", "-o", "json")[1])
+    [line] = [c for c in report["checks"] if c["id"] == "identity"]
+    assert line["status"] == "pass" and "(X-OpenWebUI-User-Jwt)" in line["message"]

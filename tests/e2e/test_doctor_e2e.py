@@ -102,6 +102,13 @@ def blueprints(tmp_path_factory: pytest.TempPathFactory, backends: dict[str, str
     set_backend(root, backends["stopped"], only="policy-faq")
     set_backend(root, backends["tls"], only="research-assistant")
     set_backend(root, backends["refusing"], only="document-analyst")
+    desk = root / "support_desk.yaml"  # its agents accept only a signed identity
+    desk.write_text(
+        desk.read_text(encoding="utf-8").replace(
+            f"url: {backends['answering']}", f"url: {backends['answering']}\n  identity: signed"
+        ),
+        encoding="utf-8",
+    )
     path = root / "document_analyst.yaml"
     path.write_text(
         path.read_text(encoding="utf-8").replace(
@@ -168,6 +175,21 @@ def test_each_backend_is_reached_or_not_from_open_webuis_side_with_the_reason(co
     # no probe left a chat behind
     with connected.client() as http:
         assert http.get("/api/v1/chats/").raise_for_status().json() == []
+
+
+def test_a_signed_identity_no_replica_can_sign_is_found_by_the_probe(connected, blueprints, capsys) -> None:
+    with connected.client() as http:
+        valves = http.get(f"/api/v1/functions/id/{PIPE}/valves").raise_for_status().json()
+        assert valves.get("IDENTITY_KEYS")
+        http.post(f"/api/v1/functions/id/{PIPE}/valves/update", json={**valves, "IDENTITY_KEYS": ""}).raise_for_status()
+    code, report = doctor(capsys, blueprints)
+    identity = by_subject(report, "identity")
+    assert code == 1 and set(identity) == {"support-desk.tier1", "support-desk.tier2", "support-desk.billing"}
+    assert all(c["status"] == "fail" and "can sign none" in c["message"] for c in identity.values())
+    code, out, err = provision(capsys, "sync", "--yes", *blueprints)  # a sync gives the pipe a key again
+    assert code == 0, out + err
+    identity = by_subject(doctor(capsys, blueprints)[1], "identity")
+    assert {c["status"] for c in identity.values()} == {"pass"}
 
 
 def test_a_deactivated_pipe_fails_first_and_diff_and_sync_warn_once(connected, blueprints, capsys) -> None:
