@@ -52,6 +52,14 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("agno", "approval: no answer"): LEFT_TO_CLIENT,
     ("agno", "question: answered"): LEFT_TO_CLIENT,
     ("agno", "client tool: answered"): LEFT_TO_CLIENT,
+    ("crewai", "stream+tools"): "the flow's lead-in text is not in the answer (CrewAI flows stream no text events)",
+    ("crewai", "later turns"): "the second turn fails: CrewAI's flow rejects the history the pipe sends "
+                               "(AGUI_CREWAI_FLOW_ERROR_VALIDATIONERROR)",
+    ("crewai", "files"): "the model's user message is CrewAI's task prompt ('Current Task: ...'), not the user's text",
+    ("crewai", "approval: approved"): "CrewAI's CUSTOM on_interrupt (crewai:human_feedback) is asked as a question, "
+                                      "not as an approval",
+    ("crewai", "tool error"): "no tool block for the failed tool",
+    ("crewai", "model error"): "the text before the model's failure is not in the answer (no text events)",
     ("llamaindex", "stream+tools"): "LlamaIndex sends a backend tool's result only in its MESSAGES_SNAPSHOT",
     ("llamaindex", "later turns"): "the model does not get the earlier turns as user and assistant messages",
     ("llamaindex", "client tool: answered"): "LlamaIndex ends the run on a frontend tool call (TOOL_CALL_CHUNK, no "
