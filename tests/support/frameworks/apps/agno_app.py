@@ -108,6 +108,8 @@ class ScriptedModel(Model):
         return response
 
 
+SESSIONS: list[str] = []  # the session ids Agno gave lookup_order
+
 # region agno-server
 from agno.agent import Agent
 from agno.db.in_memory import InMemoryDb
@@ -119,8 +121,10 @@ from agno.tools import tool
 
 @tool
 def lookup_order(order: str, run_context: RunContext) -> str:
-    """Look an order up. Agno hands a tool the run's context: the AG-UI threadId is its session_id."""
-    common.ran("lookup_order", {"order": order, "session": run_context.session_id})
+    """Look an order up. Agno hands a tool the run's context: the AG-UI threadId is its
+    session_id, what the pipe forwards in RunAgentInput.context its dependencies."""
+    SESSIONS.append(run_context.session_id)
+    common.ran("lookup_order", {"order": order})
     return f"order {order} shipped"
 
 

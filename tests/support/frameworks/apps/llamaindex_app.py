@@ -105,15 +105,12 @@ class ScriptedLLM(MockFunctionCallingLLM):
 
 # region llamaindex-server
 from fastapi import FastAPI
-from llama_index.core.workflow import Context
 from llama_index.protocols.ag_ui.router import get_ag_ui_workflow_router
 
 
-async def lookup_order(ctx: Context, order: str) -> str:
-    """Look an order up. A tool that takes the workflow's Context reads the AG-UI state the
-    client sent (``ctx.store`` "state")."""
-    state = await ctx.store.get("state", default={})
-    common.ran("lookup_order", {"order": order, "state": sorted(state)})
+def lookup_order(order: str) -> str:
+    """Look an order up."""
+    common.ran("lookup_order", {"order": order})
     return f"order {order} shipped"
 
 
