@@ -67,7 +67,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
                          "only the text",
     ("crewai", "approval: approved"): "CrewAI's @human_feedback is a free-text question (no responseSchema): the pipe "
                                       "asks it as an input, not an approval",
-    ("crewai", "question: answered"): "the pipe's dialog shows CrewAI's question markdown-escaped ('go to\\?')",
     ("crewai", "tool error"): "ag-ui-crewai drops a tool's error events: the failed call never shows (the model's "
                               "answer does)",
     ("crewai", "model error"): "ag-ui-crewai streams no agent text: only the error shows, not the text before it",
