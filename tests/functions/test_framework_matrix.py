@@ -144,8 +144,9 @@ def test_streamed_text_a_tool_with_its_result_and_more_text_show_once_in_stream_
         assert call.result == "order 10023 shipped", f"the result shows as {call.result!r}, not its text"
         assert not spinning(run.content), SPINS
         assert ran(server, "lookup_order") == [{"name": "lookup_order", "args": {"order": "10023"}}]
-        first = {key: _first_chunk(run.chunks, key) for key in ("Let me look up", "<details", "Order 10023 has")}
-        assert first["Let me look up"] < first["<details"] <= first["Order 10023 has"], \
+        # (the pipe may hold a word back while it could start a key: only the first word is sure to go at once)
+        first = {key: _first_chunk(run.chunks, key) for key in ("Let", "<details", "has shipped")}
+        assert 0 <= first["Let"] < first["<details"] <= first["has shipped"], \
             f"the chat streamed the parts out of order: {first}"
         pieces = [e for e in wire.of("TOOL_CALL_ARGS") if e.get("toolCallId") == call.id]
         chunks = [e for e in wire.of("TOOL_CALL_CHUNK") if e.get("delta")]
