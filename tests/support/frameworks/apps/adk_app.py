@@ -113,6 +113,7 @@ def broken_lookup(order: str) -> str:
     raise RuntimeError("the order database is down")
 
 
+# snippet: start
 root = LlmAgent(
     name="scripted",
     model=ScriptedLlm(),
@@ -129,6 +130,7 @@ adk_app = App(name="scripted_app", root_agent=root, resumability_config=Resumabi
 agent = ADKAgent.from_app(adk_app, user_id="demo-user", use_in_memory_services=True)
 app = FastAPI(title="ADK AG-UI")
 add_adk_fastapi_endpoint(app, agent, path=AGENT_PATH)
+# snippet: end
 
 if __name__ == "__main__":
     common.serve(app, AGENT_PATH, ["ag-ui-adk", "google-adk", "google-genai", "ag-ui-protocol"])

@@ -26,6 +26,16 @@ PINS = (
 )
 AGENT_PATH = "/agno/agui"
 # The answers Agno reads from the client's tool message (agno/os/interfaces/agui/resume.py).
+# How the pipe's ids, identity and files reach the agent's code (docs/agent-frameworks.md).
+REACHES = (
+    "`threadId` (the chat id) is the agent's session: `run_context.session_id` in a tool. Agno reads only the "
+    "last user message and keeps the history in the agent's `db`, per session.",
+    "`forwardedProps.user_id` is the run's `user_id` (`run_context.user_id`): Agno's AG-UI router reads it.",
+    "The `context` entries (language, date and time, timezone) are the run's dependencies: Agno adds them to "
+    "the user message.",
+    "The user's image and document arrive as Agno `Image` and `File` on the user message (the files row).",
+    "The signed identity (`X-AIHub-Identity`) is an HTTP header: verify it in a middleware of the AgentOS app.",
+)
 ANSWERS = {
     "approve": {"approved": {"accepted": True}, "declined": {"accepted": False}},
     "ask": {"answered": {"values": {"address": "12 Rue de Rivoli, Paris"}}},
@@ -110,13 +120,14 @@ class ScriptedModel(Model):
 
 SESSIONS: list[str] = []  # the session ids Agno gave lookup_order
 
-# region agno-server
+# snippet: start
 from agno.agent import Agent
 from agno.db.in_memory import InMemoryDb
 from agno.os import AgentOS
 from agno.os.interfaces.agui import AGUI
 from agno.run import RunContext
 from agno.tools import tool
+# snippet: end
 
 
 @tool
@@ -128,11 +139,13 @@ def lookup_order(order: str, run_context: RunContext) -> str:
     return f"order {order} shipped"
 
 
+# snippet: start
 @tool(requires_confirmation=True)
 def cancel_order(order: str) -> str:
     """Cancel an order: Agno pauses the run for the user's confirmation first."""
     common.ran("cancel_order", {"order": order})
     return f"order {order} cancelled"
+# snippet: end
 
 
 @tool(requires_user_input=True, user_input_fields=["address"])
@@ -155,10 +168,11 @@ def broken_lookup(order: str) -> str:
     raise RuntimeError("the order database is down")
 
 
+# snippet: start
 agent = Agent(name="scripted", model=ScriptedModel(id="scripted"), db=InMemoryDb(),
               tools=[lookup_order, cancel_order, ask_address, confirm_shipment, broken_lookup])
 app = AgentOS(agents=[agent], interfaces=[AGUI(agent=agent, prefix="/agno")]).get_app()
-# endregion agno-server
+# snippet: end
 
 if __name__ == "__main__":
     common.serve(app, AGENT_PATH, ["agno", "ag-ui-protocol", "fastapi", "uvicorn", "python-multipart"])

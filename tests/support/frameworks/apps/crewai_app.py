@@ -30,6 +30,16 @@ NOT_OFFERED = {"client": "a flow's agent runs only its own tools (the tools a cl
                          "state as copilotkit.actions, for a litellm call through copilotkit_stream)"}
 # The bridge resumes a paused flow from AG-UI 1.0's resume list, whatever event announced the pause.
 RESUME = "resume"
+# How the pipe's ids, identity and files reach the agent's code (docs/agent-frameworks.md).
+REACHES = (
+    "`threadId` is the flow's id (`self.state.id`), the key of CrewAI's pending human feedback.",
+    "Every `forwardedProps` key the flow's state declares (the pipe's `user_id`, `message_id`) is set on the "
+    "state: ag-ui-crewai spreads forwardedProps into the kickoff inputs.",
+    "The user's files stay in `self.state.messages` (as `image_url` parts): `Agent.kickoff` gives the model "
+    "only the text.",
+    "The signed identity (`X-AIHub-Identity`) is an HTTP header: read it in a FastAPI dependency "
+    "(add_crewai_flow_fastapi_endpoint passes `dependencies=` on to the route).",
+)
 ANSWERS = {"approve": {"approved": "approved", "declined": "declined"},
            "ask": {"answered": "12 Rue de Rivoli, Paris"}}
 
@@ -95,7 +105,7 @@ class ScriptedLLM(BaseLLM):
         return True
 
 
-# region crewai-server
+# snippet: start
 from ag_ui_crewai import CopilotKitState, add_crewai_flow_fastapi_endpoint, agui_feedback_provider
 from crewai import Agent
 from crewai.flow.flow import Flow, listen, router, start
@@ -105,9 +115,13 @@ from fastapi import FastAPI
 
 
 class OrderState(CopilotKitState):
-    """The flow's state: the bridge fills ``messages`` (and every forwardedProps key it knows)."""
+    """The flow's state: the bridge fills ``messages``, and every forwardedProps key the state
+    declares (the pipe's user_id, message_id); the flow's id is the AG-UI threadId."""
 
+    user_id: str = ""
+    message_id: str = ""
     pending: str = ""  # the action a tool asked the user about: "cancel:<order>" or "address:<order>"
+# snippet: end
 
 
 @tool("lookup_order")
@@ -141,6 +155,7 @@ def broken_lookup(order: str) -> str:
 FLOW_PENDING: list[str] = []  # what the tools asked for during this turn (one flow run at a time here)
 
 
+# snippet: start
 class OrderFlow(Flow[OrderState]):
     agent = Agent(role="Order assistant", goal="Answer questions about orders",
                   backstory="You help customers with their orders.", llm=ScriptedLLM(model="scripted"),
@@ -153,16 +168,19 @@ class OrderFlow(Flow[OrderState]):
         self.state.messages.append({"role": "assistant", "content": result.raw})
         self.state.pending = FLOW_PENDING[-1] if FLOW_PENDING else ""
         return result.raw
+# snippet: end
 
     @router(chat)
     def needs_the_user(self) -> str:
         return {"cancel": "needs_approval", "address": "needs_address"}.get(self.state.pending.partition(":")[0], "done")
 
+# snippet: start
     # The method's return value is what the user is asked about (the interrupt's metadata.crewai.output).
     @listen("needs_approval")
     @human_feedback(message="Do you approve cancelling this order?", provider=agui_feedback_provider)
     def approve_cancel(self) -> str:
         return f"Cancel order {self.state.pending.partition(':')[2]}"
+# snippet: end
 
     @listen("needs_address")
     @human_feedback(message=common.QUESTION, provider=agui_feedback_provider)
@@ -191,9 +209,10 @@ class OrderFlow(Flow[OrderState]):
         self.state.messages.append({"role": "assistant", "content": text})
 
 
+# snippet: start
 app = FastAPI(title="CrewAI AG-UI")
 add_crewai_flow_fastapi_endpoint(app, OrderFlow(), AGENT_PATH)
-# endregion crewai-server
+# snippet: end
 
 if __name__ == "__main__":
     common.serve(app, AGENT_PATH, ["ag-ui-crewai", "crewai", "ag-ui-protocol", "fastapi", "uvicorn"])

@@ -151,6 +151,7 @@ def broken_lookup(order: str) -> str:
 # The approval is LangChain's own human-in-the-loop middleware in its default (batched) mode: an
 # interrupt whose value is a HITLRequest {action_requests, review_configs}, answered with
 # {"decisions": [{"type": "approve" | "reject", ...}]}.
+# snippet: start
 graph = create_agent(ScriptedChatModel(), [lookup_order, cancel_order, ask_address, broken_lookup],
                      middleware=[HumanInTheLoopMiddleware(interrupt_on={"cancel_order": True})],
                      checkpointer=MemorySaver())
@@ -158,6 +159,7 @@ graph = create_agent(ScriptedChatModel(), [lookup_order, cancel_order, ask_addre
 
 app = FastAPI(title="LangGraph AG-UI")
 add_langgraph_fastapi_endpoint(app, LangGraphAgent(name="scripted", graph=graph), AGENT_PATH)
+# snippet: end
 
 
 if __name__ == "__main__":

@@ -23,6 +23,15 @@ PINS = (
     "fastapi==0.165.0",
     "uvicorn==0.55.0",
 )
+# How the pipe's ids, identity and files reach the agent's code (docs/agent-frameworks.md).
+REACHES = (
+    "The workflow gets the conversation the pipe sends, whole, every run (the router keeps no thread state); "
+    "a tool message comes back to the model as a user message.",
+    "`threadId`, `forwardedProps` and `context` are not passed to the workflow or its tools.",
+    "The user's image and document arrive as `ImageBlock` and `DocumentBlock` on the user message (the files row).",
+    "The signed identity (`X-AIHub-Identity`) and the ids are in the HTTP request only: add a FastAPI "
+    "dependency to the router to read them.",
+)
 AGENT_PATH = "/llamaindex/run"
 SCENARIOS = ("stream", "tool", "client", "tool_error", "model_error", "files")
 NOT_OFFERED = {"approve": "llama-index-protocols-ag-ui has no interrupts: its only way to ask is a frontend tool",
@@ -103,9 +112,10 @@ class ScriptedLLM(MockFunctionCallingLLM):
         return gen()
 
 
-# region llamaindex-server
+# snippet: start
 from fastapi import FastAPI
 from llama_index.protocols.ag_ui.router import get_ag_ui_workflow_router
+# snippet: end
 
 
 def lookup_order(order: str) -> str:
@@ -114,9 +124,11 @@ def lookup_order(order: str) -> str:
     return f"order {order} shipped"
 
 
+# snippet: start
 def confirm_shipment(order: str) -> str:
     """Confirm a shipment: a frontend tool, answered by the client."""
     return ""
+# snippet: end
 
 
 def broken_lookup(order: str) -> str:
@@ -125,13 +137,14 @@ def broken_lookup(order: str) -> str:
     raise RuntimeError("the order database is down")
 
 
+# snippet: start
 app = FastAPI(title="LlamaIndex AG-UI")
 app.include_router(get_ag_ui_workflow_router(
     llm=ScriptedLLM(),
     backend_tools=[lookup_order, broken_lookup],
     frontend_tools=[confirm_shipment],
 ), prefix="/llamaindex")
-# endregion llamaindex-server
+# snippet: end
 
 if __name__ == "__main__":
     common.serve(app, AGENT_PATH, ["llama-index-protocols-ag-ui", "llama-index-core", "llama-index-workflows",

@@ -87,7 +87,9 @@ async def scripted(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterat
                                         tool_call_id=call.id if first else None)}
 
 
+# snippet: start
 agent = Agent(FunctionModel(stream_function=scripted), output_type=[str, DeferredToolRequests], name="scripted")
+# snippet: end
 
 
 @agent.tool_plain
@@ -97,11 +99,13 @@ def lookup_order(order: str) -> str:
     return f"order {order} shipped"
 
 
+# snippet: start
 @agent.tool_plain(requires_approval=True)
 def cancel_order(order: str) -> str:
     """Cancel an order (the user approves it first)."""
     common.ran("cancel_order", {"order": order})
     return f"order {order} cancelled"
+# snippet: end
 
 
 @agent.tool_plain
@@ -123,11 +127,13 @@ def broken_lookup(order: str) -> str:
     raise RuntimeError("the order database is down")
 
 
+# snippet: start
 async def run_agent(request: Request) -> Response:
     return await AGUIAdapter.dispatch_request(request, agent=agent)
 
 
 app = Starlette(routes=[Route(AGENT_PATH, run_agent, methods=["POST"])])
+# snippet: end
 
 if __name__ == "__main__":
     common.serve(app, AGENT_PATH, ["pydantic-ai-slim", "ag-ui-protocol"])

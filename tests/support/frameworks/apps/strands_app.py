@@ -132,11 +132,13 @@ def broken_lookup(order: str) -> str:
     raise RuntimeError("the order database is down")
 
 
+# snippet: start
 template = Agent(model=ScriptedModel(), tools=[lookup_order, cancel_order, ask_address, broken_lookup],
                  system_prompt="You are a scripted agent.", callback_handler=None)
 config = StrandsAgentConfig(tool_behaviors={"cancel_order": ToolBehavior(interrupt_on_call=True)})
 app = FastAPI(title="Strands AG-UI")
 add_strands_fastapi_endpoint(app, StrandsAgent(agent=template, name="scripted", config=config), AGENT_PATH)
+# snippet: end
 
 if __name__ == "__main__":
     common.serve(app, AGENT_PATH, ["ag-ui-strands", "strands-agents", "ag-ui-protocol"])
