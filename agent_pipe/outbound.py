@@ -166,7 +166,7 @@ class Outbound:
         self.legacy_interrupts: list[dict[str, Any]] = []  # CUSTOM on_interrupt (LangGraph, CrewAI), as interrupts
         self.client_calls: list[str] = []  # calls a finished run left for the client (the user) to answer
         self.asked_calls: set[str] = set()  # calls the user was asked about: never asked twice
-        self.framework = ""  # who sends the run, from its first RAW event's source ("agno": its confirmations)
+        self.answered: dict[str, str] = {}  # accepted client calls -> what they show if no run streams a result
 
     # -- usage ------------------------------------------------------------------------------------
 
@@ -300,10 +300,16 @@ class Outbound:
         so the pipe can ask the user and go on with the answers as the calls' results."""
         if not self.asks:
             return False
+        for call_id, content in self.answered.items():  # accepted, and this run streamed no result for it
+            if (known := recorder._calls.get(call_id)) is not None and known[1].result is None:
+                recorder.tool_result(call_id, content)
+        self.answered = {}
         open_calls = [
             call.id
             for step, call in recorder._calls.values()
-            if call.result is None and not call.unreported and not recorder._is_emitted(step)
+            if call.result is None
+            and not call.unreported
+            and not recorder._is_emitted(step)
             and call.id not in self.asked_calls
         ]
         named = outcome.get("pendingToolCallIds") if isinstance(outcome, Mapping) else None
@@ -335,8 +341,11 @@ class Outbound:
             "message": value if isinstance(value, str) else _question_text(fields),
             "convention": "command",
         }
-        for key, alias in (("toolCallId", "tool_call_id"), ("responseSchema", "response_schema"),
-                           ("expiresAt", "expires_at")):
+        for key, alias in (
+            ("toolCallId", "tool_call_id"),
+            ("responseSchema", "response_schema"),
+            ("expiresAt", "expires_at"),
+        ):
             if (found := fields.get(key, fields.get(alias))) is not None:
                 interrupt[key] = found
         self.legacy_interrupts.append(interrupt)

@@ -4,9 +4,9 @@ import asyncio
 import json
 import re
 import time
-from datetime import datetime, timezone
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -118,17 +118,11 @@ def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, A
 
 
 def client_question(call: ToolCall, recorder: Recorder) -> dict[str, Any]:
-    """The dialog for a call the run left for the client: Agno's confirmations are a yes or no;
-    any other call (ADK's long-running tools, LlamaIndex's frontend tools, pendingToolCallIds) is
-    answered with the text that becomes its result."""
+    """The dialog for a call the run left for the client (ADK's long-running tools, LlamaIndex's
+    frontend tools, Agno's confirmations, pendingToolCallIds): a yes or no, built from the call's
+    name and arguments."""
     redact = recorder.scrubber.redact
-    name, arguments = " ".join(redact(call.name).split()), redact(call.arguments)
-    if recorder.outbound.framework == "agno":
-        return _confirmation(name, arguments, "")
-    text = f"The agent asks you for the result of {markdown_code(name or 'a tool')}."
-    if arguments:
-        text += "\n\nArguments:\n\n" + markdown_block(arguments)
-    return _input(name[:80] or "The agent asks", text, {})
+    return _confirmation(" ".join(redact(call.name).split()), redact(call.arguments), "")
 
 
 # --- answers checked against the interrupt's responseSchema ------------------------------------------
@@ -144,8 +138,13 @@ def answer_hint(schema: Mapping[str, Any]) -> str:
     properties = _mapping(schema.get("properties"))
     if kind == "object" and len(properties) == 1:
         return answer_hint(_mapping(next(iter(properties.values()))))
-    return {"integer": "A whole number", "number": "A number", "boolean": "yes or no",
-            "array": "A JSON list", "object": "A JSON object"}.get(_str(kind), "Your answer")
+    return {
+        "integer": "A whole number",
+        "number": "A number",
+        "boolean": "yes or no",
+        "array": "A JSON list",
+        "object": "A JSON object",
+    }.get(_str(kind), "Your answer")
 
 
 def parse_answer(schema: Mapping[str, Any], text: str) -> tuple[Any, str]:
@@ -154,7 +153,7 @@ def parse_answer(schema: Mapping[str, Any], text: str) -> tuple[Any, str]:
     properties = _mapping(schema.get("properties"))
     value: Any = text
     if kind == "object" and len(properties) == 1:  # one field: the answer is that field's value
-        (field, inner), = properties.items()
+        ((field, inner),) = properties.items()
         value, problem = parse_answer(_mapping(inner), text)
         return ({field: value}, "") if not problem else (None, problem)
     if kind == "integer":
@@ -211,7 +210,7 @@ def seconds_left(interrupt: Mapping[str, Any], now: float) -> float | None:
     except ValueError:
         return None  # not a date: the interrupt looks unexpired, as the protocol says
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return moment.timestamp() - now
 
 
@@ -315,11 +314,12 @@ async def run_with_questions(run: AgentRun) -> AsyncGenerator[str, None]:
         if recorder.outbound.interrupts:
             payload = await _answer_interrupts(run, payload)
         else:
-            payload = await _answer_client_calls(run, payload)
-            if payload is None:  # nobody answered: the calls are closed as not run, the answer ends
+            answered = await _answer_client_calls(run, payload)
+            if answered is None:  # nobody answered: the calls are closed as not run, the answer ends
                 recorder.paused = recorder.finished = False
                 recorder.finish()
                 return
+            payload = answered
     recorder.paused = recorder.finished = False  # it kept pausing: end the answer here
     recorder.finish(error="The agent kept asking questions; the answer stops here.")
 
@@ -366,29 +366,28 @@ async def _answer_interrupts(run: AgentRun, payload: dict[str, Any]) -> dict[str
 
 
 async def _answer_client_calls(run: AgentRun, payload: dict[str, Any]) -> dict[str, Any] | None:
-    """Ask for each call the run left to the client; the next request is a new run on the same
-    thread whose last messages are the answers as those calls' results (Agno's confirmations as
-    ``{"accepted": true|false}``, whose result its next run streams), or None when nobody answered."""
+    """Ask about each call the run left to the client; the next request is a new run on the same
+    thread whose last messages are the answers as those calls' results, ``{"accepted": true|false}``
+    (Agno's shape, and plain words to any model), or None when nobody answered. A result the next
+    run streams for an accepted call fills its block; else the block shows the answer."""
     recorder = run.recorder
     calls, recorder.outbound.client_calls = recorder.outbound.client_calls, []
     answers: dict[str, str] = {}  # call id -> the tool message's content
-    closed: dict[str, str] = {}  # call id -> its result: answered (or declined), or not run
+    closed: dict[str, str] = {}  # call id -> its result now: declined, or not run
     for call_id in calls:
         recorder.outbound.asked_calls.add(call_id)
-        call = recorder._calls[call_id][1]
-        question = client_question(call, recorder)
+        question = client_question(recorder._calls[call_id][1], recorder)
         await run.status.send({"description": ASKED, "done": False})
         answer, how = await ask_checked(run.event_call, question, {}, run.question_timeout)
-        if question["type"] == "confirmation" and answer is not None:  # Agno: its next run says what happened
-            answers[call_id] = json.dumps({"accepted": answer is True})
-            if answer is True:
-                recorder.outbound.approvals[call_id] = APPROVED
-            else:
-                closed[call_id] = unanswered_result("declined", run.question_timeout)
-        elif answer is not None:
-            answers[call_id] = closed[call_id] = _str(answer)
-        else:
+        if answer is None:
             closed[call_id] = unanswered_result(how, run.question_timeout)
+            continue
+        answers[call_id] = json.dumps({"accepted": answer is True})
+        if answer is True:
+            recorder.outbound.approvals[call_id] = APPROVED
+            recorder.outbound.answered[call_id] = answers[call_id]  # shown if the next run streams no result
+        else:
+            closed[call_id] = unanswered_result("declined", run.question_timeout)
     recorder.paused = recorder.finished = False
     turn = _turn(recorder)  # before the answers fill the calls: the tool messages go last, in the calls' order
     for call_id, result in closed.items():
@@ -396,8 +395,10 @@ async def _answer_client_calls(run: AgentRun, payload: dict[str, Any]) -> dict[s
     if not answers:
         return None
     told = {**{c: r for c, r in closed.items() if c not in answers}, **answers}  # the agent hears of every call
-    tools = [{"id": f"aihub-answer-{n}", "role": "tool", "toolCallId": call_id, "content": told[call_id]}
-             for n, call_id in enumerate(c for c in calls if c in told)]
+    tools = [
+        {"id": f"aihub-answer-{n}", "role": "tool", "toolCallId": call_id, "content": told[call_id]}
+        for n, call_id in enumerate(c for c in calls if c in told)
+    ]
     nxt = {key: value for key, value in payload.items() if key != "resume"}
     nxt.update(runId=f"aihub-run-{random_hex()}", messages=list(run.payload["messages"]) + turn + tools)
     nxt["forwardedProps"] = {k: v for k, v in _mapping(payload.get("forwardedProps")).items() if k != "command"}

@@ -185,13 +185,15 @@ class Recorder:
             for call in message.get("toolCalls") or []:
                 if not isinstance(call, Mapping):
                     continue
-                function = call.get("function") if isinstance(call.get("function"), Mapping) else {}
+                function: Mapping[str, Any] = call["function"] if isinstance(call.get("function"), Mapping) else {}
                 call_id, arguments = _str(call.get("id")), _str(function.get("arguments"))
                 known = self._calls.get(call_id)
                 if known is None:
                     self.tool_call(call_id, _str(function.get("name")), _str(message.get("id")))
                     self.tool_args(call_id, arguments)
-                elif not self._is_emitted(known[0]) and _is_json(arguments) and not _is_json(known[1].arguments or "{}"):
+                elif (
+                    not self._is_emitted(known[0]) and _is_json(arguments) and not _is_json(known[1].arguments or "{}")
+                ):
                     known[1].arguments = arguments  # arguments the stream lost (LangGraph's first chunk)
         elif role == "tool":
             known = self._calls.get(_str(message.get("toolCallId")))
@@ -212,7 +214,9 @@ class Recorder:
                 self.tool_call(_str(call.get("id")), _str(function.get("name")), _str(message.get("id")))
                 self.tool_args(_str(call.get("id")), _str(function.get("arguments")))
         elif role == "tool":
-            self.tool_result(_str(message.get("toolCallId")), result_text(message.get("content")), _str(message.get("id")))
+            self.tool_result(
+                _str(message.get("toolCallId")), result_text(message.get("content")), _str(message.get("id"))
+            )
         elif role == "reasoning":
             self.reasoning(_parts_concatenated(message.get("content")), _str(message.get("id")))
 
@@ -487,8 +491,9 @@ _HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
     "RUN_FINISHED": Recorder._on_run_finished,
     "RUN_ERROR": Recorder._on_run_error,
     CALLS_RAN: Recorder._on_calls_ran,
-    "CUSTOM": lambda recorder, e: recorder.outbound.custom(recorder, _str(e.get("name")), e.get("value"), e.get("rawEvent")),
-    "RAW": lambda recorder, e: setattr(recorder.outbound, "framework", recorder.outbound.framework or _str(e.get("source"))),
+    "CUSTOM": lambda recorder, e: recorder.outbound.custom(
+        recorder, _str(e.get("name")), e.get("value"), e.get("rawEvent")
+    ),
     "STEP_STARTED": lambda recorder, e: recorder.outbound.step(recorder, _str(e.get("stepName"))),
     USAGE: lambda recorder, e: recorder.outbound.usage_total(e.get("usage")),
 }
@@ -514,9 +519,7 @@ def unwrapped(text: str) -> str:
 def result_text(content: Any) -> str:
     """A tool result's text: a string, or (AG-UI 1.0) the text parts of a list, one per line."""
     if isinstance(content, list):
-        return "\n".join(
-            _str(p.get("text")) for p in content if isinstance(p, Mapping) and p.get("type") == "text"
-        )
+        return "\n".join(_str(p.get("text")) for p in content if isinstance(p, Mapping) and p.get("type") == "text")
     return unwrapped(_str(content) if not isinstance(content, (dict, int, float, bool)) else json.dumps(content))
 
 

@@ -1,7 +1,6 @@
 """Bytes in, AG-UI events out: SSE, the OpenAI chunk adapter, AgentStream."""
 
 import json
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -78,7 +77,11 @@ class OpenAIChunkAdapter:
             if is_result:
                 self._waiting.discard(_str(delta["tool_call_id"]))
                 out.append(
-                    {"type": "TOOL_CALL_RESULT", "toolCallId": delta["tool_call_id"], "content": _parts_concatenated(text)}
+                    {
+                        "type": "TOOL_CALL_RESULT",
+                        "toolCallId": delta["tool_call_id"],
+                        "content": _parts_concatenated(text),
+                    }
                 )
             elif isinstance(text, str) and text:
                 out.append({"type": "TEXT_MESSAGE_CONTENT", "delta": text})
@@ -107,9 +110,11 @@ class OpenAIChunkAdapter:
 def openai_extras(delta: Mapping[str, Any]) -> list[dict[str, Any]]:
     """What an OpenAI delta carries beside the answer, as the events the Outbound reads."""
     annotations = delta.get("annotations")
-    citations = [
-        a for a in annotations if isinstance(a, Mapping) and a.get("type") == "url_citation"
-    ] if isinstance(annotations, list) else []
+    citations = (
+        [a for a in annotations if isinstance(a, Mapping) and a.get("type") == "url_citation"]
+        if isinstance(annotations, list)
+        else []
+    )
     out = [{"type": "CUSTOM", "name": SOURCE_EVENT, "value": citations}] if citations else []
     images = delta.get("images")
     if isinstance(images, list) and images:
@@ -123,10 +128,11 @@ def openai_extras(delta: Mapping[str, Any]) -> list[dict[str, Any]]:
 # AG-UI encoder writes "type" first), spaced or compact.
 _SKIPPED_TYPES = ("RAW", "STATE_SNAPSHOT", "STATE_DELTA")
 _SKIPPED = tuple(
-    f'data:{space}{{"type":{gap}"{kind}"'.encode() for kind in _SKIPPED_TYPES for space in ("", " ") for gap in ("", " ")
+    f'data:{space}{{"type":{gap}"{kind}"'.encode()
+    for kind in _SKIPPED_TYPES
+    for space in ("", " ")
+    for gap in ("", " ")
 )
-_RAW = tuple(prefix for prefix in _SKIPPED if b'"RAW"' in prefix)
-_RAW_SOURCE = re.compile(rb'"source": ?"([\w.:-]{1,40})"\}\r?$')  # RAW's last field: who sent it
 # ag-ui-langgraph repeats the callback payload in every content event as "rawEvent", before the
 # event's own fields: such an event is read from where its own fields start (the pipe never reads
 # rawEvent). In JSON an unescaped '"messageId":' is always a key, and a string value cannot hold
@@ -142,7 +148,9 @@ _BULKY = tuple(
     for kind, key in (("TEXT_MESSAGE_CONTENT", "messageId"), ("TOOL_CALL_ARGS", "toolCallId"))
     for gap in ("", " ")
 )
-_BULKY_STARTS = tuple(b"data: " + prefix for prefix, _, _ in _BULKY) + tuple(b"data:" + prefix for prefix, _, _ in _BULKY)
+_BULKY_STARTS = tuple(b"data: " + prefix for prefix, _, _ in _BULKY) + tuple(
+    b"data:" + prefix for prefix, _, _ in _BULKY
+)
 
 
 def _without_raw_event(buf: bytes, first: int, end: int) -> dict[str, Any] | None:
@@ -179,9 +187,8 @@ class AgentStream:
     AG-UI bodies are SSE whose data is an event; OpenAI bodies are SSE whose data is a chunk, made
     AG-UI-shaped by the OpenAIChunkAdapter, and ``[DONE]`` ends the run. ``feed`` is lazy: the
     first event of a large read is handled before the rest of the read is parsed. RAW and STATE_*
-    events are dropped unparsed (the first RAW event's ``source`` is passed on, as ``{"type": "RAW",
-    "source": ...}``: which framework sent the run), and a content event's ``rawEvent`` is never
-    parsed (nor passed on when a line had to be parsed whole).
+    events are dropped unparsed, and a content event's ``rawEvent`` is never parsed (nor passed on
+    when a line had to be parsed whole).
 
     Linear in the body: a read is searched once, and the start of a line that a later read
     completes is kept as pieces, joined once when its end arrives (joining and searching it again
@@ -197,7 +204,6 @@ class AgentStream:
         self._adapter = OpenAIChunkAdapter() if transport == "openai" else None
         self._done = False
         self._special = _SKIPPED + _BULKY_STARTS if self._adapter is None else ()  # lines read by their start
-        self._raw_unread = True
 
     def feed(self, raw: bytes) -> Iterator[dict[str, Any]]:
         parser, limit = self._parser, self._max
@@ -226,10 +232,6 @@ class AgentStream:
                     read = True
                     if raw.startswith(b"\n", start):
                         start += 1
-                    if self._raw_unread and buf.startswith(_RAW, first):  # the first RAW says who sends the run
-                        self._raw_unread = False
-                        if found := _RAW_SOURCE.search(buf, max(first, end - 64), end):
-                            yield {"type": "RAW", "source": found.group(1).decode()}
                 elif raw.startswith(b"\n", start) and (event := _without_raw_event(buf, first, end)) is not None:
                     read = True
                     start += 1

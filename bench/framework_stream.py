@@ -57,7 +57,7 @@ def _reads(events: list[dict[str, Any]], per_token: bool) -> list[bytes]:
         body = b"".join(frames)
         return [body[i : i + READ] for i in range(0, len(body), READ)]
     reads: list[bytes] = []
-    for event, frame in zip(events, frames):
+    for event, frame in zip(events, frames, strict=False):
         joins = event["type"] == "TEXT_MESSAGE_CONTENT" and reads and reads[-1].startswith(b'data: {"type":"RAW"')
         if joins:
             reads[-1] += frame  # LangGraph's RAW and the token's content event, sent together
@@ -83,7 +83,9 @@ def langgraph_events(tokens: int) -> list[dict[str, Any]]:
         c["rawEvent"]["data"]["chunk"]["content"] = _token(i)
         c["delta"] = _token(i)
         out += [r, c]
-    out += [e for e in events[last + 1 :] if e["type"] not in ("RAW",) or e["event"].get("event") != "on_chat_model_stream"]
+    out += [
+        e for e in events[last + 1 :] if e["type"] not in ("RAW",) or e["event"].get("event") != "on_chat_model_stream"
+    ]
     return out
 
 
@@ -125,8 +127,12 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--read", default="token", help="token (one read per token) or 16384 (16 KB reads)")
-    parser.add_argument("--pipe", type=Path, default=ROOT / "owui_functions" / "aihub_agent_pipe.py",
-                        help="the pipe file to measure (e.g. an older build, for a before/after)")
+    parser.add_argument(
+        "--pipe",
+        type=Path,
+        default=ROOT / "owui_functions" / "aihub_agent_pipe.py",
+        help="the pipe file to measure (e.g. an older build, for a before/after)",
+    )
     args = parser.parse_args()
     P = load_pipe(args.pipe)
     per_token = args.read == "token"
@@ -148,8 +154,10 @@ def main() -> None:
     for name, reads in bodies.items():
         median = statistics.median(times[name])
         size = sum(map(len, reads))
-        print(f"{name:16} {size / 1024:8.1f} KB in {len(reads):5} reads  {median * 1000:7.2f} ms CPU per answer "
-              f"(min {min(times[name]) * 1000:.2f}, max {max(times[name]) * 1000:.2f})")
+        print(
+            f"{name:16} {size / 1024:8.1f} KB in {len(reads):5} reads  {median * 1000:7.2f} ms CPU per answer "
+            f"(min {min(times[name]) * 1000:.2f}, max {max(times[name]) * 1000:.2f})"
+        )
     ratio = statistics.median(times["langgraph"]) / statistics.median(times["agent_framework"])
     print(f"ratio langgraph / agent_framework: {ratio:.2f}x (goal: at most 1.2x)")
 

@@ -73,7 +73,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 from urllib.parse import quote, quote_plus, urlsplit
 
@@ -1920,7 +1920,11 @@ class OpenAIChunkAdapter:
             if is_result:
                 self._waiting.discard(_str(delta["tool_call_id"]))
                 out.append(
-                    {"type": "TOOL_CALL_RESULT", "toolCallId": delta["tool_call_id"], "content": _parts_concatenated(text)}
+                    {
+                        "type": "TOOL_CALL_RESULT",
+                        "toolCallId": delta["tool_call_id"],
+                        "content": _parts_concatenated(text),
+                    }
                 )
             elif isinstance(text, str) and text:
                 out.append({"type": "TEXT_MESSAGE_CONTENT", "delta": text})
@@ -1949,9 +1953,11 @@ class OpenAIChunkAdapter:
 def openai_extras(delta: Mapping[str, Any]) -> list[dict[str, Any]]:
     """What an OpenAI delta carries beside the answer, as the events the Outbound reads."""
     annotations = delta.get("annotations")
-    citations = [
-        a for a in annotations if isinstance(a, Mapping) and a.get("type") == "url_citation"
-    ] if isinstance(annotations, list) else []
+    citations = (
+        [a for a in annotations if isinstance(a, Mapping) and a.get("type") == "url_citation"]
+        if isinstance(annotations, list)
+        else []
+    )
     out = [{"type": "CUSTOM", "name": SOURCE_EVENT, "value": citations}] if citations else []
     images = delta.get("images")
     if isinstance(images, list) and images:
@@ -1965,10 +1971,11 @@ def openai_extras(delta: Mapping[str, Any]) -> list[dict[str, Any]]:
 # AG-UI encoder writes "type" first), spaced or compact.
 _SKIPPED_TYPES = ("RAW", "STATE_SNAPSHOT", "STATE_DELTA")
 _SKIPPED = tuple(
-    f'data:{space}{{"type":{gap}"{kind}"'.encode() for kind in _SKIPPED_TYPES for space in ("", " ") for gap in ("", " ")
+    f'data:{space}{{"type":{gap}"{kind}"'.encode()
+    for kind in _SKIPPED_TYPES
+    for space in ("", " ")
+    for gap in ("", " ")
 )
-_RAW = tuple(prefix for prefix in _SKIPPED if b'"RAW"' in prefix)
-_RAW_SOURCE = re.compile(rb'"source": ?"([\w.:-]{1,40})"\}\r?$')  # RAW's last field: who sent it
 # ag-ui-langgraph repeats the callback payload in every content event as "rawEvent", before the
 # event's own fields: such an event is read from where its own fields start (the pipe never reads
 # rawEvent). In JSON an unescaped '"messageId":' is always a key, and a string value cannot hold
@@ -1984,7 +1991,9 @@ _BULKY = tuple(
     for kind, key in (("TEXT_MESSAGE_CONTENT", "messageId"), ("TOOL_CALL_ARGS", "toolCallId"))
     for gap in ("", " ")
 )
-_BULKY_STARTS = tuple(b"data: " + prefix for prefix, _, _ in _BULKY) + tuple(b"data:" + prefix for prefix, _, _ in _BULKY)
+_BULKY_STARTS = tuple(b"data: " + prefix for prefix, _, _ in _BULKY) + tuple(
+    b"data:" + prefix for prefix, _, _ in _BULKY
+)
 
 
 def _without_raw_event(buf: bytes, first: int, end: int) -> dict[str, Any] | None:
@@ -2021,9 +2030,8 @@ class AgentStream:
     AG-UI bodies are SSE whose data is an event; OpenAI bodies are SSE whose data is a chunk, made
     AG-UI-shaped by the OpenAIChunkAdapter, and ``[DONE]`` ends the run. ``feed`` is lazy: the
     first event of a large read is handled before the rest of the read is parsed. RAW and STATE_*
-    events are dropped unparsed (the first RAW event's ``source`` is passed on, as ``{"type": "RAW",
-    "source": ...}``: which framework sent the run), and a content event's ``rawEvent`` is never
-    parsed (nor passed on when a line had to be parsed whole).
+    events are dropped unparsed, and a content event's ``rawEvent`` is never parsed (nor passed on
+    when a line had to be parsed whole).
 
     Linear in the body: a read is searched once, and the start of a line that a later read
     completes is kept as pieces, joined once when its end arrives (joining and searching it again
@@ -2039,7 +2047,6 @@ class AgentStream:
         self._adapter = OpenAIChunkAdapter() if transport == "openai" else None
         self._done = False
         self._special = _SKIPPED + _BULKY_STARTS if self._adapter is None else ()  # lines read by their start
-        self._raw_unread = True
 
     def feed(self, raw: bytes) -> Iterator[dict[str, Any]]:
         parser, limit = self._parser, self._max
@@ -2068,10 +2075,6 @@ class AgentStream:
                     read = True
                     if raw.startswith(b"\n", start):
                         start += 1
-                    if self._raw_unread and buf.startswith(_RAW, first):  # the first RAW says who sends the run
-                        self._raw_unread = False
-                        if found := _RAW_SOURCE.search(buf, max(first, end - 64), end):
-                            yield {"type": "RAW", "source": found.group(1).decode()}
                 elif raw.startswith(b"\n", start) and (event := _without_raw_event(buf, first, end)) is not None:
                     read = True
                     start += 1
@@ -2306,13 +2309,15 @@ class Recorder:
             for call in message.get("toolCalls") or []:
                 if not isinstance(call, Mapping):
                     continue
-                function = call.get("function") if isinstance(call.get("function"), Mapping) else {}
+                function: Mapping[str, Any] = call["function"] if isinstance(call.get("function"), Mapping) else {}
                 call_id, arguments = _str(call.get("id")), _str(function.get("arguments"))
                 known = self._calls.get(call_id)
                 if known is None:
                     self.tool_call(call_id, _str(function.get("name")), _str(message.get("id")))
                     self.tool_args(call_id, arguments)
-                elif not self._is_emitted(known[0]) and _is_json(arguments) and not _is_json(known[1].arguments or "{}"):
+                elif (
+                    not self._is_emitted(known[0]) and _is_json(arguments) and not _is_json(known[1].arguments or "{}")
+                ):
                     known[1].arguments = arguments  # arguments the stream lost (LangGraph's first chunk)
         elif role == "tool":
             known = self._calls.get(_str(message.get("toolCallId")))
@@ -2333,7 +2338,9 @@ class Recorder:
                 self.tool_call(_str(call.get("id")), _str(function.get("name")), _str(message.get("id")))
                 self.tool_args(_str(call.get("id")), _str(function.get("arguments")))
         elif role == "tool":
-            self.tool_result(_str(message.get("toolCallId")), result_text(message.get("content")), _str(message.get("id")))
+            self.tool_result(
+                _str(message.get("toolCallId")), result_text(message.get("content")), _str(message.get("id"))
+            )
         elif role == "reasoning":
             self.reasoning(_parts_concatenated(message.get("content")), _str(message.get("id")))
 
@@ -2608,8 +2615,9 @@ _HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
     "RUN_FINISHED": Recorder._on_run_finished,
     "RUN_ERROR": Recorder._on_run_error,
     CALLS_RAN: Recorder._on_calls_ran,
-    "CUSTOM": lambda recorder, e: recorder.outbound.custom(recorder, _str(e.get("name")), e.get("value"), e.get("rawEvent")),
-    "RAW": lambda recorder, e: setattr(recorder.outbound, "framework", recorder.outbound.framework or _str(e.get("source"))),
+    "CUSTOM": lambda recorder, e: recorder.outbound.custom(
+        recorder, _str(e.get("name")), e.get("value"), e.get("rawEvent")
+    ),
     "STEP_STARTED": lambda recorder, e: recorder.outbound.step(recorder, _str(e.get("stepName"))),
     USAGE: lambda recorder, e: recorder.outbound.usage_total(e.get("usage")),
 }
@@ -2635,9 +2643,7 @@ def unwrapped(text: str) -> str:
 def result_text(content: Any) -> str:
     """A tool result's text: a string, or (AG-UI 1.0) the text parts of a list, one per line."""
     if isinstance(content, list):
-        return "\n".join(
-            _str(p.get("text")) for p in content if isinstance(p, Mapping) and p.get("type") == "text"
-        )
+        return "\n".join(_str(p.get("text")) for p in content if isinstance(p, Mapping) and p.get("type") == "text")
     return unwrapped(_str(content) if not isinstance(content, (dict, int, float, bool)) else json.dumps(content))
 
 
@@ -2797,7 +2803,7 @@ class Outbound:
         self.legacy_interrupts: list[dict[str, Any]] = []  # CUSTOM on_interrupt (LangGraph, CrewAI), as interrupts
         self.client_calls: list[str] = []  # calls a finished run left for the client (the user) to answer
         self.asked_calls: set[str] = set()  # calls the user was asked about: never asked twice
-        self.framework = ""  # who sends the run, from its first RAW event's source ("agno": its confirmations)
+        self.answered: dict[str, str] = {}  # accepted client calls -> what they show if no run streams a result
 
     # -- usage ------------------------------------------------------------------------------------
 
@@ -2931,10 +2937,16 @@ class Outbound:
         so the pipe can ask the user and go on with the answers as the calls' results."""
         if not self.asks:
             return False
+        for call_id, content in self.answered.items():  # accepted, and this run streamed no result for it
+            if (known := recorder._calls.get(call_id)) is not None and known[1].result is None:
+                recorder.tool_result(call_id, content)
+        self.answered = {}
         open_calls = [
             call.id
             for step, call in recorder._calls.values()
-            if call.result is None and not call.unreported and not recorder._is_emitted(step)
+            if call.result is None
+            and not call.unreported
+            and not recorder._is_emitted(step)
             and call.id not in self.asked_calls
         ]
         named = outcome.get("pendingToolCallIds") if isinstance(outcome, Mapping) else None
@@ -2966,8 +2978,11 @@ class Outbound:
             "message": value if isinstance(value, str) else _question_text(fields),
             "convention": "command",
         }
-        for key, alias in (("toolCallId", "tool_call_id"), ("responseSchema", "response_schema"),
-                           ("expiresAt", "expires_at")):
+        for key, alias in (
+            ("toolCallId", "tool_call_id"),
+            ("responseSchema", "response_schema"),
+            ("expiresAt", "expires_at"),
+        ):
             if (found := fields.get(key, fields.get(alias))) is not None:
                 interrupt[key] = found
         self.legacy_interrupts.append(interrupt)
@@ -3572,17 +3587,11 @@ def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, A
 
 
 def client_question(call: ToolCall, recorder: Recorder) -> dict[str, Any]:
-    """The dialog for a call the run left for the client: Agno's confirmations are a yes or no;
-    any other call (ADK's long-running tools, LlamaIndex's frontend tools, pendingToolCallIds) is
-    answered with the text that becomes its result."""
+    """The dialog for a call the run left for the client (ADK's long-running tools, LlamaIndex's
+    frontend tools, Agno's confirmations, pendingToolCallIds): a yes or no, built from the call's
+    name and arguments."""
     redact = recorder.scrubber.redact
-    name, arguments = " ".join(redact(call.name).split()), redact(call.arguments)
-    if recorder.outbound.framework == "agno":
-        return _confirmation(name, arguments, "")
-    text = f"The agent asks you for the result of {markdown_code(name or 'a tool')}."
-    if arguments:
-        text += "\n\nArguments:\n\n" + markdown_block(arguments)
-    return _input(name[:80] or "The agent asks", text, {})
+    return _confirmation(" ".join(redact(call.name).split()), redact(call.arguments), "")
 
 
 # --- answers checked against the interrupt's responseSchema ------------------------------------------
@@ -3598,8 +3607,13 @@ def answer_hint(schema: Mapping[str, Any]) -> str:
     properties = _mapping(schema.get("properties"))
     if kind == "object" and len(properties) == 1:
         return answer_hint(_mapping(next(iter(properties.values()))))
-    return {"integer": "A whole number", "number": "A number", "boolean": "yes or no",
-            "array": "A JSON list", "object": "A JSON object"}.get(_str(kind), "Your answer")
+    return {
+        "integer": "A whole number",
+        "number": "A number",
+        "boolean": "yes or no",
+        "array": "A JSON list",
+        "object": "A JSON object",
+    }.get(_str(kind), "Your answer")
 
 
 def parse_answer(schema: Mapping[str, Any], text: str) -> tuple[Any, str]:
@@ -3608,7 +3622,7 @@ def parse_answer(schema: Mapping[str, Any], text: str) -> tuple[Any, str]:
     properties = _mapping(schema.get("properties"))
     value: Any = text
     if kind == "object" and len(properties) == 1:  # one field: the answer is that field's value
-        (field, inner), = properties.items()
+        ((field, inner),) = properties.items()
         value, problem = parse_answer(_mapping(inner), text)
         return ({field: value}, "") if not problem else (None, problem)
     if kind == "integer":
@@ -3665,7 +3679,7 @@ def seconds_left(interrupt: Mapping[str, Any], now: float) -> float | None:
     except ValueError:
         return None  # not a date: the interrupt looks unexpired, as the protocol says
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return moment.timestamp() - now
 
 
@@ -3769,11 +3783,12 @@ async def run_with_questions(run: AgentRun) -> AsyncGenerator[str, None]:
         if recorder.outbound.interrupts:
             payload = await _answer_interrupts(run, payload)
         else:
-            payload = await _answer_client_calls(run, payload)
-            if payload is None:  # nobody answered: the calls are closed as not run, the answer ends
+            answered = await _answer_client_calls(run, payload)
+            if answered is None:  # nobody answered: the calls are closed as not run, the answer ends
                 recorder.paused = recorder.finished = False
                 recorder.finish()
                 return
+            payload = answered
     recorder.paused = recorder.finished = False  # it kept pausing: end the answer here
     recorder.finish(error="The agent kept asking questions; the answer stops here.")
 
@@ -3820,29 +3835,28 @@ async def _answer_interrupts(run: AgentRun, payload: dict[str, Any]) -> dict[str
 
 
 async def _answer_client_calls(run: AgentRun, payload: dict[str, Any]) -> dict[str, Any] | None:
-    """Ask for each call the run left to the client; the next request is a new run on the same
-    thread whose last messages are the answers as those calls' results (Agno's confirmations as
-    ``{"accepted": true|false}``, whose result its next run streams), or None when nobody answered."""
+    """Ask about each call the run left to the client; the next request is a new run on the same
+    thread whose last messages are the answers as those calls' results, ``{"accepted": true|false}``
+    (Agno's shape, and plain words to any model), or None when nobody answered. A result the next
+    run streams for an accepted call fills its block; else the block shows the answer."""
     recorder = run.recorder
     calls, recorder.outbound.client_calls = recorder.outbound.client_calls, []
     answers: dict[str, str] = {}  # call id -> the tool message's content
-    closed: dict[str, str] = {}  # call id -> its result: answered (or declined), or not run
+    closed: dict[str, str] = {}  # call id -> its result now: declined, or not run
     for call_id in calls:
         recorder.outbound.asked_calls.add(call_id)
-        call = recorder._calls[call_id][1]
-        question = client_question(call, recorder)
+        question = client_question(recorder._calls[call_id][1], recorder)
         await run.status.send({"description": ASKED, "done": False})
         answer, how = await ask_checked(run.event_call, question, {}, run.question_timeout)
-        if question["type"] == "confirmation" and answer is not None:  # Agno: its next run says what happened
-            answers[call_id] = json.dumps({"accepted": answer is True})
-            if answer is True:
-                recorder.outbound.approvals[call_id] = APPROVED
-            else:
-                closed[call_id] = unanswered_result("declined", run.question_timeout)
-        elif answer is not None:
-            answers[call_id] = closed[call_id] = _str(answer)
-        else:
+        if answer is None:
             closed[call_id] = unanswered_result(how, run.question_timeout)
+            continue
+        answers[call_id] = json.dumps({"accepted": answer is True})
+        if answer is True:
+            recorder.outbound.approvals[call_id] = APPROVED
+            recorder.outbound.answered[call_id] = answers[call_id]  # shown if the next run streams no result
+        else:
+            closed[call_id] = unanswered_result("declined", run.question_timeout)
     recorder.paused = recorder.finished = False
     turn = _turn(recorder)  # before the answers fill the calls: the tool messages go last, in the calls' order
     for call_id, result in closed.items():
@@ -3850,8 +3864,10 @@ async def _answer_client_calls(run: AgentRun, payload: dict[str, Any]) -> dict[s
     if not answers:
         return None
     told = {**{c: r for c, r in closed.items() if c not in answers}, **answers}  # the agent hears of every call
-    tools = [{"id": f"aihub-answer-{n}", "role": "tool", "toolCallId": call_id, "content": told[call_id]}
-             for n, call_id in enumerate(c for c in calls if c in told)]
+    tools = [
+        {"id": f"aihub-answer-{n}", "role": "tool", "toolCallId": call_id, "content": told[call_id]}
+        for n, call_id in enumerate(c for c in calls if c in told)
+    ]
     nxt = {key: value for key, value in payload.items() if key != "resume"}
     nxt.update(runId=f"aihub-run-{random_hex()}", messages=list(run.payload["messages"]) + turn + tools)
     nxt["forwardedProps"] = {k: v for k, v in _mapping(payload.get("forwardedProps")).items() if k != "command"}

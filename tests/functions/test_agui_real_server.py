@@ -403,23 +403,22 @@ def test_a_declined_unanswered_or_unaskable_tool_does_not_run_and_its_block_says
         assert "Agent error" not in run.content
 
 
-def test_a_client_tool_the_user_answers_goes_on_in_a_new_run_with_the_answer_as_its_result(server: Any) -> None:
-    class Once(Dialog):  # answers the first question; the scripted agent asks again, nobody answers that
+def test_a_client_tool_the_user_accepts_goes_on_in_a_new_run_with_the_answer_as_its_result(server: Any) -> None:
+    class Once(Dialog):  # accepts the first call; the scripted agent calls again, nobody answers that
         async def __call__(self, question: dict[str, Any]) -> Any:
             self.questions.append(question)
-            return "Booked for two nights." if len(self.questions) == 1 else None
+            return True if len(self.questions) == 1 else None
 
     dialog = Once()
     run = ask(server, "client_tool", event_call=dialog)
-    first_question, second_question = dialog.questions
-    assert first_question["type"] == "input" and first_question["data"]["title"] == "confirm_booking"
+    first_question, _ = dialog.questions
+    assert first_question["type"] == "confirmation" and first_question["data"]["title"] == "Allow confirm_booking?"
     first, nxt = server.recorded()  # the second call nobody answered: closed, no third run
     assert nxt["threadId"] == first["threadId"] and "resume" not in nxt
-    assert nxt["messages"][-1]["role"] == "tool" and nxt["messages"][-1]["content"] == "Booked for two nights."
+    assert nxt["messages"][-1]["role"] == "tool" and nxt["messages"][-1]["content"] == '{"accepted": true}'
     assert nxt["messages"][-1]["toolCallId"] == nxt["messages"][-2]["toolCalls"][0]["id"]
     results = [c.result for s in P.parse_content(run.content) if isinstance(s, P.ToolStep) for c in s.calls]
-    assert results == ["Booked for two nights.",
-                       "Not run: the question was not answered."]
+    assert results == ['[approved by the user] {"accepted": true}', "Not run: the question was not answered."]
     assert "Executing..." not in run.content and "Agent error" not in run.content
 
 

@@ -30,8 +30,8 @@ pytestmark = pytest.mark.agui
 # strict xfail, so the day the pipe does it the test fails until the entry goes.
 HITL = ("LangChain's HumanInTheLoopMiddleware pauses with a HITLRequest {action_requests, review_configs}: the pipe "
         "asks it as a question, not as an approval, and resumes with the plain answer, not {decisions: [...]}")
-LEFT_TO_CLIENT = ("the pipe does not ask about a call the server leaves for the client (no TOOL_CALL_RESULT, "
-                  "no outcome; pendingToolCallIds once the pipe sends protocolVersion 1.0)")
+IN_THE_TOOL = ("the question is in the tool's own code: the call reaches the client as ask_address(order), so the "
+               "pipe asks it as that call's confirmation, not as the question")
 ADK_CONFIRMATION = ("ADK's tool confirmation is a call to adk_request_confirmation left for the client, answered "
                     "with a tool message {confirmed}: the pipe does not ask about it")
 KNOWN_GAPS: dict[tuple[str, str], str] = {
@@ -39,13 +39,11 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
                                   "the model sees the earlier turns twice",
     ("langgraph", "approval: approved"): HITL,
     ("langgraph", "approval: declined"): HITL,
-    ("pydantic_ai", "question: answered"): LEFT_TO_CLIENT,
-    ("pydantic_ai", "client tool: answered"): LEFT_TO_CLIENT,
+    ("pydantic_ai", "question: answered"): IN_THE_TOOL,
     ("adk", "approval: approved"): ADK_CONFIRMATION,
     ("adk", "approval: declined"): ADK_CONFIRMATION,
     ("adk", "approval: no answer"): ADK_CONFIRMATION,
-    ("adk", "question: answered"): LEFT_TO_CLIENT,
-    ("adk", "client tool: answered"): LEFT_TO_CLIENT,
+    ("adk", "question: answered"): IN_THE_TOOL,
     # fw-b's frameworks (2026-12-04, against main's pipe of that hour)
     ("agno", "later turns"): "Agno reads only the last user message of what the pipe sends (its history is its own "
                              "database, per threadId): the model never sees the earlier turns",
@@ -53,12 +51,8 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
                                      "{accepted: false} tool message: the agent is never told",
     ("agno", "question: answered"): "Agno's requires_user_input call looks like any call left open: the pipe asks it "
                                     "as an approval, and Agno wants {values: {...}}",
-    ("agno", "client tool: answered"): "Agno's continued run sends the answered external call again (START/ARGS/END, "
-                                       "no result): the pipe leaves that block Executing…",
     ("llamaindex", "later turns"): "LlamaIndex turns the tool message the pipe sends back into a user message: the "
                                    "model sees the tool's result as the user's words",
-    ("llamaindex", "client tool: answered"): "the pipe closes LlamaIndex's frontend call but no new run goes on with "
-                                             "the answer",
     ("crewai", "stream+tools"): "CrewAI keeps no text of a model response that calls tools, and ag-ui-crewai streams "
                                 "no agent text: the text before the call never reaches the client",
     ("crewai", "later turns"): "ag-ui-crewai fails the second turn (ValidationError): Agent.kickoff rejects the "

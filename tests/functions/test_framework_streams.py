@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from tests.support.pipe_support import FINISHED, C, R, T, events, record, shape, turn_signer
 from tests.support.pipe_support import pipe_module as P
 
@@ -35,19 +36,32 @@ def test_langgraphs_lost_first_argument_chunk_shows_whole_from_its_snapshot() ->
     recording = replay("langgraph/tool.sse")
     (call,) = calls(recording.recorder.segments)
     assert call.arguments == '{"order": "10023"}'
-    assert shape(recording.recorder.segments)[1:] == [f"TC[{call.id}]", f"tool({call.id})", 'A"Order 10023 has shipped."']
+    assert shape(recording.recorder.segments)[1:] == [
+        f"TC[{call.id}]",
+        f"tool({call.id})",
+        'A"Order 10023 has shipped."',
+    ]
     assert recording.recorder.segments[0].text == "Let me look up order 10023."
     assert recording.streamed == recording.recorder.render()  # the step waited for the snapshot, nothing redone
     assert 'arguments="er&quot;' not in recording.streamed
 
 
 def test_a_step_with_arguments_that_are_not_json_waits_for_the_snapshot_and_text_stays_below() -> None:
-    lost = [{"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f"},
-            {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": 'a": 1}'}]
-    snapshot = {"type": "MESSAGES_SNAPSHOT", "messages": [
-        {"id": "u", "role": "user", "content": "q"},
-        {"id": "m", "role": "assistant", "toolCalls": [{"id": "c1", "type": "function",
-                                                        "function": {"name": "f", "arguments": '{"a": 1}'}}]}]}
+    lost = [
+        {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f"},
+        {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": 'a": 1}'},
+    ]
+    snapshot = {
+        "type": "MESSAGES_SNAPSHOT",
+        "messages": [
+            {"id": "u", "role": "user", "content": "q"},
+            {
+                "id": "m",
+                "role": "assistant",
+                "toolCalls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}],
+            },
+        ],
+    }
     recording = record(events(lost, R("c1"), T("after"), [snapshot], FINISHED))
     assert "".join(recording.drains[:4]) == ""  # held: its arguments may still come whole
     assert recording.recorder.segments[0].calls[0].arguments == '{"a": 1}'
@@ -55,8 +69,10 @@ def test_a_step_with_arguments_that_are_not_json_waits_for_the_snapshot_and_text
 
 
 def test_arguments_that_are_not_json_and_no_snapshot_show_as_they_came_at_the_end() -> None:
-    lost = [{"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f"},
-            {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": 'a": 1}'}]
+    lost = [
+        {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f"},
+        {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": 'a": 1}'},
+    ]
     recording = record(events(lost, R("c1"), T("after"), FINISHED))
     assert recording.recorder.segments[0].calls[0].arguments == 'a": 1}'
     assert recording.streamed == recording.recorder.render()
@@ -71,10 +87,16 @@ def _snapshot(*messages: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_an_answer_only_in_the_snapshot_shows_after_what_streamed() -> None:
     # CrewAI's flows stream the tool call, and the answer only in the closing MESSAGES_SNAPSHOT
-    snap = _snapshot({"id": "a1", "role": "assistant", "content": "", "toolCalls": [
-                         {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
-                     {"id": "t1", "role": "tool", "toolCallId": "c1", "content": "result of c1"},
-                     {"id": "a2", "role": "assistant", "content": "It is sunny."})
+    snap = _snapshot(
+        {
+            "id": "a1",
+            "role": "assistant",
+            "content": "",
+            "toolCalls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}],
+        },
+        {"id": "t1", "role": "tool", "toolCallId": "c1", "content": "result of c1"},
+        {"id": "a2", "role": "assistant", "content": "It is sunny."},
+    )
     recording = record(events(C("c1"), R("c1"), snap, FINISHED))
     assert shape(recording.recorder.segments) == ["TC[c1]", "tool(c1)", 'A"It is sunny."']
     assert recording.streamed == recording.recorder.render()
@@ -84,25 +106,45 @@ def test_a_result_only_in_the_snapshot_fills_its_call() -> None:
     recording = replay("llamaindex/tool.sse")  # only *_CHUNK events, the result only in snapshots
     (call,) = calls(recording.recorder.segments)
     assert call.result is not None and call.name == "lookup_order"
-    assert shape(recording.recorder.segments) == ['A"Let me look up order 10023."', f"TC[{call.id}]",
-                                                  f"tool({call.id})", 'A"Order 10023 has shipped."']
+    assert shape(recording.recorder.segments) == [
+        'A"Let me look up order 10023."',
+        f"TC[{call.id}]",
+        f"tool({call.id})",
+        'A"Order 10023 has shipped."',
+    ]
     assert "Executing..." not in recording.streamed
 
 
 def test_snapshots_that_repeat_the_stream_with_new_ids_add_nothing() -> None:
     # LlamaIndex re-keys its messages in every snapshot; Strands sends one after each step
-    snap = _snapshot({"id": "new-1", "role": "assistant", "content": "Hello there.", "toolCalls": [
-                         {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
-                     {"id": "new-2", "role": "tool", "toolCallId": "c1", "content": "result of c1"})
+    snap = _snapshot(
+        {
+            "id": "new-1",
+            "role": "assistant",
+            "content": "Hello there.",
+            "toolCalls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+            ],
+        },
+        {"id": "new-2", "role": "tool", "toolCallId": "c1", "content": "result of c1"},
+    )
     stream = events(T("Hello"), T(" there."), C("c1"), R("c1"), snap, snap, T("Bye."), snap, FINISHED)
     assert shape(record(stream).recorder.segments) == ['A"Hello there."', "TC[c1]", "tool(c1)", 'A"Bye."']
 
 
 def test_the_snapshot_never_reorders_what_streamed() -> None:
-    snap = _snapshot({"id": "x", "role": "assistant", "content": "sum"},
-                     {"id": "y", "role": "assistant", "content": "", "toolCalls": [
-                         {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
-                     {"id": "z", "role": "tool", "toolCallId": "c1", "content": "changed"})
+    snap = _snapshot(
+        {"id": "x", "role": "assistant", "content": "sum"},
+        {
+            "id": "y",
+            "role": "assistant",
+            "content": "",
+            "toolCalls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+            ],
+        },
+        {"id": "z", "role": "tool", "toolCallId": "c1", "content": "changed"},
+    )
     stream = events(T("lead"), C("c1"), R("c1"), T("sum", "t2"), snap, FINISHED)
     plain = events(T("lead"), C("c1"), R("c1"), T("sum", "t2"), FINISHED)
     signer = turn_signer("t")
@@ -117,17 +159,20 @@ def test_agnos_paused_run_does_not_repeat_its_text() -> None:
 # --- results as the text they hold ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("content", "shown"), [
-    ('"Booked Ritz."', "Booked Ritz."),  # Agno, Strands: a JSON-encoded string
-    ('{"result": "order 10023 shipped"}', "order 10023 shipped"),  # ADK
-    ('{"result": {"sky": "sunny"}}', '{"sky": "sunny"}'),
-    ('"{\\"result\\": \\"ok\\"}"', "ok"),
-    ('{"result": "x", "extra": 1}', '{"result": "x", "extra": 1}'),  # not ADK's wrapper: as it came
-    ('{"city": "Paris"}', '{"city": "Paris"}'),
-    ("42", "42"),
-    ('"unterminated', '"unterminated'),
-    ([{"type": "text", "text": "line one"}, {"type": "text", "text": "line two"}], "line one\nline two"),
-])
+@pytest.mark.parametrize(
+    ("content", "shown"),
+    [
+        ('"Booked Ritz."', "Booked Ritz."),  # Agno, Strands: a JSON-encoded string
+        ('{"result": "order 10023 shipped"}', "order 10023 shipped"),  # ADK
+        ('{"result": {"sky": "sunny"}}', '{"sky": "sunny"}'),
+        ('"{\\"result\\": \\"ok\\"}"', "ok"),
+        ('{"result": "x", "extra": 1}', '{"result": "x", "extra": 1}'),  # not ADK's wrapper: as it came
+        ('{"city": "Paris"}', '{"city": "Paris"}'),
+        ("42", "42"),
+        ('"unterminated', '"unterminated'),
+        ([{"type": "text", "text": "line one"}, {"type": "text", "text": "line two"}], "line one\nline two"),
+    ],
+)
 def test_a_result_shows_as_the_text_it_holds(content: Any, shown: str) -> None:
     result = {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "messageId": "r1", "content": content}
     assert record(events(C("c1"), [result], FINISHED)).recorder.segments[0].calls[0].result == shown

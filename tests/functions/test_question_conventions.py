@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+
 from tests.support.pipe_support import FINISHED, C, SSEStub, T, events, make_pipe, pipe_module, run_pipe
 
 P = pipe_module
@@ -29,8 +30,9 @@ def capture(name: str) -> bytes:
 class Dialog:
     """Open WebUI's __event_call__: answers in turn, and what the agent streams after each answer."""
 
-    def __init__(self, stub: SSEStub, answers: list[Any], then: bytes | list[dict[str, Any]] | None = None,
-                 delay: float = 0) -> None:
+    def __init__(
+        self, stub: SSEStub, answers: list[Any], then: bytes | list[dict[str, Any]] | None = None, delay: float = 0
+    ) -> None:
         self.stub, self.answers, self.then, self.delay, self.questions = stub, list(answers), then, delay, []
 
     async def __call__(self, question: dict[str, Any]) -> Any:
@@ -61,14 +63,19 @@ def test_langgraphs_on_interrupt_asks_and_resumes_through_command_resume(sse_stu
     dialog = Dialog(sse_stub, ["12 Rue de Rivoli, Paris"], capture("langgraph/ask.resume-answered.sse"))
     run = run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
     (question,) = dialog.questions
-    assert question["type"] == "input" and question["data"]["message"] == P.markdown_text("Which address should the parcel go to?")
+    assert question["type"] == "input" and question["data"]["message"] == P.markdown_text(
+        "Which address should the parcel go to?"
+    )
     first, resumed = (r["json"] for r in sse_stub.requests)
     assert resumed["threadId"] == first["threadId"] and "resume" not in resumed
     # JSON text: ag-ui-langgraph parses a string resume as JSON, so the tool gets exactly the answer
     assert resumed["forwardedProps"]["command"] == {"resume": json.dumps("12 Rue de Rivoli, Paris")}
     (call,) = _calls(run.content)
-    assert (call.name, call.arguments, call.result) == ("ask_address", '{"order": "10023"}',
-                                                         "shipping to 12 Rue de Rivoli, Paris")
+    assert (call.name, call.arguments, call.result) == (
+        "ask_address",
+        '{"order": "10023"}',
+        "shipping to 12 Rue de Rivoli, Paris",
+    )
     assert "Executing..." not in run.content and "Agent error" not in run.content
 
 
@@ -77,25 +84,33 @@ def test_an_unanswered_on_interrupt_is_a_cancelled_resume_of_langgraphs_interrup
     dialog = Dialog(sse_stub, [None], events(T("Fine."), FINISHED))
     run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
     resumed = sse_stub.requests[1]["json"]
-    interrupt_id = json.loads(next(line[5:] for line in capture("langgraph/ask.sse").decode().splitlines()
-                                   if '"on_interrupt"' in line))["rawEvent"]["id"]
+    interrupt_id = json.loads(
+        next(line[5:] for line in capture("langgraph/ask.sse").decode().splitlines() if '"on_interrupt"' in line)
+    )["rawEvent"]["id"]
     assert resumed["resume"] == [{"interruptId": interrupt_id, "status": "cancelled"}]
     assert "command" not in resumed["forwardedProps"]
 
 
 def test_crewais_on_interrupt_is_an_interrupt_answered_by_a_checked_resume(sse_stub: SSEStub) -> None:
-    interrupt = {"id": "thread-1", "reason": "crewai:human_feedback", "message": "Ship it?",
-                 "responseSchema": {"type": "string", "enum": ["approve", "reject"]}}
-    sse_stub.behaviour.data = events(T("Reviewing."), [{"type": "CUSTOM", "name": "on_interrupt", "value": interrupt}],
-                                     FINISHED)
+    interrupt = {
+        "id": "thread-1",
+        "reason": "crewai:human_feedback",
+        "message": "Ship it?",
+        "responseSchema": {"type": "string", "enum": ["approve", "reject"]},
+    }
+    sse_stub.behaviour.data = events(
+        T("Reviewing."), [{"type": "CUSTOM", "name": "on_interrupt", "value": interrupt}], FINISHED
+    )
     dialog = Dialog(sse_stub, ["maybe", "approve"], events(T(" Shipped."), FINISHED))
     run = run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
     first, again = dialog.questions  # a wrong answer is asked again, with why
     assert first["data"]["placeholder"] == "One of: approve, reject"
-    assert again["data"]["message"] == P.markdown_text("The answer must be one of: approve, reject.") + "\n\n" + \
-        P.markdown_text("Ship it?")
-    assert sse_stub.requests[1]["json"]["resume"] == [{"interruptId": "thread-1", "status": "resolved",
-                                                       "payload": "approve"}]
+    assert again["data"]["message"] == P.markdown_text(
+        "The answer must be one of: approve, reject."
+    ) + "\n\n" + P.markdown_text("Ship it?")
+    assert sse_stub.requests[1]["json"]["resume"] == [
+        {"interruptId": "thread-1", "status": "resolved", "payload": "approve"}
+    ]
     assert run.content == "Reviewing. Shipped."
 
 
@@ -113,8 +128,9 @@ def test_strands_native_interrupt_asks_the_question_in_its_metadata(sse_stub: SS
 
 
 @pytest.mark.parametrize("capture_name", ["pydantic_ai/approve.sse", "strands/approve.sse"])
-def test_an_approval_nobody_answers_is_cancelled_never_approved_and_says_why(sse_stub: SSEStub,
-                                                                          capture_name: str) -> None:
+def test_an_approval_nobody_answers_is_cancelled_never_approved_and_says_why(
+    sse_stub: SSEStub, capture_name: str
+) -> None:
     _play(sse_stub, capture(capture_name))
     dialog = Dialog(sse_stub, [None], events(T("Not cancelled."), FINISHED))
     run = run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
@@ -141,21 +157,23 @@ def test_a_declined_pydantic_ai_approval_is_resolved_not_approved(sse_stub: SSES
 
 
 def _interrupt(**fields: Any) -> list[dict[str, Any]]:
-    return [{**FINISHED[0], "outcome": {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "input", **fields}]}}]
+    return [
+        {**FINISHED[0], "outcome": {"type": "interrupt", "interrupts": [{"id": "i1", "reason": "input", **fields}]}}
+    ]
 
 
 def test_an_expired_question_is_not_asked_and_is_cancelled(sse_stub: SSEStub) -> None:
-    past = (datetime.now(timezone.utc) - timedelta(seconds=5)).isoformat()
+    past = (datetime.now(UTC) - timedelta(seconds=5)).isoformat()
     sse_stub.behaviour.data = events(T("Asking."), _interrupt(message="Which city?", expiresAt=past))
     dialog = Dialog(sse_stub, ["Paris"], events(T(" Too late."), FINISHED))
     sse_stub.behaviour.data = events(T("Asking."), _interrupt(message="Which city?", expiresAt=past))
-    run = run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
+    run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
     assert dialog.questions == []
     assert sse_stub.requests[1]["json"]["resume"] == [{"interruptId": "i1", "status": "cancelled"}]
 
 
 def test_expires_at_bounds_how_long_the_dialog_waits(sse_stub: SSEStub) -> None:
-    soon = (datetime.now(timezone.utc) + timedelta(seconds=1)).isoformat().replace("+00:00", "Z")
+    soon = (datetime.now(UTC) + timedelta(seconds=1)).isoformat().replace("+00:00", "Z")
     sse_stub.behaviour.data = events(_interrupt(message="Which city?", expiresAt=soon))
     dialog = Dialog(sse_stub, ["Paris"], events(T("Guessing."), FINISHED), delay=5)
     start = time.monotonic()
@@ -164,16 +182,20 @@ def test_expires_at_bounds_how_long_the_dialog_waits(sse_stub: SSEStub) -> None:
     assert sse_stub.requests[1]["json"]["resume"][0]["status"] == "cancelled"
 
 
-@pytest.mark.parametrize(("schema", "answers", "payload"), [
-    ({"type": "integer"}, ["twelve", "12"], 12),
-    ({"type": "number"}, ["1.5"], 1.5),
-    ({"type": "object", "properties": {"count": {"type": "integer"}}}, ["x", "3"], {"count": 3}),
-    ({"type": "object", "properties": {"a": {}, "b": {}}, "required": ["a"]}, ['{"b": 1}', '{"a": 1}'], {"a": 1}),
-    ({"type": "array"}, ["[1, 2]"], [1, 2]),
-    ({"type": "string"}, ["  spaced  "], "  spaced  "),
-])
-def test_an_answer_is_checked_against_the_schema_before_it_goes_back(sse_stub: SSEStub, schema: dict[str, Any],
-                                                                   answers: list[str], payload: Any) -> None:
+@pytest.mark.parametrize(
+    ("schema", "answers", "payload"),
+    [
+        ({"type": "integer"}, ["twelve", "12"], 12),
+        ({"type": "number"}, ["1.5"], 1.5),
+        ({"type": "object", "properties": {"count": {"type": "integer"}}}, ["x", "3"], {"count": 3}),
+        ({"type": "object", "properties": {"a": {}, "b": {}}, "required": ["a"]}, ['{"b": 1}', '{"a": 1}'], {"a": 1}),
+        ({"type": "array"}, ["[1, 2]"], [1, 2]),
+        ({"type": "string"}, ["  spaced  "], "  spaced  "),
+    ],
+)
+def test_an_answer_is_checked_against_the_schema_before_it_goes_back(
+    sse_stub: SSEStub, schema: dict[str, Any], answers: list[str], payload: Any
+) -> None:
     sse_stub.behaviour.data = events(_interrupt(message="How many?", responseSchema=schema))
     dialog = Dialog(sse_stub, answers, events(T("OK."), FINISHED))
     run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
@@ -200,24 +222,31 @@ def test_a_yes_or_no_question_is_a_confirmation_answered_as_a_boolean(sse_stub: 
 # --- calls the run left for the client -------------------------------------------------------------------
 
 
-def test_pending_tool_call_ids_are_asked_and_answered_by_a_new_run_with_the_result(sse_stub: SSEStub) -> None:
-    _play(sse_stub, capture("pydantic_ai/client.sse"))
-    dialog = Dialog(sse_stub, ["shipment confirmed"], capture("pydantic_ai/client.resume-approved.sse"))
+@pytest.mark.parametrize("capture_name", ["pydantic_ai/client", "adk/client", "llamaindex/client"])
+def test_a_call_left_to_the_client_is_asked_and_answered_by_a_new_run_with_the_answer(
+    sse_stub: SSEStub, capture_name: str
+) -> None:
+    # Pydantic AI names it in outcome.pendingToolCallIds; ADK and LlamaIndex just end the run
+    _play(sse_stub, capture(f"{capture_name}.sse"))
+    then = CAPTURES / f"{capture_name}.resume-approved.sse"
+    dialog = Dialog(sse_stub, [True], then.read_bytes() if then.exists() else events(T("Shipped."), FINISHED))
     run = run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
     (question,) = dialog.questions
-    assert question["type"] == "input" and question["data"]["title"] == "confirm_shipment"
-    assert "```\n{\"order\": \"10023\"}\n```" in question["data"]["message"]
+    assert question["type"] == "confirmation" and question["data"]["title"] == "Allow confirm_shipment?"
+    assert "10023" in question["data"]["message"]
     first, nxt = (r["json"] for r in sse_stub.requests)
     assert nxt["threadId"] == first["threadId"] and nxt["runId"] != first["runId"] and "resume" not in nxt
     assert nxt["messages"][-2]["toolCalls"][0]["id"] == nxt["messages"][-1]["toolCallId"]
-    assert nxt["messages"][-1]["role"] == "tool" and nxt["messages"][-1]["content"] == "shipment confirmed"
-    assert _calls(run.content)[0].result == "shipment confirmed"
-    assert "Executing..." not in run.content
+    assert nxt["messages"][-1]["role"] == "tool" and json.loads(nxt["messages"][-1]["content"]) == {"accepted": True}
+    (call, *_) = _calls(run.content)
+    assert call.result == '[approved by the user] {"accepted": true}'  # no run streamed another result for it
+    assert "Executing..." not in run.content and "Agent error" not in run.content
 
 
 @pytest.mark.parametrize("capture_name", ["adk/client.sse", "llamaindex/client.sse", "pydantic_ai/client.sse"])
-def test_a_call_left_to_the_client_that_nobody_answers_is_closed_as_not_run(sse_stub: SSEStub,
-                                                                         capture_name: str) -> None:
+def test_a_call_left_to_the_client_that_nobody_answers_is_closed_as_not_run(
+    sse_stub: SSEStub, capture_name: str
+) -> None:
     _play(sse_stub, capture(capture_name))
     run = run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY)  # an API client: no browser
     assert len(sse_stub.requests) == 1  # no new run
@@ -227,7 +256,7 @@ def test_a_call_left_to_the_client_that_nobody_answers_is_closed_as_not_run(sse_
 
 
 def test_agnos_confirmation_is_a_yes_or_no_sent_as_accepted(sse_stub: SSEStub) -> None:
-    _play(sse_stub, capture("agno/approve.sse"))  # its RAW events say "agno"
+    _play(sse_stub, capture("agno/approve.sse"))
     dialog = Dialog(sse_stub, [True], capture("agno/approve.resume-approved.sse"))
     run = run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
     (question,) = dialog.questions

@@ -13,6 +13,7 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.support.agui_schema import check_event
 from tests.support.loading import load_file
 from demo_agents.sse_handler import SSEHandler
 
@@ -21,6 +22,7 @@ PIPE_FILE = ROOT / "owui_functions" / "aihub_agent_pipe.py"
 
 
 pipe_module = load_file(PIPE_FILE, "aihub_agent_pipe")
+OWN_EVENTS = (pipe_module.CALLS_RAN, pipe_module.USAGE)  # the pipe's own events, made by its OpenAI adapter
 
 
 # --- driving the pipe the way Open WebUI does ---------------------------------------------------
@@ -229,6 +231,7 @@ class SSEStub:
                     for start in range(0, len(b.raw), size):
                         self.send_chunk(b.raw[start : start + size])
                 for index, item in enumerate(b.data):
+                    check_event(item, OWN_EVENTS)  # every event a test sends is one AG-UI 1.0 allows
                     if index in b.pauses:
                         time.sleep(b.pauses[index])
                     self.send_event(item)
@@ -354,6 +357,7 @@ def record(
     )
     drains = []
     for event in stream:
+        check_event(event, OWN_EVENTS)  # every event a test feeds is one AG-UI 1.0 allows
         recorder.feed(event)
         drains.append(recorder.drain())
     if not recorder.finished:
