@@ -45,6 +45,8 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("adk", "approval: no answer"): ADK_CONFIRMATION,
     ("adk", "question: answered"): IN_THE_TOOL,
     # fw-b's frameworks (2026-12-04, against main's pipe of that hour)
+    ("agent_framework", "client tool: answered"): "the pipe closes Agent Framework's declaration-only call but no new "
+                                                  "run goes on with the answer",
     ("agno", "later turns"): "Agno reads only the last user message of what the pipe sends (its history is its own "
                              "database, per threadId): the model never sees the earlier turns",
     ("agno", "approval: no answer"): "when nobody answers, the pipe closes Agno's paused call but sends Agno no "
