@@ -108,7 +108,7 @@ def outcome(server: harness.FrameworkServer, behaviour: str) -> Iterator[Note]:
         record(server.framework, behaviour, f"no: {message[:300]}")
         raise
     if note.not_offered:
-        record(server.framework, behaviour, f"no: {note.not_offered}")
+        record(server.framework, behaviour, f"no: not offered: {note.not_offered}")
     elif note.qualified:
         record(server.framework, behaviour, "qualified: " + "; ".join(note.qualified))
     else:
