@@ -166,7 +166,8 @@ class Outbound:
         self.legacy_interrupts: list[dict[str, Any]] = []  # CUSTOM on_interrupt (LangGraph, CrewAI), as interrupts
         self.client_calls: list[str] = []  # calls a finished run left for the client (the user) to answer
         self.asked_calls: set[str] = set()  # calls the user was asked about: never asked twice
-        self.answered: dict[str, str] = {}  # accepted client calls -> what they show if no run streams a result
+        self.answered: dict[str, str] = {}
+        self._activities: dict[str, Any] = {}  # ACTIVITY_* content by message id  # accepted client calls -> what they show if no run streams a result
 
     # -- usage ------------------------------------------------------------------------------------
 
@@ -376,6 +377,64 @@ class Outbound:
     def step(self, recorder: Recorder, name: str) -> None:
         if name and not _SUPERSTEP.fullmatch(name):
             recorder.statuses.append({"description": f"{name.replace('_', ' ')}…", "done": False, "step": True})
+
+    def activity(self, recorder: Recorder, event: Mapping[str, Any]) -> None:
+        """AG-UI 1.0's ACTIVITY_SNAPSHOT and ACTIVITY_DELTA (a JSON Patch of the snapshot) in the
+        status line, as steps are: the activity's own words (title, status, message...), else its type."""
+        message_id, kind = _str(event.get("messageId")), _str(event.get("activityType"))
+        if event.get("type") == "ACTIVITY_SNAPSHOT":
+            content = event.get("content")
+            if isinstance(content, dict):
+                if event.get("replace") is False and isinstance(self._activities.get(message_id), dict):
+                    content = {**self._activities[message_id], **content}
+                self._activities[message_id] = content
+        elif message_id in self._activities and isinstance(event.get("patch"), list):
+            self._activities[message_id] = json_patched(self._activities[message_id], event["patch"])
+        content = self._activities.get(message_id)
+        words = _activity_words(content) if isinstance(content, Mapping) else ""
+        if words := " ".join(words.split()) or kind.replace("_", " "):
+            recorder.statuses.append({"description": f"{words.rstrip('.…')}…", "done": False, "step": True})
+
+
+_WORDS = ("title", "status", "message", "text", "description", "label")
+
+
+def _activity_words(content: Mapping[str, Any]) -> str:
+    return next((content[key] for key in _WORDS if isinstance(content.get(key), str) and content[key].strip()), "")
+
+
+def json_patched(document: Any, patch: list[Any]) -> Any:
+    """An RFC 6902 patch's add, replace and remove applied to a copy (what an activity's status
+    needs); an operation whose path does not resolve is skipped, as a status is only decoration."""
+    document = json.loads(json.dumps(document))
+    for op in patch:
+        if not isinstance(op, Mapping) or not isinstance(op.get("path"), str):
+            continue
+        keys = [k.replace("~1", "/").replace("~0", "~") for k in op["path"].split("/")[1:]]
+        if not keys:
+            if op.get("op") in ("add", "replace"):
+                document = op.get("value")
+            continue
+        parent = document
+        try:
+            for key in keys[:-1]:
+                parent = parent[int(key)] if isinstance(parent, list) else parent[key]
+            last = keys[-1]
+            if isinstance(parent, dict):
+                if op.get("op") in ("add", "replace"):
+                    parent[last] = op.get("value")
+                elif op.get("op") == "remove":
+                    parent.pop(last, None)
+            elif isinstance(parent, list):
+                if op.get("op") == "add":
+                    parent.insert(len(parent) if last == "-" else int(last), op.get("value"))
+                elif op.get("op") == "replace":
+                    parent[int(last)] = op.get("value")
+                elif op.get("op") == "remove":
+                    del parent[int(last)]
+        except (KeyError, IndexError, ValueError, TypeError):
+            continue
+    return document
 
 
 def _question_text(fields: Mapping[str, Any]) -> str:

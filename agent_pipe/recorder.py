@@ -495,6 +495,8 @@ _HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
         recorder, _str(e.get("name")), e.get("value"), e.get("rawEvent")
     ),
     "STEP_STARTED": lambda recorder, e: recorder.outbound.step(recorder, _str(e.get("stepName"))),
+    "ACTIVITY_SNAPSHOT": lambda recorder, e: recorder.outbound.activity(recorder, e),
+    "ACTIVITY_DELTA": lambda recorder, e: recorder.outbound.activity(recorder, e),
     USAGE: lambda recorder, e: recorder.outbound.usage_total(e.get("usage")),
 }
 
