@@ -322,7 +322,7 @@ class Outbound:
         self._hold(recorder)
         return True
 
-    def on_interrupt(self, value: Any, raw: Any) -> None:
+    def on_interrupt(self, value: Any, raw: Any, recorder: "Recorder | None" = None) -> None:
         """ag-ui-langgraph's and ag-ui-crewai's CUSTOM on_interrupt as an AG-UI interrupt: CrewAI
         sends the interrupt itself (answered by a 1.0 resume); LangGraph the value given to
         interrupt() as JSON text or a string, its id in rawEvent (answered by
@@ -336,6 +336,9 @@ class Outbound:
             return
         fields = value if isinstance(value, Mapping) else {}
         raw_id = raw.get("id") if isinstance(raw, Mapping) else None
+        if isinstance(fields.get("action_requests"), list):  # LangChain's HumanInTheLoopMiddleware
+            self._hitl(fields["action_requests"], _str(raw_id), recorder)
+            return
         interrupt: dict[str, Any] = {
             "id": _str(raw_id) or f"on_interrupt-{len(self.legacy_interrupts)}",
             "reason": _str(fields.get("reason")) or "langgraph:interrupt",
@@ -351,6 +354,23 @@ class Outbound:
                 interrupt[key] = found
         self.legacy_interrupts.append(interrupt)
 
+    def _hitl(self, actions: list[Any], interrupt_id: str, recorder: "Recorder | None") -> None:
+        """LangChain's HumanInTheLoopMiddleware: each action request is a tool approval; the answers
+        go back together as forwardedProps.command.resume {"decisions": [...]}, in order."""
+        for n, action in enumerate(a for a in actions if isinstance(a, Mapping)):
+            name = _str(action.get("name"))
+            open_calls = [c.id for _, c in (recorder._calls.values() if recorder else ()) if c.name == name
+                          and c.result is None]
+            self.legacy_interrupts.append({
+                "id": interrupt_id or f"on_interrupt-{len(self.legacy_interrupts)}",
+                "reason": "tool_call",
+                "toolCallId": open_calls[-1] if open_calls else "",
+                "convention": "hitl",
+                "action": {"name": name, "arguments": json.dumps(action.get("args"), ensure_ascii=False)
+                           if action.get("args") is not None else ""},
+                "index": n,
+            })
+
     @staticmethod
     def _hold(recorder: Recorder) -> None:
         recorder._close_text()
@@ -361,7 +381,7 @@ class Outbound:
 
     def custom(self, recorder: Recorder, name: str, value: Any, raw: Any = None) -> None:
         if name == "on_interrupt":
-            self.on_interrupt(value, raw)
+            self.on_interrupt(value, raw, recorder)
         elif name == "usage":
             self.usage_report(value)
         elif name == SOURCE_EVENT:

@@ -109,6 +109,9 @@ def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, A
     call = recorder._calls.get(_str(interrupt.get("toolCallId")))
     schema = _mapping(interrupt.get("responseSchema"))
     message = redact(_interrupt_message(interrupt))
+    if isinstance(interrupt.get("action"), Mapping):  # a HumanInTheLoopMiddleware action: its own name and args
+        action = interrupt["action"]
+        return _confirmation(" ".join(redact(_str(action.get("name"))).split()), redact(_str(action.get("arguments"))), "")
     if _is_approval(interrupt, recorder):
         name = " ".join(redact(call[1].name).split()) if call else ""
         return _confirmation(name, redact(call[1].arguments) if call else "", message)
@@ -333,6 +336,7 @@ async def _answer_interrupts(run: AgentRun, payload: dict[str, Any]) -> dict[str
     recorder = run.recorder
     interrupts, recorder.outbound.interrupts = recorder.outbound.interrupts, []
     resume, unanswered, command = [], {}, None
+    decisions: list[dict[str, Any]] = []  # HumanInTheLoopMiddleware's answers, one per action, in order
     for interrupt in interrupts:
         question = question_of(interrupt, recorder)
         timeout = run.question_timeout
@@ -343,7 +347,10 @@ async def _answer_interrupts(run: AgentRun, payload: dict[str, Any]) -> dict[str
         entry = resume_entry(interrupt, question, answer)
         call_id = _str(interrupt.get("toolCallId"))
         approved = _mapping(entry.get("payload")).get("approved")
-        if interrupt.get("convention") == "command" and entry["status"] == "resolved":
+        if interrupt.get("convention") == "hitl":  # never an approval unless the user said yes
+            decisions.append({"type": "approve"} if approved else {"type": "reject", "message": unanswered_result(
+                how if answer is None else "declined", run.question_timeout)})
+        elif interrupt.get("convention") == "command" and entry["status"] == "resolved":
             command = entry["payload"]  # LangGraph: ag-ui-langgraph reads it as JSON text
         else:
             resume.append(entry)
@@ -356,6 +363,8 @@ async def _answer_interrupts(run: AgentRun, payload: dict[str, Any]) -> dict[str
     if resume:
         nxt["resume"] = resume
     forwarded = {k: v for k, v in _mapping(payload.get("forwardedProps")).items() if k != "command"}
+    if decisions:
+        command = {"decisions": decisions}
     if command is not None:
         forwarded["command"] = {"resume": json.dumps(command) if isinstance(command, str) else command}
     nxt["forwardedProps"] = forwarded

@@ -2961,7 +2961,7 @@ class Outbound:
         self._hold(recorder)
         return True
 
-    def on_interrupt(self, value: Any, raw: Any) -> None:
+    def on_interrupt(self, value: Any, raw: Any, recorder: "Recorder | None" = None) -> None:
         """ag-ui-langgraph's and ag-ui-crewai's CUSTOM on_interrupt as an AG-UI interrupt: CrewAI
         sends the interrupt itself (answered by a 1.0 resume); LangGraph the value given to
         interrupt() as JSON text or a string, its id in rawEvent (answered by
@@ -2975,6 +2975,9 @@ class Outbound:
             return
         fields = value if isinstance(value, Mapping) else {}
         raw_id = raw.get("id") if isinstance(raw, Mapping) else None
+        if isinstance(fields.get("action_requests"), list):  # LangChain's HumanInTheLoopMiddleware
+            self._hitl(fields["action_requests"], _str(raw_id), recorder)
+            return
         interrupt: dict[str, Any] = {
             "id": _str(raw_id) or f"on_interrupt-{len(self.legacy_interrupts)}",
             "reason": _str(fields.get("reason")) or "langgraph:interrupt",
@@ -2990,6 +2993,23 @@ class Outbound:
                 interrupt[key] = found
         self.legacy_interrupts.append(interrupt)
 
+    def _hitl(self, actions: list[Any], interrupt_id: str, recorder: "Recorder | None") -> None:
+        """LangChain's HumanInTheLoopMiddleware: each action request is a tool approval; the answers
+        go back together as forwardedProps.command.resume {"decisions": [...]}, in order."""
+        for n, action in enumerate(a for a in actions if isinstance(a, Mapping)):
+            name = _str(action.get("name"))
+            open_calls = [c.id for _, c in (recorder._calls.values() if recorder else ()) if c.name == name
+                          and c.result is None]
+            self.legacy_interrupts.append({
+                "id": interrupt_id or f"on_interrupt-{len(self.legacy_interrupts)}",
+                "reason": "tool_call",
+                "toolCallId": open_calls[-1] if open_calls else "",
+                "convention": "hitl",
+                "action": {"name": name, "arguments": json.dumps(action.get("args"), ensure_ascii=False)
+                           if action.get("args") is not None else ""},
+                "index": n,
+            })
+
     @staticmethod
     def _hold(recorder: Recorder) -> None:
         recorder._close_text()
@@ -3000,7 +3020,7 @@ class Outbound:
 
     def custom(self, recorder: Recorder, name: str, value: Any, raw: Any = None) -> None:
         if name == "on_interrupt":
-            self.on_interrupt(value, raw)
+            self.on_interrupt(value, raw, recorder)
         elif name == "usage":
             self.usage_report(value)
         elif name == SOURCE_EVENT:
@@ -3639,6 +3659,9 @@ def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, A
     call = recorder._calls.get(_str(interrupt.get("toolCallId")))
     schema = _mapping(interrupt.get("responseSchema"))
     message = redact(_interrupt_message(interrupt))
+    if isinstance(interrupt.get("action"), Mapping):  # a HumanInTheLoopMiddleware action: its own name and args
+        action = interrupt["action"]
+        return _confirmation(" ".join(redact(_str(action.get("name"))).split()), redact(_str(action.get("arguments"))), "")
     if _is_approval(interrupt, recorder):
         name = " ".join(redact(call[1].name).split()) if call else ""
         return _confirmation(name, redact(call[1].arguments) if call else "", message)
@@ -3863,6 +3886,7 @@ async def _answer_interrupts(run: AgentRun, payload: dict[str, Any]) -> dict[str
     recorder = run.recorder
     interrupts, recorder.outbound.interrupts = recorder.outbound.interrupts, []
     resume, unanswered, command = [], {}, None
+    decisions: list[dict[str, Any]] = []  # HumanInTheLoopMiddleware's answers, one per action, in order
     for interrupt in interrupts:
         question = question_of(interrupt, recorder)
         timeout = run.question_timeout
@@ -3873,7 +3897,10 @@ async def _answer_interrupts(run: AgentRun, payload: dict[str, Any]) -> dict[str
         entry = resume_entry(interrupt, question, answer)
         call_id = _str(interrupt.get("toolCallId"))
         approved = _mapping(entry.get("payload")).get("approved")
-        if interrupt.get("convention") == "command" and entry["status"] == "resolved":
+        if interrupt.get("convention") == "hitl":  # never an approval unless the user said yes
+            decisions.append({"type": "approve"} if approved else {"type": "reject", "message": unanswered_result(
+                how if answer is None else "declined", run.question_timeout)})
+        elif interrupt.get("convention") == "command" and entry["status"] == "resolved":
             command = entry["payload"]  # LangGraph: ag-ui-langgraph reads it as JSON text
         else:
             resume.append(entry)
@@ -3886,6 +3913,8 @@ async def _answer_interrupts(run: AgentRun, payload: dict[str, Any]) -> dict[str
     if resume:
         nxt["resume"] = resume
     forwarded = {k: v for k, v in _mapping(payload.get("forwardedProps")).items() if k != "command"}
+    if decisions:
+        command = {"decisions": decisions}
     if command is not None:
         forwarded["command"] = {"resume": json.dumps(command) if isinstance(command, str) else command}
     nxt["forwardedProps"] = forwarded

@@ -28,8 +28,6 @@ pytestmark = pytest.mark.agui
 
 # (framework, behaviour) -> why the pipe does not do it yet (issue 32 items 2-4, being built): a
 # strict xfail, so the day the pipe does it the test fails until the entry goes.
-HITL = ("LangChain's HumanInTheLoopMiddleware pauses with a HITLRequest {action_requests, review_configs}: the pipe "
-        "asks it as a question, not as an approval, and resumes with the plain answer, not {decisions: [...]}")
 IN_THE_TOOL = ("the question is in the tool's own code: the call reaches the client as ask_address(order), so the "
                "pipe asks it as that call's confirmation, not as the question")
 ADK_CONFIRMATION = ("ADK's tool confirmation is a call to adk_request_confirmation left for the client, answered "
@@ -37,8 +35,6 @@ ADK_CONFIRMATION = ("ADK's tool confirmation is a call to adk_request_confirmati
 KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("langgraph", "later turns"): "ag-ui-langgraph adds the history the pipe sends to its checkpointed thread: "
                                   "the model sees the earlier turns twice",
-    ("langgraph", "approval: approved"): HITL,
-    ("langgraph", "approval: declined"): HITL,
     ("pydantic_ai", "question: answered"): IN_THE_TOOL,
     ("adk", "approval: approved"): ADK_CONFIRMATION,
     ("adk", "approval: declined"): ADK_CONFIRMATION,

@@ -292,3 +292,27 @@ def test_a_cancelled_run_with_nothing_to_show_says_so(sse_stub: SSEStub) -> None
     sse_stub.behaviour.data = [{**FINISHED[0], "outcome": {"type": "cancelled"}}]
     run = run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY)
     assert run.content == "*The agent cancelled the run.*"
+
+
+# --- LangChain's HumanInTheLoopMiddleware through ag-ui-langgraph ----------------------------------
+
+
+@pytest.mark.parametrize(("answer", "decision", "then"), [
+    (True, {"type": "approve"}, "langgraph/approve.resume-approved.sse"),
+    (False, {"type": "reject", "message": "Not run: the user declined."}, "langgraph/approve.resume-declined.sse"),
+    (None, {"type": "reject", "message": "Not run: the question was not answered."},
+     "langgraph/approve.resume-declined.sse"),
+])
+def test_langchains_hitl_request_is_an_approval_answered_with_decisions(sse_stub: SSEStub, answer: Any,
+                                                                      decision: dict[str, Any], then: str) -> None:
+    _play(sse_stub, capture("langgraph/approve.sse"))
+    dialog = Dialog(sse_stub, [answer], capture(then))
+    run = run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
+    (question,) = dialog.questions
+    assert question["type"] == "confirmation" and question["data"]["title"] == "Allow cancel_order?"
+    assert "10023" in question["data"]["message"]
+    resumed = sse_stub.requests[1]["json"]
+    assert resumed["forwardedProps"]["command"] == {"resume": {"decisions": [decision]}} and "resume" not in resumed
+    call = _calls(run.content)[0]  # (the declined capture was recorded on a thread of its own: its call has another id)
+    assert call.result.startswith("[approved by the user] ") if answer else call.result == decision["message"]
+    assert "Executing..." not in run.content and "Agent error" not in run.content
