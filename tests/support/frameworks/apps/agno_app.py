@@ -30,7 +30,8 @@ AGENT_PATH = "/agno/agui"
 REACHES = (
     "`threadId` (the chat id) is the agent's session: `run_context.session_id` in a tool. Agno reads only the "
     "last user message and keeps the history in the agent's `db`, per session.",
-    "`forwardedProps.user_id` is the run's `user_id` (`run_context.user_id`): Agno's AG-UI router reads it.",
+    "`forwardedProps.user_id` is the run's `user_id` (`run_context.user_id`): Agno's AG-UI router reads it "
+    "when the AgentOS has no authentication of its own (an authenticated caller's id wins).",
     "The `context` entries (language, date and time, timezone) are the run's dependencies: Agno adds them to "
     "the user message.",
     "The user's image and document arrive as Agno `Image` and `File` on the user message (the files row).",

@@ -34,7 +34,7 @@ RESUME = "resume"
 REACHES = (
     "`threadId` is the flow's id (`self.state.id`), the key of CrewAI's pending human feedback.",
     "Every `forwardedProps` key the flow's state declares (the pipe's `user_id`, `message_id`) is set on the "
-    "state: ag-ui-crewai spreads forwardedProps into the kickoff inputs.",
+    "state: ag-ui-crewai spreads forwardedProps into the kickoff inputs (tests/functions/test_framework_reaches.py).",
     "The user's files stay in `self.state.messages` (as `image_url` parts): `Agent.kickoff` gives the model "
     "only the text.",
     "The signed identity (`X-AIHub-Identity`) is an HTTP header: read it in a FastAPI dependency "
