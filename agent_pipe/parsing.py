@@ -4,7 +4,7 @@ import html
 import re
 from collections.abc import Callable, Mapping
 
-from agent_pipe.segments import Error, Reasoning, Segment, Text, ToolCall, ToolStep
+from agent_pipe.segments import Error, Reasoning, Segment, Subagent, Text, ToolCall, ToolStep
 
 # === parsing stored content back ==================================================================
 
@@ -30,6 +30,58 @@ def parse_content(
         error = Error(html.unescape(tail.group(1).replace("\n> ", "\n")))
         content = content[: tail.start()]
     segments: list[Segment] = []
+    start = 0
+    for block in _SUBAGENT_HEAD.finditer(content):
+        if block.start() < start:
+            continue  # inside the subagent block before
+        close = _closing(content, block.start())
+        if close < 0:
+            break  # not closed (edited): the rest is read as it is
+        _parse_flat(content[start : block.start()], id_prefix, verify, segments, before_block=True)
+        attrs = {key: html.unescape(value) for key, value in _ATTRS.findall(block.group(1))}
+        body = content[block.end() : close - len("</details>")]
+        body = body.split("\n", 1)[1] if body.startswith("<summary>") and "\n" in body else body
+        inner = parse_content(body[:-1] if body.endswith("\n") else body, id_prefix, None if verify is None else _none)
+        segments.append(Subagent(attrs.get("id", ""), attrs.get("name", ""), inner, attrs.get("status") == "failed"))
+        start = close + (1 if content.startswith("\n", close) else 0)
+    _parse_flat(content[start:], id_prefix, verify, segments, before_block=False)
+    if error:
+        segments.append(error)
+    return segments
+
+
+_SUBAGENT_HEAD = re.compile(r'<details type="subagent"([^>]*)>\n')
+
+
+def _none(call: ToolCall, message_id: str) -> bool:
+    """A subagent's calls are its own: none of them becomes a call of the agent's history."""
+    return False
+
+
+def _closing(content: str, start: int) -> int:
+    """Where the details block opened at ``start`` ends (after its "</details>"), counting the
+    blocks inside it as Open WebUI does; -1 when it is not closed."""
+    depth, index = 0, start
+    while True:
+        opening, closing = content.find("<details", index), content.find("</details>", index)
+        if closing < 0:
+            return -1
+        if 0 <= opening < closing:
+            depth, index = depth + 1, opening + len("<details")
+            continue
+        depth, index = depth - 1, closing + len("</details>")
+        if depth == 0:
+            return index
+
+
+def _parse_flat(
+    content: str,
+    id_prefix: str,
+    verify: Callable[[ToolCall, str], bool] | None,
+    segments: list[Segment],
+    before_block: bool,
+) -> None:
+    """Tool and reasoning blocks and the text around them, appended to ``segments``."""
     step_key: str | None = None  # message_id of the step the next adjacent block may join
     position = 0
     for match in _BLOCK.finditer(content):
@@ -66,10 +118,7 @@ def parse_content(
         else:
             segments.append(ToolStep(message_id=message_id or f"{id_prefix}-tc{len(segments)}", calls=[call]))
             step_key = message_id
-    _append_text(segments, content[position:])
-    if error:
-        segments.append(error)
-    return segments
+    (_append_gap if before_block else _append_text)(segments, content[position:])
 
 
 def _parse_reasoning(body: str, attrs: Mapping[str, str], fallback_id: str) -> Reasoning:

@@ -10,7 +10,7 @@ from agent_pipe.helpers import _is_json, _json_or_none, _parts_concatenated, _st
 from agent_pipe.outbound import Outbound
 from agent_pipe.rendering import render_piece, render_segments
 from agent_pipe.secrets import Scrubber, Signer
-from agent_pipe.segments import Error, Reasoning, Segment, Text, ToolCall, ToolStep
+from agent_pipe.segments import Error, Reasoning, Segment, Subagent, Text, ToolCall, ToolStep
 
 # === the recorder: events in, ordered segments and stable output out ==============================
 
@@ -78,6 +78,10 @@ class Recorder:
         self._message_id: str | None = None  # the text message streaming now, and its deltas so far
         self._message_parts: list[str] = []
         self._replays: set[str] = set()  # messages that repeat the one before them whole: not shown
+        self._subagents: dict[str, Recorder] = {}  # subagentRunId -> its recorder, while it runs
+        self._subagent_blocks: dict[int, Recorder] = {}  # id() of a Subagent segment -> its recorder
+        self._call_owner: dict[str, Recorder] = {}  # a subagent's call id -> its recorder
+        self.subagent_run = ""  # the subagentRunId of the subagent this recorder records ("": the agent)
         self._pending_ws = ""
         self._open_step: ToolStep | None = None
         self._calls: dict[str, tuple[ToolStep, ToolCall]] = {}
@@ -98,9 +102,75 @@ class Recorder:
         if self.finished or not isinstance(event, Mapping):
             return
         kind = event.get("type")
+        if (self._call_owner or event.get("subagentRunId", self.subagent_run) != self.subagent_run) and (
+            kind in _SUBAGENT_CONTENT
+        ):
+            if (child := self._subagent_of(event)) is not None:  # a subagent's own work: its block
+                child.feed(event)
+                self.statuses.extend(child.statuses)
+                child.statuses = []
+                return
         handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
         if handler is not None:
             handler(self, event)
+
+    # -- subagents (AG-UI 1.0) ------------------------------------------------------------------------
+
+    def _subagent_of(self, event: Mapping[str, Any]) -> "Recorder | None":
+        """The recorder of the subagent an event belongs to: by its subagentRunId, or for a call's
+        later events by the call; one that starts without SUBAGENT_STARTED gets a block all the same."""
+        kind, run_id = event.get("type"), _str(event.get("subagentRunId"))
+        if kind not in _SUBAGENT_CONTENT or run_id == self.subagent_run:
+            return None if run_id else self._call_owner.get(_str(event.get("toolCallId")))
+        if not run_id:
+            return self._call_owner.get(_str(event.get("toolCallId")))
+        child = self._subagents.get(run_id)
+        if child is None:
+            child = self._start_subagent(run_id, "subagent")
+        if event.get("toolCallId"):
+            self._call_owner[_str(event.get("toolCallId"))] = child
+        return child
+
+    def _start_subagent(self, run_id: str, name: str) -> "Recorder":
+        self._close_reasoning()
+        self._close_text()
+        self._open_step = None
+        self._streamed_any = True
+        child = Recorder(clock=self._clock, new_id=self._new_id, input_ids=self._input_ids, scrubber=self.scrubber,
+                         outbound=self.outbound)
+        child.subagent_run = run_id
+        self._subagents[run_id] = child
+        segment = Subagent(id=self._unique(run_id, "subagent"), name=name, segments=child.segments)
+        self._subagent_blocks[id(segment)] = child
+        self.segments.append(segment)
+        return child
+
+    def _on_subagent_started(self, e: Mapping[str, Any]) -> None:
+        run_id = _str(e.get("subagentRunId"))
+        if run_id and run_id not in self._subagents:
+            self._start_subagent(run_id, _str(e.get("name")) or "subagent")
+            self.statuses.append({"description": f"{_str(e.get('name')) or 'A subagent'} is working…", "done": False})
+
+    def _on_subagent_end(self, e: Mapping[str, Any]) -> None:
+        child = self._subagents.pop(_str(e.get("subagentRunId")), None)
+        if child is None:
+            return
+        if e.get("type") == "SUBAGENT_ERROR":
+            message, code = _str(e.get("message")) or "The subagent failed.", _str(e.get("code"))
+            child.finish(error=f"{message} ({code})" if code else message)
+            for segment in self.segments:
+                if isinstance(segment, Subagent) and self._subagent_blocks.get(id(segment)) is child:
+                    segment.failed = True
+        else:
+            child.end_subagent()
+        child.statuses = []
+
+    def end_subagent(self) -> None:
+        """A subagent's segment of the run ended: a call it left open did not run."""
+        for step, call in self._calls.values():
+            if call.result is None and not call.unreported:
+                call.result = "Not run: the subagent ended before this tool returned a result."
+        self.finish()
 
     def _on_text_start(self, e: Mapping[str, Any]) -> None:
         message_id = _str(e.get("messageId"))
@@ -177,6 +247,8 @@ class Recorder:
 
     def _reconcile(self, message: Mapping[str, Any]) -> None:
         """One message of a snapshot taken after the stream: only what the stream did not say."""
+        if message.get("subagentRunId"):
+            return  # a subagent's own: its block shows what it streamed
         role = message.get("role")
         if role == "assistant":
             text = _parts_concatenated(message.get("content"))
@@ -358,6 +430,9 @@ class Recorder:
         self._close_reasoning()
         self._close_text()
         self._open_step = None
+        for child in list(self._subagents.values()):  # the run ended with its subagents
+            child.finish(error=error) if error else child.end_subagent()
+        self._subagents = {}
         if error:
             error = self.scrubber.error(error)
             self.error = error
@@ -414,6 +489,9 @@ class Recorder:
     def _is_stable(self, segment: Segment) -> bool:
         if self.finished and not self.paused:
             return True
+        if isinstance(segment, Subagent):
+            child = self._subagent_blocks.get(id(segment))
+            return child is None or child.finished
         if isinstance(segment, ToolStep):
             # arguments that are not JSON lost a piece on the way (ag-ui-langgraph drops the first
             # chunk's): the step waits for the run's snapshot, which has them whole, or its end
@@ -431,6 +509,11 @@ class Recorder:
     def _seal(self, segment: Segment) -> None:
         """Final values of a segment that goes out now: keys masked, tool blocks signed."""
         redact = self.scrubber.redact
+        if isinstance(segment, Subagent):
+            if (child := self._subagent_blocks.get(id(segment))) is not None:
+                child.render()  # its segments sealed (keys masked; not signed: never the agent's history)
+            segment.id, segment.name = redact(segment.id), redact(segment.name)
+            return
         if isinstance(segment, ToolStep):
             segment.message_id = redact(segment.message_id)
             for call in segment.calls:
@@ -473,7 +556,18 @@ class Recorder:
         return value
 
 
+# Events that belong to a subagent when they carry its subagentRunId (or are a later event of its call)
+_SUBAGENT_CONTENT = frozenset({
+    "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "TEXT_MESSAGE_CHUNK",
+    "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_CHUNK", "TOOL_CALL_RESULT",
+    "REASONING_START", "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END",
+    "REASONING_MESSAGE_CHUNK", "REASONING_END", "STEP_STARTED", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "CUSTOM",
+})
+
 _HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
+    "SUBAGENT_STARTED": Recorder._on_subagent_started,
+    "SUBAGENT_FINISHED": Recorder._on_subagent_end,
+    "SUBAGENT_ERROR": Recorder._on_subagent_end,
     "TEXT_MESSAGE_START": Recorder._on_text_start,
     "TEXT_MESSAGE_CONTENT": Recorder._on_text_content,
     "TEXT_MESSAGE_CHUNK": Recorder._on_text_content,

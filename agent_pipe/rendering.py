@@ -3,7 +3,7 @@
 import html
 from collections.abc import Iterable
 
-from agent_pipe.segments import Error, Reasoning, Segment, Text, ToolCall, ToolStep
+from agent_pipe.segments import Error, Reasoning, Segment, Subagent, Text, ToolCall, ToolStep
 
 # === rendering ====================================================================================
 
@@ -65,7 +65,18 @@ def render_piece(previous: Segment | None, segment: Segment) -> str:
         return ("\n" if after_text else "") + "".join(render_tool_call(c, segment.message_id) for c in segment.calls)
     if isinstance(segment, Reasoning):
         return ("\n" if after_text else "") + render_reasoning(segment)
+    if isinstance(segment, Subagent):
+        return ("\n" if after_text else "") + render_subagent(segment)
     return ("\n\n" if after_text else "") + render_error(segment)
+
+
+def render_subagent(subagent: Subagent) -> str:
+    """A subagent's work as a collapsible block named after it (Open WebUI shows a details block
+    of another type with its summary as the title, and its inner blocks as they are)."""
+    failed = ' status="failed"' if subagent.failed else ""
+    head = f'<details type="subagent" done="true" id="{_attr(subagent.id)}" name="{_attr(subagent.name)}"{failed}>'
+    summary = html.escape(subagent.name, quote=False).replace("\n", " ") or "Subagent"
+    return f"{head}\n<summary>{summary}</summary>\n{render_segments(subagent.segments)}\n</details>\n"
 
 
 def render_segments(segments: Iterable[Segment]) -> str:

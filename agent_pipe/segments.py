@@ -53,4 +53,15 @@ class Error:
     message: str
 
 
-Segment = Text | ToolStep | Reasoning | Error
+@dataclass
+class Subagent:
+    """An AG-UI 1.0 subagent's own text, calls and reasoning (events with its subagentRunId), in a
+    block named after it, where it started; ``failed`` after its SUBAGENT_ERROR."""
+
+    id: str
+    name: str
+    segments: "list[Segment]" = field(default_factory=list)
+    failed: bool = False
+
+
+Segment = Text | ToolStep | Reasoning | Error | Subagent

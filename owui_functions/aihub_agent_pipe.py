@@ -294,7 +294,18 @@ class Error:
     message: str
 
 
-Segment = Text | ToolStep | Reasoning | Error
+@dataclass
+class Subagent:
+    """An AG-UI 1.0 subagent's own text, calls and reasoning (events with its subagentRunId), in a
+    block named after it, where it started; ``failed`` after its SUBAGENT_ERROR."""
+
+    id: str
+    name: str
+    segments: "list[Segment]" = field(default_factory=list)
+    failed: bool = False
+
+
+Segment = Text | ToolStep | Reasoning | Error | Subagent
 
 
 # --- begin agent_pipe/rendering.py ---
@@ -358,7 +369,18 @@ def render_piece(previous: Segment | None, segment: Segment) -> str:
         return ("\n" if after_text else "") + "".join(render_tool_call(c, segment.message_id) for c in segment.calls)
     if isinstance(segment, Reasoning):
         return ("\n" if after_text else "") + render_reasoning(segment)
+    if isinstance(segment, Subagent):
+        return ("\n" if after_text else "") + render_subagent(segment)
     return ("\n\n" if after_text else "") + render_error(segment)
+
+
+def render_subagent(subagent: Subagent) -> str:
+    """A subagent's work as a collapsible block named after it (Open WebUI shows a details block
+    of another type with its summary as the title, and its inner blocks as they are)."""
+    failed = ' status="failed"' if subagent.failed else ""
+    head = f'<details type="subagent" done="true" id="{_attr(subagent.id)}" name="{_attr(subagent.name)}"{failed}>'
+    summary = html.escape(subagent.name, quote=False).replace("\n", " ") or "Subagent"
+    return f"{head}\n<summary>{summary}</summary>\n{render_segments(subagent.segments)}\n</details>\n"
 
 
 def render_segments(segments: Iterable[Segment]) -> str:
@@ -395,6 +417,58 @@ def parse_content(
         error = Error(html.unescape(tail.group(1).replace("\n> ", "\n")))
         content = content[: tail.start()]
     segments: list[Segment] = []
+    start = 0
+    for block in _SUBAGENT_HEAD.finditer(content):
+        if block.start() < start:
+            continue  # inside the subagent block before
+        close = _closing(content, block.start())
+        if close < 0:
+            break  # not closed (edited): the rest is read as it is
+        _parse_flat(content[start : block.start()], id_prefix, verify, segments, before_block=True)
+        attrs = {key: html.unescape(value) for key, value in _ATTRS.findall(block.group(1))}
+        body = content[block.end() : close - len("</details>")]
+        body = body.split("\n", 1)[1] if body.startswith("<summary>") and "\n" in body else body
+        inner = parse_content(body[:-1] if body.endswith("\n") else body, id_prefix, None if verify is None else _none)
+        segments.append(Subagent(attrs.get("id", ""), attrs.get("name", ""), inner, attrs.get("status") == "failed"))
+        start = close + (1 if content.startswith("\n", close) else 0)
+    _parse_flat(content[start:], id_prefix, verify, segments, before_block=False)
+    if error:
+        segments.append(error)
+    return segments
+
+
+_SUBAGENT_HEAD = re.compile(r'<details type="subagent"([^>]*)>\n')
+
+
+def _none(call: ToolCall, message_id: str) -> bool:
+    """A subagent's calls are its own: none of them becomes a call of the agent's history."""
+    return False
+
+
+def _closing(content: str, start: int) -> int:
+    """Where the details block opened at ``start`` ends (after its "</details>"), counting the
+    blocks inside it as Open WebUI does; -1 when it is not closed."""
+    depth, index = 0, start
+    while True:
+        opening, closing = content.find("<details", index), content.find("</details>", index)
+        if closing < 0:
+            return -1
+        if 0 <= opening < closing:
+            depth, index = depth + 1, opening + len("<details")
+            continue
+        depth, index = depth - 1, closing + len("</details>")
+        if depth == 0:
+            return index
+
+
+def _parse_flat(
+    content: str,
+    id_prefix: str,
+    verify: Callable[[ToolCall, str], bool] | None,
+    segments: list[Segment],
+    before_block: bool,
+) -> None:
+    """Tool and reasoning blocks and the text around them, appended to ``segments``."""
     step_key: str | None = None  # message_id of the step the next adjacent block may join
     position = 0
     for match in _BLOCK.finditer(content):
@@ -431,10 +505,7 @@ def parse_content(
         else:
             segments.append(ToolStep(message_id=message_id or f"{id_prefix}-tc{len(segments)}", calls=[call]))
             step_key = message_id
-    _append_text(segments, content[position:])
-    if error:
-        segments.append(error)
-    return segments
+    (_append_gap if before_block else _append_text)(segments, content[position:])
 
 
 def _parse_reasoning(body: str, attrs: Mapping[str, str], fallback_id: str) -> Reasoning:
@@ -2202,6 +2273,10 @@ class Recorder:
         self._message_id: str | None = None  # the text message streaming now, and its deltas so far
         self._message_parts: list[str] = []
         self._replays: set[str] = set()  # messages that repeat the one before them whole: not shown
+        self._subagents: dict[str, Recorder] = {}  # subagentRunId -> its recorder, while it runs
+        self._subagent_blocks: dict[int, Recorder] = {}  # id() of a Subagent segment -> its recorder
+        self._call_owner: dict[str, Recorder] = {}  # a subagent's call id -> its recorder
+        self.subagent_run = ""  # the subagentRunId of the subagent this recorder records ("": the agent)
         self._pending_ws = ""
         self._open_step: ToolStep | None = None
         self._calls: dict[str, tuple[ToolStep, ToolCall]] = {}
@@ -2222,9 +2297,75 @@ class Recorder:
         if self.finished or not isinstance(event, Mapping):
             return
         kind = event.get("type")
+        if (self._call_owner or event.get("subagentRunId", self.subagent_run) != self.subagent_run) and (
+            kind in _SUBAGENT_CONTENT
+        ):
+            if (child := self._subagent_of(event)) is not None:  # a subagent's own work: its block
+                child.feed(event)
+                self.statuses.extend(child.statuses)
+                child.statuses = []
+                return
         handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
         if handler is not None:
             handler(self, event)
+
+    # -- subagents (AG-UI 1.0) ------------------------------------------------------------------------
+
+    def _subagent_of(self, event: Mapping[str, Any]) -> "Recorder | None":
+        """The recorder of the subagent an event belongs to: by its subagentRunId, or for a call's
+        later events by the call; one that starts without SUBAGENT_STARTED gets a block all the same."""
+        kind, run_id = event.get("type"), _str(event.get("subagentRunId"))
+        if kind not in _SUBAGENT_CONTENT or run_id == self.subagent_run:
+            return None if run_id else self._call_owner.get(_str(event.get("toolCallId")))
+        if not run_id:
+            return self._call_owner.get(_str(event.get("toolCallId")))
+        child = self._subagents.get(run_id)
+        if child is None:
+            child = self._start_subagent(run_id, "subagent")
+        if event.get("toolCallId"):
+            self._call_owner[_str(event.get("toolCallId"))] = child
+        return child
+
+    def _start_subagent(self, run_id: str, name: str) -> "Recorder":
+        self._close_reasoning()
+        self._close_text()
+        self._open_step = None
+        self._streamed_any = True
+        child = Recorder(clock=self._clock, new_id=self._new_id, input_ids=self._input_ids, scrubber=self.scrubber,
+                         outbound=self.outbound)
+        child.subagent_run = run_id
+        self._subagents[run_id] = child
+        segment = Subagent(id=self._unique(run_id, "subagent"), name=name, segments=child.segments)
+        self._subagent_blocks[id(segment)] = child
+        self.segments.append(segment)
+        return child
+
+    def _on_subagent_started(self, e: Mapping[str, Any]) -> None:
+        run_id = _str(e.get("subagentRunId"))
+        if run_id and run_id not in self._subagents:
+            self._start_subagent(run_id, _str(e.get("name")) or "subagent")
+            self.statuses.append({"description": f"{_str(e.get('name')) or 'A subagent'} is working…", "done": False})
+
+    def _on_subagent_end(self, e: Mapping[str, Any]) -> None:
+        child = self._subagents.pop(_str(e.get("subagentRunId")), None)
+        if child is None:
+            return
+        if e.get("type") == "SUBAGENT_ERROR":
+            message, code = _str(e.get("message")) or "The subagent failed.", _str(e.get("code"))
+            child.finish(error=f"{message} ({code})" if code else message)
+            for segment in self.segments:
+                if isinstance(segment, Subagent) and self._subagent_blocks.get(id(segment)) is child:
+                    segment.failed = True
+        else:
+            child.end_subagent()
+        child.statuses = []
+
+    def end_subagent(self) -> None:
+        """A subagent's segment of the run ended: a call it left open did not run."""
+        for step, call in self._calls.values():
+            if call.result is None and not call.unreported:
+                call.result = "Not run: the subagent ended before this tool returned a result."
+        self.finish()
 
     def _on_text_start(self, e: Mapping[str, Any]) -> None:
         message_id = _str(e.get("messageId"))
@@ -2301,6 +2442,8 @@ class Recorder:
 
     def _reconcile(self, message: Mapping[str, Any]) -> None:
         """One message of a snapshot taken after the stream: only what the stream did not say."""
+        if message.get("subagentRunId"):
+            return  # a subagent's own: its block shows what it streamed
         role = message.get("role")
         if role == "assistant":
             text = _parts_concatenated(message.get("content"))
@@ -2482,6 +2625,9 @@ class Recorder:
         self._close_reasoning()
         self._close_text()
         self._open_step = None
+        for child in list(self._subagents.values()):  # the run ended with its subagents
+            child.finish(error=error) if error else child.end_subagent()
+        self._subagents = {}
         if error:
             error = self.scrubber.error(error)
             self.error = error
@@ -2538,6 +2684,9 @@ class Recorder:
     def _is_stable(self, segment: Segment) -> bool:
         if self.finished and not self.paused:
             return True
+        if isinstance(segment, Subagent):
+            child = self._subagent_blocks.get(id(segment))
+            return child is None or child.finished
         if isinstance(segment, ToolStep):
             # arguments that are not JSON lost a piece on the way (ag-ui-langgraph drops the first
             # chunk's): the step waits for the run's snapshot, which has them whole, or its end
@@ -2555,6 +2704,11 @@ class Recorder:
     def _seal(self, segment: Segment) -> None:
         """Final values of a segment that goes out now: keys masked, tool blocks signed."""
         redact = self.scrubber.redact
+        if isinstance(segment, Subagent):
+            if (child := self._subagent_blocks.get(id(segment))) is not None:
+                child.render()  # its segments sealed (keys masked; not signed: never the agent's history)
+            segment.id, segment.name = redact(segment.id), redact(segment.name)
+            return
         if isinstance(segment, ToolStep):
             segment.message_id = redact(segment.message_id)
             for call in segment.calls:
@@ -2597,7 +2751,18 @@ class Recorder:
         return value
 
 
+# Events that belong to a subagent when they carry its subagentRunId (or are a later event of its call)
+_SUBAGENT_CONTENT = frozenset({
+    "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "TEXT_MESSAGE_CHUNK",
+    "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_CHUNK", "TOOL_CALL_RESULT",
+    "REASONING_START", "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END",
+    "REASONING_MESSAGE_CHUNK", "REASONING_END", "STEP_STARTED", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "CUSTOM",
+})
+
 _HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
+    "SUBAGENT_STARTED": Recorder._on_subagent_started,
+    "SUBAGENT_FINISHED": Recorder._on_subagent_end,
+    "SUBAGENT_ERROR": Recorder._on_subagent_end,
     "TEXT_MESSAGE_START": Recorder._on_text_start,
     "TEXT_MESSAGE_CONTENT": Recorder._on_text_content,
     "TEXT_MESSAGE_CHUNK": Recorder._on_text_content,

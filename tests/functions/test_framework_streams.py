@@ -5,12 +5,13 @@ MESSAGES_SNAPSHOT says beyond the stream, and results as the text they hold."""
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.pipe_support import FINISHED, C, R, T, events, record, shape, turn_signer
+from tests.support.pipe_support import FINISHED, SIGNER, C, R, T, events, record, shape, turn_signer
 from tests.support.pipe_support import pipe_module as P
 
 CAPTURES = Path(__file__).resolve().parents[1] / "data" / "agui_captures"
@@ -21,7 +22,7 @@ def replay(name: str, **kwargs: Any) -> Any:
     body = (CAPTURES / name).read_bytes()
     stream = P.AgentStream("agui")
     wire = [e for i in range(0, len(body), 1024) for e in stream.feed(body[i : i + 1024])] + list(stream.end())
-    return record(wire, **kwargs)
+    return record(wire, check=False, **kwargs)  # what a real server sent, as it sent it
 
 
 def calls(segments: list[Any]) -> list[Any]:
@@ -247,3 +248,73 @@ def test_reasoning_of_1_0_and_thinking_of_older_servers_show_as_one_block(events
     recorder = record(events(events_of("r1", "Let me think."), T("Answer."), FINISHED)).recorder
     assert [type(s).__name__ for s in recorder.segments] == ["Reasoning", "Text"]
     assert recorder.segments[0].text == "Let me think."
+
+
+# --- AG-UI 1.0's subagents ---------------------------------------------------------------------------
+
+
+def _sub(event: dict[str, Any], run_id: str = "sub-1") -> dict[str, Any]:
+    return {**event, "subagentRunId": run_id}
+
+
+SUBAGENT_RUN = events(
+    T("I will ask the researcher."),
+    C("task-1", "research", '{"topic": "Paris"}'),
+    [{"type": "SUBAGENT_STARTED", "subagentRunId": "sub-1", "name": "researcher", "parentToolCallId": "task-1"}],
+    [_sub(e) for e in T("Looking it up.", "s-t1")],
+    [_sub(e) for e in C("c9", "web_search", '{"q": "Paris"}')],
+    [{"type": "TOOL_CALL_RESULT", "toolCallId": "c9", "messageId": "r9", "content": "sunny"}],  # its call: its block
+    [_sub(e) for e in T("Paris is sunny.", "s-t2")],
+    [{"type": "SUBAGENT_FINISHED", "subagentRunId": "sub-1"}],
+    R("task-1", "Paris is sunny."),
+    T("The researcher says Paris is sunny.", "t9"),
+    FINISHED,
+)
+
+
+def test_a_subagents_text_and_calls_show_as_its_own_block_in_stream_order() -> None:
+    recording = record(SUBAGENT_RUN)
+    segments = recording.recorder.segments
+    assert [type(s).__name__ for s in segments] == ["Text", "ToolStep", "Subagent", "Text"]
+    subagent = segments[2]
+    assert subagent.name == "researcher" and not subagent.failed
+    assert shape(subagent.segments) == ['A"Looking it up."', "TC[c9]", "tool(c9)", 'A"Paris is sunny."']
+    assert segments[1].calls[0].result == "Paris is sunny."  # the spawning call's result is the agent's
+    assert recording.streamed == recording.recorder.render()
+    assert recording.streamed.index('type="subagent"') < recording.streamed.index("The researcher says")
+    assert '<summary>researcher</summary>' in recording.streamed
+
+
+def test_a_subagent_block_parses_back_and_never_reaches_the_agents_history() -> None:
+    recorder = record(SUBAGENT_RUN).recorder
+    content = recorder.render()
+    assert P.parse_content(content) == recorder.segments
+    history = [{"role": "user", "content": "q"}, {"role": "assistant", "content": content}]
+    messages = P.to_agui_messages(history, SIGNER)
+    assert [c["id"] for m in messages for c in m.get("toolCalls", [])] == ["task-1"]  # not the subagent's c9
+    assert "Looking it up." not in json.dumps(messages)
+
+
+def test_a_subagent_error_shows_in_its_block_and_the_run_goes_on() -> None:
+    stream = events(
+        [{"type": "SUBAGENT_STARTED", "subagentRunId": "sub-1", "name": "coder"}],
+        [_sub(e) for e in C("c1", "run_code")],
+        [{"type": "SUBAGENT_ERROR", "subagentRunId": "sub-1", "message": "sandbox died", "code": "E1"}],
+        T("The coder failed; here is a guess."),
+        FINISHED,
+    )
+    recording = record(stream)
+    subagent = recording.recorder.segments[0]
+    assert subagent.failed and shape(subagent.segments) == ["TC[c1]", "tool(c1)", 'ERR"sandbox died (E1)"']
+    assert subagent.segments[0].calls[0].failed
+    assert recording.streamed.endswith("The coder failed; here is a guess.")
+    assert "Executing..." not in recording.streamed
+
+
+def test_a_subagent_without_its_start_event_or_finish_still_gets_a_closed_block() -> None:
+    stream = events([_sub(e, "s2") for e in T("working", "x")], [_sub(e, "s2") for e in C("c1")], FINISHED)
+    recording = record(stream)
+    (subagent,) = recording.recorder.segments
+    assert subagent.name == "subagent"
+    assert subagent.segments[1].calls[0].result == "Not run: the subagent ended before this tool returned a result."
+    assert "Executing..." not in recording.streamed
