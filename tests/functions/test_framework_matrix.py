@@ -53,8 +53,9 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
                                    "model sees the tool's result as the user's words",
     ("crewai", "stream+tools"): "CrewAI keeps no text of a model response that calls tools, and ag-ui-crewai streams "
                                 "no agent text: the text before the call never reaches the client",
-    ("crewai", "later turns"): "ag-ui-crewai fails the second turn (ValidationError): Agent.kickoff rejects the "
-                               "history's assistant message that has toolCalls and no content",
+    ("crewai", "later turns"): "ag-ui-crewai fails the second turn (ValidationError in LiteAgentExecutionStartedEvent): "
+                               "Agent.kickoff rejects an assistant message with toolCalls and no content; the same "
+                               "history with content \"\" goes on (the pipe omits it)",
     ("crewai", "files"): "ag-ui-crewai puts the files in the flow's state.messages; Agent.kickoff gives the model "
                          "only the text",
     ("crewai", "approval: approved"): "CrewAI's @human_feedback is a free-text question (no responseSchema): the pipe "
