@@ -33,8 +33,10 @@ IN_THE_TOOL = ("the question is in the tool's own code: the call reaches the cli
 ADK_CONFIRMATION = ("ADK's tool confirmation is a call to adk_request_confirmation left for the client, answered "
                     "with a tool message {confirmed}: the pipe does not ask about it")
 KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("langgraph", "later turns"): "ag-ui-langgraph adds the history the pipe sends to its checkpointed thread: "
-                                  "the model sees the earlier turns twice",
+    ("langgraph", "later turns"): ("ag-ui-langgraph merges the history into its checkpointed thread by message id, and the "
+                   "pipe sends its own ids for the answer (aihub-1-0, msg-..., result-...), not the ones the "
+                   "server streamed (lc_run--... text ids, the snapshot's tool message id): the model sees "
+                   "the earlier answers twice"),
     ("pydantic_ai", "question: answered"): IN_THE_TOOL,
     ("adk", "approval: approved"): ADK_CONFIRMATION,
     ("adk", "approval: declined"): ADK_CONFIRMATION,
