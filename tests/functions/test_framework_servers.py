@@ -11,6 +11,7 @@ import urllib.request
 from typing import Any
 
 import pytest
+
 from tests.support.frameworks import harness
 from tests.support.frameworks.testing import started
 
@@ -24,10 +25,21 @@ def test_the_server_runs_the_pinned_versions_and_streams_a_run(framework_servers
     pins = {pin.split("==")[0].split("[")[0]: pin.split("==")[1] for pin in server.framework.pins}
     assert {package: pins[package] for package in server.health()} == server.health()
     assert set(harness.installed(name)["pins"]) == set(server.framework.pins)
-    body = {"threadId": f"smoke-{name}", "runId": "r-1", "state": {}, "tools": [], "context": [],
-            "forwardedProps": {}, "messages": [{"id": "u-1", "role": "user", "content": "scenario:stream"}]}
-    request = urllib.request.Request(server.agent_url, data=json.dumps(body).encode(), method="POST",
-                                     headers={"content-type": "application/json", "accept": "text/event-stream"})
+    body = {
+        "threadId": f"smoke-{name}",
+        "runId": "r-1",
+        "state": {},
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+        "messages": [{"id": "u-1", "role": "user", "content": "scenario:stream"}],
+    }
+    request = urllib.request.Request(
+        server.agent_url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"content-type": "application/json", "accept": "text/event-stream"},
+    )
     with _HTTP.open(request, timeout=60) as response:
         raw = response.read().decode()
     types = [json.loads(line[5:])["type"] for line in raw.splitlines() if line.startswith("data:")]

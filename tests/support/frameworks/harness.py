@@ -97,9 +97,16 @@ def _declared(app: Path) -> Framework:
     if not pins or not all("==" in pin for pin in pins):
         raise HarnessError(f"{app}: PINS must be a literal tuple of exact pins (name==version)")
     scenarios = tuple(values.get("SCENARIOS") or ALL_SCENARIOS)
-    return Framework(app.stem.removesuffix("_app"), app, pins, str(values.get("AGENT_PATH", "/agent")), scenarios,
-                     dict(values.get("ANSWERS") or {}), dict(values.get("NOT_OFFERED") or {}),
-                     str(values.get("RESUME") or ""))
+    return Framework(
+        app.stem.removesuffix("_app"),
+        app,
+        pins,
+        str(values.get("AGENT_PATH", "/agent")),
+        scenarios,
+        dict(values.get("ANSWERS") or {}),
+        dict(values.get("NOT_OFFERED") or {}),
+        str(values.get("RESUME") or ""),
+    )
 
 
 def frameworks() -> dict[str, Framework]:
@@ -177,8 +184,9 @@ def _run(command: list[str], log: Path, step: str) -> None:
         out.write(f"$ {' '.join(command)}\n")
         out.flush()
         try:
-            result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    timeout=INSTALL_TIMEOUT_SECONDS)
+            result = subprocess.run(
+                command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=INSTALL_TIMEOUT_SECONDS
+            )
         except subprocess.TimeoutExpired as exc:
             raise HarnessError(f"{step} timed out after {INSTALL_TIMEOUT_SECONDS}s (log: {log})") from exc
     if result.returncode != 0:
@@ -212,13 +220,24 @@ class FrameworkServer:
         python = ensure_venv(self.name)
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
         # No framework may reach the network: no telemetry, no model downloads, no proxies.
-        env.update({"OTEL_SDK_DISABLED": "true", "LANGCHAIN_TRACING_V2": "false", "HF_HUB_OFFLINE": "1",
-                    "NO_PROXY": "*", "no_proxy": "*"})
+        env.update(
+            {
+                "OTEL_SDK_DISABLED": "true",
+                "LANGCHAIN_TRACING_V2": "false",
+                "HF_HUB_OFFLINE": "1",
+                "NO_PROXY": "*",
+                "no_proxy": "*",
+            }
+        )
         for proxy in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
             env.pop(proxy, None)
         self.process = subprocess.Popen(
             [str(python), str(self.framework.app)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=env,
         )
         threading.Thread(target=self._drain, args=(self.process.stderr,), daemon=True).start()
         port = self._read_port()
@@ -339,12 +358,16 @@ def main() -> None:
         for name in frameworks() if args.name == "all" else [args.name]:
             started = time.monotonic()
             ensure_venv(name)
-            print(f"{name}: ready in {time.monotonic() - started:.1f} s "
-                  f"(install took {installed(name).get('seconds')} s)", flush=True)
+            print(
+                f"{name}: ready in {time.monotonic() - started:.1f} s "
+                f"(install took {installed(name).get('seconds')} s)",
+                flush=True,
+            )
         return
     with running(args.name) as server:
-        print(f"{args.name} {server.version} at {server.agent_url} (recorded inputs: {server.url}/_recorded)",
-              flush=True)
+        print(
+            f"{args.name} {server.version} at {server.agent_url} (recorded inputs: {server.url}/_recorded)", flush=True
+        )
         with contextlib.suppress(KeyboardInterrupt):
             server.process.wait()  # type: ignore[union-attr]
 

@@ -29,21 +29,42 @@ RESULTS_DIR = Path(os.environ.get("AIHUB_FRAMEWORK_RESULTS") or harness.REPO / "
 
 # (id, what it checks, the scenario of apps/_common.py it needs). The order is the table's.
 BEHAVIOURS: tuple[tuple[str, str, str], ...] = (
-    ("stream+tools", "streamed text, a server-side tool call with streamed arguments and its result, more text: each once, in stream order", "tool"),
+    (
+        "stream+tools",
+        "streamed text, a server-side tool call with streamed arguments and its result, more text: "
+        "each once, in stream order",
+        "tool",
+    ),
     ("later turns", "a second and a third turn: the model sees each earlier turn once", "tool"),
     ("files", "the user's image and document reach the model as the framework's own content", "files"),
     ("approval: approved", "a tool approval, approved: the same run resumes and the tool runs", "approve"),
     ("approval: declined", "declined: the tool never runs, the run goes on", "approve"),
-    ("approval: no answer", "nobody answers: the tool never runs, the agent is told (a cancelled resume, never an approval)", "approve"),
-    ("question: answered", "the framework's question: the user's answer reaches the agent, the same run resumes", "ask"),
+    (
+        "approval: no answer",
+        "nobody answers: the tool never runs, the agent is told (a cancelled resume, never an approval)",
+        "approve",
+    ),
+    (
+        "question: answered",
+        "the framework's question: the user's answer reaches the agent, the same run resumes",
+        "ask",
+    ),
     ("question: no answer", "nobody answers the question: the call is closed, nothing spins", "ask"),
-    ("client tool: answered", "a tool left to the client: a dialog from its name and arguments, the answer goes back as its result", "client"),
+    (
+        "client tool: answered",
+        "a tool left to the client: a dialog from its name and arguments, the answer goes back as its result",
+        "client",
+    ),
     ("client tool: no answer", "nobody answers: the call is closed as not run", "client"),
     ("tool error", "a tool raises: it shows as the agent's error, no spinning block", "tool_error"),
     ("model error", "the model fails mid-answer: the agent's error after the text, no spinning block", "model_error"),
     ("usage", "token usage shows wherever the framework reports it", "stream"),
-    ("Open WebUI chat", "a tool turn through a real Open WebUI 0.12.4 chat (tests/e2e/test_framework_chat_e2e.py), "
-                        "stored in stream order with its arguments and result", "tool"),
+    (
+        "Open WebUI chat",
+        "a tool turn through a real Open WebUI 0.12.4 chat (tests/e2e/test_framework_chat_e2e.py), "
+        "stored in stream order with its arguments and result",
+        "tool",
+    ),
 )
 BEHAVIOUR_IDS = tuple(b[0] for b in BEHAVIOURS)
 QUESTION_TIMEOUT = 1.0
@@ -57,8 +78,9 @@ def scenario_of(behaviour: str) -> str:
 def cases(names: list[str] | None = None) -> list[tuple[str, str]]:
     """Every (framework, behaviour) whose scenario the framework's server offers."""
     known = harness.frameworks()
-    return [(name, b) for name in (names or list(known)) for b in BEHAVIOUR_IDS
-            if scenario_of(b) in known[name].scenarios]
+    return [
+        (name, b) for name in (names or list(known)) for b in BEHAVIOUR_IDS if scenario_of(b) in known[name].scenarios
+    ]
 
 
 # --- recording -------------------------------------------------------------------------------------
@@ -76,8 +98,15 @@ def record(framework: harness.Framework, behaviour: str, outcome: str) -> None:
             data = {}
         if data.get("pins") != list(framework.pins):
             data = {}  # another version's results: start over
-        data.update({"framework": framework.name, "package": framework.package, "version": framework.version,
-                     "pins": list(framework.pins), "recorded_at": time.time()})
+        data.update(
+            {
+                "framework": framework.name,
+                "package": framework.package,
+                "version": framework.version,
+                "pins": list(framework.pins),
+                "recorded_at": time.time(),
+            }
+        )
         data.setdefault("behaviours", {})[behaviour] = outcome
         path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
@@ -168,17 +197,36 @@ class Chat:
     def model(self) -> str:
         return f"fw.{self.server.name}"
 
-    def say(self, text: str, *, event_call: Any = None, store: Any = None, metadata: dict[str, Any] | None = None,
-            question_timeout: float = QUESTION_TIMEOUT, stream_interval_ms: float | None = None) -> PipeRun:
-        pipe = make_pipe([{"id": self.model, "name": self.server.name, "transport": "agui",
-                           "url": self.server.agent_url, "features": ["user_files"]}], timeout=60,
-                         stream_interval_ms=stream_interval_ms)
+    def say(
+        self,
+        text: str,
+        *,
+        event_call: Any = None,
+        store: Any = None,
+        metadata: dict[str, Any] | None = None,
+        question_timeout: float = QUESTION_TIMEOUT,
+        stream_interval_ms: float | None = None,
+    ) -> PipeRun:
+        pipe = make_pipe(
+            [
+                {
+                    "id": self.model,
+                    "name": self.server.name,
+                    "transport": "agui",
+                    "url": self.server.agent_url,
+                    "features": ["user_files"],
+                }
+            ],
+            timeout=60,
+            stream_interval_ms=stream_interval_ms,
+        )
         pipe.valves.QUESTION_TIMEOUT_SECONDS = question_timeout
         if store is not None:
             pipe.store = store
         messages = [*self.history, {"role": "user", "content": text}]
-        run = asyncio.run(drive(pipe, self.model, messages, chat_id=self.chat_id, event_call=event_call,
-                                metadata=metadata))
+        run = asyncio.run(
+            drive(pipe, self.model, messages, chat_id=self.chat_id, event_call=event_call, metadata=metadata)
+        )
         self.history = [*messages, {"role": "assistant", "content": run.content}]
         return run
 

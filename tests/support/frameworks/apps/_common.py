@@ -98,7 +98,7 @@ SCENARIO = re.compile(r"scenario:([a-z_]+)")
 def step_for(seen_messages: list[dict[str, Any]]) -> Step:
     """The step of the script the last user message chose, from the messages the model got."""
     last_user = max((i for i, m in enumerate(seen_messages) if m["role"] == "user"), default=-1)
-    after = seen_messages[last_user + 1:]
+    after = seen_messages[last_user + 1 :]
     results = [r for m in after for r in m.get("results", [])]
     text = seen_messages[last_user]["text"] if last_user >= 0 else ""
     match = SCENARIO.search(text)
@@ -114,12 +114,22 @@ def record_model_call(seen_messages: list[dict[str, Any]]) -> Step:
     return step_for(seen_messages)
 
 
-def seen(role: str, text: str = "", calls: list[str] | None = None, results: list[tuple[str, Any]] | None = None,
-         media: list[dict[str, str]] | None = None) -> dict[str, Any]:
+def seen(
+    role: str,
+    text: str = "",
+    calls: list[str] | None = None,
+    results: list[tuple[str, Any]] | None = None,
+    media: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
     """One message as the model got it: ``results`` are (call id, content) pairs, ``media`` the
     framework's own kind of each attachment with its media type and the sha256 of its bytes."""
-    return {"role": role, "text": text, "calls": calls or [], "results": [list(r) for r in results or []],
-            "media": media or []}
+    return {
+        "role": role,
+        "text": text,
+        "calls": calls or [],
+        "results": [list(r) for r in results or []],
+        "media": media or [],
+    }
 
 
 def media(kind: str, mime: str, data: bytes | str) -> dict[str, str]:

@@ -45,8 +45,11 @@ def _seen(contents: list[types.Content]) -> list[dict[str, Any]]:
     for content in contents:
         parts = content.parts or []
         text = "".join(p.text for p in parts if p.text and not p.thought)
-        media = [common.media("inline_data", p.inline_data.mime_type or "", p.inline_data.data or b"")
-                 for p in parts if p.inline_data]
+        media = [
+            common.media("inline_data", p.inline_data.mime_type or "", p.inline_data.data or b"")
+            for p in parts
+            if p.inline_data
+        ]
         calls = [p.function_call.id or "" for p in parts if p.function_call]
         results = [(p.function_response.id or "", p.function_response.response) for p in parts if p.function_response]
         if results:
@@ -67,8 +70,9 @@ class ScriptedLlm(BaseLlm):
     def supported_models(cls) -> list[str]:
         return ["scripted"]
 
-    async def generate_content_async(self, llm_request: LlmRequest, stream: bool = False
-                                     ) -> AsyncGenerator[LlmResponse, None]:
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
         step = common.record_model_call(_seen(list(llm_request.contents)))
         if stream:
             for piece in step.text:
@@ -79,9 +83,11 @@ class ScriptedLlm(BaseLlm):
         parts += [types.Part(function_call=types.FunctionCall(id=c.id, name=c.name, args=c.args)) for c in step.calls]
         inp, outp = step.usage
         usage = types.GenerateContentResponseUsageMetadata(
-            prompt_token_count=inp, candidates_token_count=outp, total_token_count=inp + outp)
-        yield LlmResponse(content=types.Content(role="model", parts=parts), usage_metadata=usage, partial=False,
-                          turn_complete=True)
+            prompt_token_count=inp, candidates_token_count=outp, total_token_count=inp + outp
+        )
+        yield LlmResponse(
+            content=types.Content(role="model", parts=parts), usage_metadata=usage, partial=False, turn_complete=True
+        )
 
 
 def lookup_order(order: str) -> str:

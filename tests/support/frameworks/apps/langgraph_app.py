@@ -4,30 +4,14 @@ A ``langchain.agents.create_agent`` graph with a ``MemorySaver`` checkpointer, s
 ``LangGraphAgent`` + ``add_langgraph_fastapi_endpoint`` as the package's README shows. The model
 is a LangChain ``BaseChatModel`` subclass that streams ``AIMessageChunk``s (text pieces, then
 ``tool_call_chunks`` with the arguments in pieces) from apps/_common.py's scripts. The approval is
-LangChain's ``HumanInTheLoopMiddleware``; the question is LangGraph's own ``interrupt()`` in a tool. Runs in its own venv (tests/support/frameworks/harness.py).
+LangChain's ``HumanInTheLoopMiddleware``; the question is LangGraph's own ``interrupt()`` in a tool.
+Runs in its own venv (tests/support/frameworks/harness.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
-
-PINS = (
-    "ag-ui-langgraph==0.0.47",
-    "ag-ui-protocol==1.0.0",
-    "langgraph==1.2.24",
-    "langchain==1.5.2",
-    "langchain-core==1.8.3",
-    "fastapi==0.165.0",
-    "uvicorn==0.55.0",
-)
-AGENT_PATH = "/agent"
-ANSWERS = {"approve": {"approved": {"decisions": [{"type": "approve"}]},
-                       "declined": {"decisions": [{"type": "reject", "message": "The user declined."}]}}}
-CANCELLED = "__agui_cancelled__"  # ag_ui_langgraph.interrupts.DEFAULT_RESUME_SENTINEL_CANCELLED
-SCENARIOS = ("stream", "tool", "approve", "ask", "tool_error", "model_error", "files")
-NOT_OFFERED = {"client": "a create_agent graph runs only its own tools (the tools a client sends in "
-                         "RunAgentInput.tools reach the graph's state, and create_agent does not read them)"}
 
 import _common as common
 from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint
@@ -41,6 +25,29 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.types import interrupt
+
+PINS = (
+    "ag-ui-langgraph==0.0.47",
+    "ag-ui-protocol==1.0.0",
+    "langgraph==1.2.24",
+    "langchain==1.5.2",
+    "langchain-core==1.8.3",
+    "fastapi==0.165.0",
+    "uvicorn==0.55.0",
+)
+AGENT_PATH = "/agent"
+ANSWERS = {
+    "approve": {
+        "approved": {"decisions": [{"type": "approve"}]},
+        "declined": {"decisions": [{"type": "reject", "message": "The user declined."}]},
+    }
+}
+CANCELLED = "__agui_cancelled__"  # ag_ui_langgraph.interrupts.DEFAULT_RESUME_SENTINEL_CANCELLED
+SCENARIOS = ("stream", "tool", "approve", "ask", "tool_error", "model_error", "files")
+NOT_OFFERED = {
+    "client": "a create_agent graph runs only its own tools (the tools a client sends in "
+    "RunAgentInput.tools reach the graph's state, and create_agent does not read them)"
+}
 
 
 def _media(block: dict[str, Any]) -> dict[str, str] | None:
@@ -59,8 +66,11 @@ def _seen(messages: list[BaseMessage]) -> list[dict[str, Any]]:
     for m in messages:
         content = m.content
         parts = content if isinstance(content, list) else [content]
-        text = "".join(p if isinstance(p, str) else p.get("text", "") for p in parts
-                       if isinstance(p, str) or p.get("type") == "text")
+        text = "".join(
+            p if isinstance(p, str) else p.get("text", "")
+            for p in parts
+            if isinstance(p, str) or p.get("type") == "text"
+        )
         media = [x for p in parts if isinstance(p, dict) and p.get("type") != "text" for x in [_media(p)] if x]
         if isinstance(m, HumanMessage):
             out.append(common.seen("user", text, media=media))
@@ -83,8 +93,13 @@ class ScriptedChatModel(BaseChatModel):
     def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:
         return self
 
-    def _stream(self, messages: list[BaseMessage], stop: Any = None,
-                run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: Any = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
         step = common.record_model_call(_seen(messages))
         for piece in step.text:
             chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
@@ -95,8 +110,13 @@ class ScriptedChatModel(BaseChatModel):
             raise RuntimeError(step.fail)
         for index, call in enumerate(step.calls):
             for n, piece in enumerate(call.pieces):
-                tool_chunk = {"name": call.name if n == 0 else None, "args": piece,
-                              "id": call.id if n == 0 else None, "index": index, "type": "tool_call_chunk"}
+                tool_chunk = {
+                    "name": call.name if n == 0 else None,
+                    "args": piece,
+                    "id": call.id if n == 0 else None,
+                    "index": index,
+                    "type": "tool_call_chunk",
+                }
                 chunk = ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=[tool_chunk]))
                 if run_manager:
                     run_manager.on_llm_new_token("", chunk=chunk)
@@ -106,14 +126,18 @@ class ScriptedChatModel(BaseChatModel):
             usage = {"input_tokens": inp, "output_tokens": outp, "total_tokens": inp + outp}
             yield ChatGenerationChunk(message=AIMessageChunk(content="", usage_metadata=usage))
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None,
-                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: Any = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         chunks = list(self._stream(messages, stop, run_manager, **kwargs))
         message: Any = chunks[0].message
         for chunk in chunks[1:]:
             message = message + chunk.message
-        final = AIMessage(content=message.content, tool_calls=message.tool_calls,
-                          usage_metadata=message.usage_metadata)
+        final = AIMessage(content=message.content, tool_calls=message.tool_calls, usage_metadata=message.usage_metadata)
         return ChatResult(generations=[ChatGeneration(message=final)])
 
 
@@ -152,9 +176,12 @@ def broken_lookup(order: str) -> str:
 # interrupt whose value is a HITLRequest {action_requests, review_configs}, answered with
 # {"decisions": [{"type": "approve" | "reject", ...}]}.
 # snippet: start
-graph = create_agent(ScriptedChatModel(), [lookup_order, cancel_order, ask_address, broken_lookup],
-                     middleware=[HumanInTheLoopMiddleware(interrupt_on={"cancel_order": True})],
-                     checkpointer=MemorySaver())
+graph = create_agent(
+    ScriptedChatModel(),
+    [lookup_order, cancel_order, ask_address, broken_lookup],
+    middleware=[HumanInTheLoopMiddleware(interrupt_on={"cancel_order": True})],
+    checkpointer=MemorySaver(),
+)
 
 
 app = FastAPI(title="LangGraph AG-UI")

@@ -48,8 +48,11 @@ def _user(part: UserPromptPart) -> dict[str, Any]:
     items = [part.content] if isinstance(part.content, str) else list(part.content)
     text = "".join(i for i in items if isinstance(i, str))
     media = [common.media(type(i).__name__, i.media_type, i.data) for i in items if isinstance(i, BinaryContent)]
-    media += [{"type": type(i).__name__, "media_type": getattr(i, "media_type", ""), "sha256": ""}
-              for i in items if not isinstance(i, (str, BinaryContent))]
+    media += [
+        {"type": type(i).__name__, "media_type": getattr(i, "media_type", ""), "sha256": ""}
+        for i in items
+        if not isinstance(i, (str, BinaryContent))
+    ]
     return common.seen("user", text, media=media)
 
 
@@ -83,8 +86,11 @@ async def scripted(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterat
     for index, call in enumerate(step.calls):
         for n, piece in enumerate(call.pieces):
             first = n == 0
-            yield {index: DeltaToolCall(name=call.name if first else None, json_args=piece,
-                                        tool_call_id=call.id if first else None)}
+            yield {
+                index: DeltaToolCall(
+                    name=call.name if first else None, json_args=piece, tool_call_id=call.id if first else None
+                )
+            }
 
 
 # snippet: start
@@ -105,6 +111,8 @@ def cancel_order(order: str) -> str:
     """Cancel an order (the user approves it first)."""
     common.ran("cancel_order", {"order": order})
     return f"order {order} cancelled"
+
+
 # snippet: end
 
 

@@ -28,11 +28,19 @@ PINS = (
 )
 AGENT_PATH = "/agent"
 SCENARIOS = ("stream", "tool", "approve", "ask", "tool_error", "model_error", "files")
-NOT_OFFERED = {"client": "Strands' frontend tools are the ones a client sends in RunAgentInput.tools, "
-                         "and the pipe sends none"}
+NOT_OFFERED = {
+    "client": "Strands' frontend tools are the ones a client sends in RunAgentInput.tools, and the pipe sends none"
+}
+
 
 CONTEXT = "Context provided by the application:"
-_FORMATS = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp", "pdf": "application/pdf"}
+_FORMATS = {
+    "png": "image/png",
+    "jpeg": "image/jpeg",
+    "gif": "image/gif",
+    "webp": "image/webp",
+    "pdf": "application/pdf",
+}
 
 
 def _result_text(result: dict[str, Any]) -> str:
@@ -60,7 +68,9 @@ def _seen(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif message["role"] == "user":
             out.append(common.seen("user", text, media=media))
         else:
-            out.append(common.seen("assistant", text, calls=[b["toolUse"]["toolUseId"] for b in blocks if "toolUse" in b]))
+            out.append(
+                common.seen("assistant", text, calls=[b["toolUse"]["toolUseId"] for b in blocks if "toolUse" in b])
+            )
     return out
 
 
@@ -79,8 +89,9 @@ class ScriptedModel(Model):
     def structured_output(self, output_model: Any, prompt: Any, system_prompt: Any = None, **kwargs: Any) -> Any:
         raise NotImplementedError("the scripted model has no structured output")
 
-    async def stream(self, messages: Any, tool_specs: Any = None, system_prompt: Any = None,
-                     **kwargs: Any) -> AsyncIterable[Any]:
+    async def stream(
+        self, messages: Any, tool_specs: Any = None, system_prompt: Any = None, **kwargs: Any
+    ) -> AsyncIterable[Any]:
         step = common.record_model_call(_seen(list(messages)))
         yield {"messageStart": {"role": "assistant"}}
         if step.text:
@@ -97,8 +108,12 @@ class ScriptedModel(Model):
             yield {"contentBlockStop": {}}
         yield {"messageStop": {"stopReason": "tool_use" if step.calls else "end_turn"}}
         inp, outp = step.usage
-        yield {"metadata": {"usage": {"inputTokens": inp, "outputTokens": outp, "totalTokens": inp + outp},
-                            "metrics": {"latencyMs": 1}}}
+        yield {
+            "metadata": {
+                "usage": {"inputTokens": inp, "outputTokens": outp, "totalTokens": inp + outp},
+                "metrics": {"latencyMs": 1},
+            }
+        }
 
 
 @tool
@@ -133,8 +148,12 @@ def broken_lookup(order: str) -> str:
 
 
 # snippet: start
-template = Agent(model=ScriptedModel(), tools=[lookup_order, cancel_order, ask_address, broken_lookup],
-                 system_prompt="You are a scripted agent.", callback_handler=None)
+template = Agent(
+    model=ScriptedModel(),
+    tools=[lookup_order, cancel_order, ask_address, broken_lookup],
+    system_prompt="You are a scripted agent.",
+    callback_handler=None,
+)
 config = StrandsAgentConfig(tool_behaviors={"cancel_order": ToolBehavior(interrupt_on_call=True)})
 app = FastAPI(title="Strands AG-UI")
 add_strands_fastapi_endpoint(app, StrandsAgent(agent=template, name="scripted", config=config), AGENT_PATH)
