@@ -167,7 +167,9 @@ class Outbound:
         self.client_calls: list[str] = []  # calls a finished run left for the client (the user) to answer
         self.asked_calls: set[str] = set()  # calls the user was asked about: never asked twice
         self.answered: dict[str, str] = {}
-        self._activities: dict[str, Any] = {}  # ACTIVITY_* content by message id  # accepted client calls -> what they show if no run streams a result
+        self._activities: dict[
+            str, Any
+        ] = {}  # ACTIVITY_* content by message id  # accepted client calls -> what they show if no run streams a result
 
     # -- usage ------------------------------------------------------------------------------------
 
@@ -359,17 +361,24 @@ class Outbound:
         go back together as forwardedProps.command.resume {"decisions": [...]}, in order."""
         for n, action in enumerate(a for a in actions if isinstance(a, Mapping)):
             name = _str(action.get("name"))
-            open_calls = [c.id for _, c in (recorder._calls.values() if recorder else ()) if c.name == name
-                          and c.result is None]
-            self.legacy_interrupts.append({
-                "id": interrupt_id or f"on_interrupt-{len(self.legacy_interrupts)}",
-                "reason": "tool_call",
-                "toolCallId": open_calls[-1] if open_calls else "",
-                "convention": "hitl",
-                "action": {"name": name, "arguments": json.dumps(action.get("args"), ensure_ascii=False)
-                           if action.get("args") is not None else ""},
-                "index": n,
-            })
+            open_calls = [
+                c.id for _, c in (recorder._calls.values() if recorder else ()) if c.name == name and c.result is None
+            ]
+            self.legacy_interrupts.append(
+                {
+                    "id": interrupt_id or f"on_interrupt-{len(self.legacy_interrupts)}",
+                    "reason": "tool_call",
+                    "toolCallId": open_calls[-1] if open_calls else "",
+                    "convention": "hitl",
+                    "action": {
+                        "name": name,
+                        "arguments": json.dumps(action.get("args"), ensure_ascii=False)
+                        if action.get("args") is not None
+                        else "",
+                    },
+                    "index": n,
+                }
+            )
 
     @staticmethod
     def _hold(recorder: Recorder) -> None:

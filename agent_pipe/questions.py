@@ -111,7 +111,9 @@ def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, A
     message = redact(_interrupt_message(interrupt))
     if isinstance(interrupt.get("action"), Mapping):  # a HumanInTheLoopMiddleware action: its own name and args
         action = interrupt["action"]
-        return _confirmation(" ".join(redact(_str(action.get("name"))).split()), redact(_str(action.get("arguments"))), "")
+        return _confirmation(
+            " ".join(redact(_str(action.get("name"))).split()), redact(_str(action.get("arguments"))), ""
+        )
     if _is_approval(interrupt, recorder):
         name = " ".join(redact(call[1].name).split()) if call else ""
         return _confirmation(name, redact(call[1].arguments) if call else "", message)
@@ -348,8 +350,14 @@ async def _answer_interrupts(run: AgentRun, payload: dict[str, Any]) -> dict[str
         call_id = _str(interrupt.get("toolCallId"))
         approved = _mapping(entry.get("payload")).get("approved")
         if interrupt.get("convention") == "hitl":  # never an approval unless the user said yes
-            decisions.append({"type": "approve"} if approved else {"type": "reject", "message": unanswered_result(
-                how if answer is None else "declined", run.question_timeout)})
+            decisions.append(
+                {"type": "approve"}
+                if approved
+                else {
+                    "type": "reject",
+                    "message": unanswered_result(how if answer is None else "declined", run.question_timeout),
+                }
+            )
         elif interrupt.get("convention") == "command" and entry["status"] == "resolved":
             command = entry["payload"]  # LangGraph: ag-ui-langgraph reads it as JSON text
         else:

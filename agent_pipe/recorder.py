@@ -136,8 +136,13 @@ class Recorder:
         self._close_text()
         self._open_step = None
         self._streamed_any = True
-        child = Recorder(clock=self._clock, new_id=self._new_id, input_ids=self._input_ids, scrubber=self.scrubber,
-                         outbound=self.outbound)
+        child = Recorder(
+            clock=self._clock,
+            new_id=self._new_id,
+            input_ids=self._input_ids,
+            scrubber=self.scrubber,
+            outbound=self.outbound,
+        )
         child.subagent_run = run_id
         self._subagents[run_id] = child
         segment = Subagent(id=self._unique(run_id, "subagent"), name=name, segments=child.segments)
@@ -167,7 +172,7 @@ class Recorder:
 
     def end_subagent(self) -> None:
         """A subagent's segment of the run ended: a call it left open did not run."""
-        for step, call in self._calls.values():
+        for _, call in self._calls.values():
             if call.result is None and not call.unreported:
                 call.result = "Not run: the subagent ended before this tool returned a result."
         self.finish()
@@ -557,12 +562,29 @@ class Recorder:
 
 
 # Events that belong to a subagent when they carry its subagentRunId (or are a later event of its call)
-_SUBAGENT_CONTENT = frozenset({
-    "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "TEXT_MESSAGE_CHUNK",
-    "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_CHUNK", "TOOL_CALL_RESULT",
-    "REASONING_START", "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END",
-    "REASONING_MESSAGE_CHUNK", "REASONING_END", "STEP_STARTED", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "CUSTOM",
-})
+_SUBAGENT_CONTENT = frozenset(
+    {
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "TEXT_MESSAGE_CHUNK",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_CHUNK",
+        "TOOL_CALL_RESULT",
+        "REASONING_START",
+        "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_END",
+        "REASONING_MESSAGE_CHUNK",
+        "REASONING_END",
+        "STEP_STARTED",
+        "ACTIVITY_SNAPSHOT",
+        "ACTIVITY_DELTA",
+        "CUSTOM",
+    }
+)
 
 _HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
     "SUBAGENT_STARTED": Recorder._on_subagent_started,

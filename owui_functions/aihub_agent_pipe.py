@@ -2331,8 +2331,13 @@ class Recorder:
         self._close_text()
         self._open_step = None
         self._streamed_any = True
-        child = Recorder(clock=self._clock, new_id=self._new_id, input_ids=self._input_ids, scrubber=self.scrubber,
-                         outbound=self.outbound)
+        child = Recorder(
+            clock=self._clock,
+            new_id=self._new_id,
+            input_ids=self._input_ids,
+            scrubber=self.scrubber,
+            outbound=self.outbound,
+        )
         child.subagent_run = run_id
         self._subagents[run_id] = child
         segment = Subagent(id=self._unique(run_id, "subagent"), name=name, segments=child.segments)
@@ -2362,7 +2367,7 @@ class Recorder:
 
     def end_subagent(self) -> None:
         """A subagent's segment of the run ended: a call it left open did not run."""
-        for step, call in self._calls.values():
+        for _, call in self._calls.values():
             if call.result is None and not call.unreported:
                 call.result = "Not run: the subagent ended before this tool returned a result."
         self.finish()
@@ -2752,12 +2757,29 @@ class Recorder:
 
 
 # Events that belong to a subagent when they carry its subagentRunId (or are a later event of its call)
-_SUBAGENT_CONTENT = frozenset({
-    "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "TEXT_MESSAGE_CHUNK",
-    "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_CHUNK", "TOOL_CALL_RESULT",
-    "REASONING_START", "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END",
-    "REASONING_MESSAGE_CHUNK", "REASONING_END", "STEP_STARTED", "ACTIVITY_SNAPSHOT", "ACTIVITY_DELTA", "CUSTOM",
-})
+_SUBAGENT_CONTENT = frozenset(
+    {
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "TEXT_MESSAGE_CHUNK",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_CHUNK",
+        "TOOL_CALL_RESULT",
+        "REASONING_START",
+        "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_END",
+        "REASONING_MESSAGE_CHUNK",
+        "REASONING_END",
+        "STEP_STARTED",
+        "ACTIVITY_SNAPSHOT",
+        "ACTIVITY_DELTA",
+        "CUSTOM",
+    }
+)
 
 _HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
     "SUBAGENT_STARTED": Recorder._on_subagent_started,
@@ -2971,7 +2993,9 @@ class Outbound:
         self.client_calls: list[str] = []  # calls a finished run left for the client (the user) to answer
         self.asked_calls: set[str] = set()  # calls the user was asked about: never asked twice
         self.answered: dict[str, str] = {}
-        self._activities: dict[str, Any] = {}  # ACTIVITY_* content by message id  # accepted client calls -> what they show if no run streams a result
+        self._activities: dict[
+            str, Any
+        ] = {}  # ACTIVITY_* content by message id  # accepted client calls -> what they show if no run streams a result
 
     # -- usage ------------------------------------------------------------------------------------
 
@@ -3163,17 +3187,24 @@ class Outbound:
         go back together as forwardedProps.command.resume {"decisions": [...]}, in order."""
         for n, action in enumerate(a for a in actions if isinstance(a, Mapping)):
             name = _str(action.get("name"))
-            open_calls = [c.id for _, c in (recorder._calls.values() if recorder else ()) if c.name == name
-                          and c.result is None]
-            self.legacy_interrupts.append({
-                "id": interrupt_id or f"on_interrupt-{len(self.legacy_interrupts)}",
-                "reason": "tool_call",
-                "toolCallId": open_calls[-1] if open_calls else "",
-                "convention": "hitl",
-                "action": {"name": name, "arguments": json.dumps(action.get("args"), ensure_ascii=False)
-                           if action.get("args") is not None else ""},
-                "index": n,
-            })
+            open_calls = [
+                c.id for _, c in (recorder._calls.values() if recorder else ()) if c.name == name and c.result is None
+            ]
+            self.legacy_interrupts.append(
+                {
+                    "id": interrupt_id or f"on_interrupt-{len(self.legacy_interrupts)}",
+                    "reason": "tool_call",
+                    "toolCallId": open_calls[-1] if open_calls else "",
+                    "convention": "hitl",
+                    "action": {
+                        "name": name,
+                        "arguments": json.dumps(action.get("args"), ensure_ascii=False)
+                        if action.get("args") is not None
+                        else "",
+                    },
+                    "index": n,
+                }
+            )
 
     @staticmethod
     def _hold(recorder: Recorder) -> None:
@@ -3826,7 +3857,9 @@ def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, A
     message = redact(_interrupt_message(interrupt))
     if isinstance(interrupt.get("action"), Mapping):  # a HumanInTheLoopMiddleware action: its own name and args
         action = interrupt["action"]
-        return _confirmation(" ".join(redact(_str(action.get("name"))).split()), redact(_str(action.get("arguments"))), "")
+        return _confirmation(
+            " ".join(redact(_str(action.get("name"))).split()), redact(_str(action.get("arguments"))), ""
+        )
     if _is_approval(interrupt, recorder):
         name = " ".join(redact(call[1].name).split()) if call else ""
         return _confirmation(name, redact(call[1].arguments) if call else "", message)
@@ -4063,8 +4096,14 @@ async def _answer_interrupts(run: AgentRun, payload: dict[str, Any]) -> dict[str
         call_id = _str(interrupt.get("toolCallId"))
         approved = _mapping(entry.get("payload")).get("approved")
         if interrupt.get("convention") == "hitl":  # never an approval unless the user said yes
-            decisions.append({"type": "approve"} if approved else {"type": "reject", "message": unanswered_result(
-                how if answer is None else "declined", run.question_timeout)})
+            decisions.append(
+                {"type": "approve"}
+                if approved
+                else {
+                    "type": "reject",
+                    "message": unanswered_result(how if answer is None else "declined", run.question_timeout),
+                }
+            )
         elif interrupt.get("convention") == "command" and entry["status"] == "resolved":
             command = entry["payload"]  # LangGraph: ag-ui-langgraph reads it as JSON text
         else:

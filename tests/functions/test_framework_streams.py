@@ -214,8 +214,12 @@ def test_what_streams_of_every_capture_is_its_final_rendering(capture: str) -> N
 def test_activities_show_in_the_status_line_and_a_delta_patches_the_snapshot() -> None:
     stream = [
         {"type": "ACTIVITY_SNAPSHOT", "messageId": "a1", "activityType": "search", "content": {"status": "Searching"}},
-        {"type": "ACTIVITY_DELTA", "messageId": "a1", "activityType": "search",
-         "patch": [{"op": "replace", "path": "/status", "value": "Reading 3 pages"}]},
+        {
+            "type": "ACTIVITY_DELTA",
+            "messageId": "a1",
+            "activityType": "search",
+            "patch": [{"op": "replace", "path": "/status", "value": "Reading 3 pages"}],
+        },
         {"type": "ACTIVITY_SNAPSHOT", "messageId": "a2", "activityType": "plan_step", "content": {"n": 1}},
         *T("Found it."),
         *FINISHED,
@@ -228,22 +232,36 @@ def test_activities_show_in_the_status_line_and_a_delta_patches_the_snapshot() -
 
 def test_json_patch_add_replace_remove() -> None:
     doc = {"a": {"b": [1, 2]}, "c": 1}
-    patch = [{"op": "add", "path": "/a/b/-", "value": 3}, {"op": "remove", "path": "/c"},
-             {"op": "replace", "path": "/a/b/0", "value": 0}, {"op": "remove", "path": "/missing/x"}]
+    patch = [
+        {"op": "add", "path": "/a/b/-", "value": 3},
+        {"op": "remove", "path": "/c"},
+        {"op": "replace", "path": "/a/b/0", "value": 0},
+        {"op": "remove", "path": "/missing/x"},
+    ]
     assert P.json_patched(doc, patch) == {"a": {"b": [0, 2, 3]}}
     assert doc == {"a": {"b": [1, 2]}, "c": 1}  # a copy is patched
 
 
-@pytest.mark.parametrize("events_of", [
-    lambda rid, text: [{"type": "REASONING_START", "messageId": rid},
-                       {"type": "REASONING_MESSAGE_START", "messageId": rid, "role": "reasoning"},
-                       {"type": "REASONING_MESSAGE_CONTENT", "messageId": rid, "delta": text},
-                       {"type": "REASONING_MESSAGE_END", "messageId": rid}, {"type": "REASONING_END", "messageId": rid}],
-    lambda rid, text: [{"type": "REASONING_MESSAGE_CHUNK", "messageId": rid, "delta": text}],
-    lambda rid, text: [{"type": "THINKING_START", "title": "t"}, {"type": "THINKING_TEXT_MESSAGE_START"},
-                       {"type": "THINKING_TEXT_MESSAGE_CONTENT", "delta": text}, {"type": "THINKING_TEXT_MESSAGE_END"},
-                       {"type": "THINKING_END"}],
-])
+@pytest.mark.parametrize(
+    "events_of",
+    [
+        lambda rid, text: [
+            {"type": "REASONING_START", "messageId": rid},
+            {"type": "REASONING_MESSAGE_START", "messageId": rid, "role": "reasoning"},
+            {"type": "REASONING_MESSAGE_CONTENT", "messageId": rid, "delta": text},
+            {"type": "REASONING_MESSAGE_END", "messageId": rid},
+            {"type": "REASONING_END", "messageId": rid},
+        ],
+        lambda rid, text: [{"type": "REASONING_MESSAGE_CHUNK", "messageId": rid, "delta": text}],
+        lambda rid, text: [
+            {"type": "THINKING_START", "title": "t"},
+            {"type": "THINKING_TEXT_MESSAGE_START"},
+            {"type": "THINKING_TEXT_MESSAGE_CONTENT", "delta": text},
+            {"type": "THINKING_TEXT_MESSAGE_END"},
+            {"type": "THINKING_END"},
+        ],
+    ],
+)
 def test_reasoning_of_1_0_and_thinking_of_older_servers_show_as_one_block(events_of: Any) -> None:
     recorder = record(events(events_of("r1", "Let me think."), T("Answer."), FINISHED)).recorder
     assert [type(s).__name__ for s in recorder.segments] == ["Reasoning", "Text"]
@@ -282,7 +300,7 @@ def test_a_subagents_text_and_calls_show_as_its_own_block_in_stream_order() -> N
     assert segments[1].calls[0].result == "Paris is sunny."  # the spawning call's result is the agent's
     assert recording.streamed == recording.recorder.render()
     assert recording.streamed.index('type="subagent"') < recording.streamed.index("The researcher says")
-    assert '<summary>researcher</summary>' in recording.streamed
+    assert "<summary>researcher</summary>" in recording.streamed
 
 
 def test_a_subagent_block_parses_back_and_never_reaches_the_agents_history() -> None:

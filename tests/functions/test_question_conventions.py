@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support.pipe_support import FINISHED, C, SSEStub, T, events, make_pipe, pipe_module, run_pipe
+from tests.support.pipe_support import R as R_
 
 P = pipe_module
 CAPTURES = Path(__file__).resolve().parents[1] / "data" / "agui_captures"
@@ -297,14 +298,21 @@ def test_a_cancelled_run_with_nothing_to_show_says_so(sse_stub: SSEStub) -> None
 # --- LangChain's HumanInTheLoopMiddleware through ag-ui-langgraph ----------------------------------
 
 
-@pytest.mark.parametrize(("answer", "decision", "then"), [
-    (True, {"type": "approve"}, "langgraph/approve.resume-approved.sse"),
-    (False, {"type": "reject", "message": "Not run: the user declined."}, "langgraph/approve.resume-declined.sse"),
-    (None, {"type": "reject", "message": "Not run: the question was not answered."},
-     "langgraph/approve.resume-declined.sse"),
-])
-def test_langchains_hitl_request_is_an_approval_answered_with_decisions(sse_stub: SSEStub, answer: Any,
-                                                                      decision: dict[str, Any], then: str) -> None:
+@pytest.mark.parametrize(
+    ("answer", "decision", "then"),
+    [
+        (True, {"type": "approve"}, "langgraph/approve.resume-approved.sse"),
+        (False, {"type": "reject", "message": "Not run: the user declined."}, "langgraph/approve.resume-declined.sse"),
+        (
+            None,
+            {"type": "reject", "message": "Not run: the question was not answered."},
+            "langgraph/approve.resume-declined.sse",
+        ),
+    ],
+)
+def test_langchains_hitl_request_is_an_approval_answered_with_decisions(
+    sse_stub: SSEStub, answer: Any, decision: dict[str, Any], then: str
+) -> None:
     _play(sse_stub, capture("langgraph/approve.sse"))
     dialog = Dialog(sse_stub, [answer], capture(then))
     run = run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
@@ -316,3 +324,45 @@ def test_langchains_hitl_request_is_an_approval_answered_with_decisions(sse_stub
     call = _calls(run.content)[0]  # (the declined capture was recorded on a thread of its own: its call has another id)
     assert call.result.startswith("[approved by the user] ") if answer else call.result == decision["message"]
     assert "Executing..." not in run.content and "Agent error" not in run.content
+
+
+def test_pydantic_ais_input_required_is_a_question_with_its_schema(sse_stub: SSEStub) -> None:
+    schema = {"type": "object", "properties": {"address": {"type": "string"}}, "required": ["address"]}
+    sse_stub.behaviour.data = events(
+        C("call_1", "ship"),
+        [
+            {
+                **FINISHED[0],
+                "outcome": {
+                    "type": "interrupt",
+                    "interrupts": [
+                        {
+                            "id": "int-call_1",
+                            "reason": "input_required",
+                            "message": "Where to?",
+                            "responseSchema": schema,
+                        }
+                    ],
+                },
+            }
+        ],
+    )
+    dialog = Dialog(sse_stub, ["12 Rue de Rivoli"], events(R_("call_1", "shipped"), T("Done."), FINISHED))
+    run = run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
+    assert dialog.questions[0]["type"] == "input" and dialog.questions[0]["data"]["message"] == P.markdown_text(
+        "Where to?"
+    )
+    assert sse_stub.requests[1]["json"]["resume"] == [
+        {"interruptId": "int-call_1", "status": "resolved", "payload": {"address": "12 Rue de Rivoli"}}
+    ]
+    assert _calls(run.content)[0].result == "shipped" and run.content.endswith("Done.")
+
+
+def test_every_event_these_tests_make_is_ag_ui_1_0() -> None:
+    from tests.support.agui_schema import NotAnAgUiEvent, check_event
+
+    check_event({"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "outcome": {"type": "cancelled"}})
+    with pytest.raises(NotAnAgUiEvent):  # the schema is really applied: a 1.0 outcome needs its interrupts
+        check_event({"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "outcome": {"type": "interrupt"}})
+    with pytest.raises(NotAnAgUiEvent):
+        check_event({"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "content": "x"})  # no messageId
