@@ -16,8 +16,8 @@ it::
 Adding a framework is adding such a file (``apps/_common.py`` holds what every app shares: the
 port, the recording and control routes, the scripts). Venvs live under the cache dir
 (``$AIHUB_CACHE_DIR``, else ``${XDG_CACHE_HOME:-~/.cache}/aihub-provision``) as
-``frameworks/<name>/venv``, installed once under a lock and reused while
-``frameworks/<name>/installed.json`` (written after a complete install) holds the same pins.
+``frameworks/<name>-<hash of the pins>/venv``, installed once under a lock and reused while its
+``installed.json`` (written after a complete install) holds the same pins.
 
 Command line: ``python tests/support/frameworks/harness.py NAME`` builds the venv if needed, starts
 the server and prints its URL until interrupted; ``--install`` only installs (all with ``all``).
@@ -29,6 +29,7 @@ import argparse
 import ast
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -71,7 +72,10 @@ class Framework:
 
     @property
     def home(self) -> Path:
-        return cache_dir() / "frameworks" / self.name
+        """One dir per set of pins: checkouts that pin a framework differently (two worktrees, a
+        branch that bumps a pin) each keep their own venv instead of rebuilding one under the other."""
+        digest = hashlib.sha256("\n".join(self.pins).encode()).hexdigest()[:10]
+        return cache_dir() / "frameworks" / f"{self.name}-{digest}"
 
     @property
     def python(self) -> Path:
@@ -261,8 +265,10 @@ class FrameworkServer:
         reader.join(START_TIMEOUT_SECONDS)
         line = found[0] if found else ""
         if not line.startswith("PORT "):
+            code = self.process.poll()
+            how = f"exited with {code}" if code is not None else f"printed no port within {START_TIMEOUT_SECONDS}s"
             self.stop()
-            raise HarnessError(f"{self.name} server did not start:\n{self.stderr_tail()}")
+            raise HarnessError(f"{self.name} server did not start ({how}):\n{self.stderr_tail()}")
         # Keep reading what the app prints after that (CrewAI prints a console panel per run):
         # a full stdout pipe would block the server in its next print.
         threading.Thread(target=self._drain, args=(self.process.stdout,), daemon=True).start()
