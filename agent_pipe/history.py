@@ -105,6 +105,7 @@ def _segments_to_agui(segments: list[Segment], prefix: str) -> list[dict[str, An
                 {
                     "id": segment.message_id,
                     "role": "assistant",
+                    "content": "",  # CrewAI's Agent.kickoff rejects a toolCalls message without content
                     "toolCalls": [
                         {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
                         for c in segment.calls
