@@ -122,12 +122,27 @@ def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, A
     return _input("The agent asks", markdown_text(message or "The agent asks for your answer."), schema)
 
 
+ADK_CONFIRMATION = "adk_request_confirmation"  # ADK's tool_context.request_confirmation(): a call left to the client
+
+
 def client_question(call: ToolCall, recorder: Recorder) -> dict[str, Any]:
-    """The dialog for a call the run left for the client (ADK's long-running tools, LlamaIndex's
-    frontend tools, Agno's confirmations, pendingToolCallIds): a yes or no, built from the call's
-    name and arguments."""
+    """The dialog for a call the run left for the client (ADK's long-running tools and its
+    confirmations, LlamaIndex's frontend tools, Agno's confirmations, pendingToolCallIds): a yes or
+    no, built from the call's name and arguments (for ADK's confirmation, of the call it confirms)."""
     redact = recorder.scrubber.redact
-    return _confirmation(" ".join(redact(call.name).split()), redact(call.arguments), "")
+    name, arguments = call.name, call.arguments
+    if call.name == ADK_CONFIRMATION:
+        original = _mapping(_mapping(_json_or_none(call.arguments)).get("originalFunctionCall"))
+        if original.get("name"):
+            name = _str(original["name"])
+            arguments = json.dumps(original.get("args"), ensure_ascii=False) if original.get("args") is not None else ""
+    return _confirmation(" ".join(redact(name).split()), redact(arguments), "")
+
+
+def client_answer(call: ToolCall, accepted: bool) -> str:
+    """The tool message that answers a call left to the client: ADK's confirmation reads
+    ``{"confirmed": ...}``, the others (Agno's shape) ``{"accepted": ...}``."""
+    return json.dumps({"confirmed" if call.name == ADK_CONFIRMATION else "accepted": accepted})
 
 
 # --- answers checked against the interrupt's responseSchema ------------------------------------------
@@ -393,13 +408,14 @@ async def _answer_client_calls(run: AgentRun, payload: dict[str, Any]) -> dict[s
     closed: dict[str, str] = {}  # call id -> its result now: declined, or not run
     for call_id in calls:
         recorder.outbound.asked_calls.add(call_id)
-        question = client_question(recorder._calls[call_id][1], recorder)
+        call = recorder._calls[call_id][1]
+        question = client_question(call, recorder)
         await run.status.send({"description": ASKED, "done": False})
         answer, how = await ask_checked(run.event_call, question, {}, run.question_timeout)
         if answer is None:
             closed[call_id] = unanswered_result(how, run.question_timeout)
             continue
-        answers[call_id] = json.dumps({"accepted": answer is True})
+        answers[call_id] = client_answer(call, answer is True)
         if answer is True:
             recorder.outbound.approvals[call_id] = APPROVED
             recorder.outbound.answered[call_id] = answers[call_id]  # shown if the next run streams no result

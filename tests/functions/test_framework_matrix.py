@@ -30,17 +30,14 @@ pytestmark = pytest.mark.agui
 # strict xfail, so the day the pipe does it the test fails until the entry goes.
 IN_THE_TOOL = ("the question is in the tool's own code: the call reaches the client as ask_address(order), so the "
                "pipe asks it as that call's confirmation, not as the question")
-ADK_CONFIRMATION = ("ADK's tool confirmation is a call to adk_request_confirmation left for the client, answered "
-                    "with a tool message {confirmed}: the pipe does not ask about it")
 KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("langgraph", "later turns"): ("ag-ui-langgraph merges the history into its checkpointed thread by message id, and the "
                    "pipe sends its own ids for the answer (aihub-1-0, msg-..., result-...), not the ones the "
                    "server streamed (lc_run--... text ids, the snapshot's tool message id): the model sees "
                    "the earlier answers twice"),
     ("pydantic_ai", "question: answered"): IN_THE_TOOL,
-    ("adk", "approval: approved"): ADK_CONFIRMATION,
-    ("adk", "approval: declined"): ADK_CONFIRMATION,
-    ("adk", "approval: no answer"): ADK_CONFIRMATION,
+    ("adk", "approval: no answer"): "ADK's confirmation is a call left for the client: one nobody answers is "
+                                    "closed as not run without a new run, so the agent hears of it next turn",
     ("adk", "question: answered"): IN_THE_TOOL,
     # fw-b's frameworks (2026-12-04, against main's pipe of that hour)
     ("agent_framework", "client tool: answered"): "the pipe closes Agent Framework's declaration-only call but no new "

@@ -366,3 +366,20 @@ def test_every_event_these_tests_make_is_ag_ui_1_0() -> None:
         check_event({"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "outcome": {"type": "interrupt"}})
     with pytest.raises(NotAnAgUiEvent):
         check_event({"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "content": "x"})  # no messageId
+
+
+@pytest.mark.parametrize(
+    ("answer", "then"), [(True, "adk/approve.resume-approved.sse"), (False, "adk/approve.resume-declined.sse")]
+)
+def test_adks_tool_confirmation_asks_about_the_call_it_confirms_and_answers_confirmed(
+    sse_stub: SSEStub, answer: bool, then: str
+) -> None:
+    _play(sse_stub, capture("adk/approve.sse"))  # cancel_order, then adk_request_confirmation left for the client
+    dialog = Dialog(sse_stub, [answer], capture(then))
+    run = run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
+    (question,) = dialog.questions
+    assert question["type"] == "confirmation" and question["data"]["title"] == "Allow cancel_order?"
+    assert "10023" in question["data"]["message"]
+    last = sse_stub.requests[1]["json"]["messages"][-1]
+    assert last["role"] == "tool" and json.loads(last["content"]) == {"confirmed": answer}
+    assert "Executing..." not in run.content and "Agent error" not in run.content
