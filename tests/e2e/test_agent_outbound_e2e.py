@@ -199,14 +199,17 @@ def test_an_image_the_agent_made_is_stored_for_the_chats_user_only(synced: Any, 
 
 def test_a_tool_that_needs_approval_never_runs_for_a_client_without_a_browser(synced: Any, agui_server: Any) -> None:
     """A chat request with no live browser tab behind it (Open WebUI's event call answers
-    "Client session disconnected."): the answer goes on and says why the tool did not run."""
+    "Client session disconnected."): the same run is resumed as cancelled, never as an approval
+    (issue 32), and the tool's block says why it did not run."""
     agui_server.clear()
     chat_id, _, answer = ui_turn(synced, "aihub_agent_pipe.approve.default", "scenario:approval", chat_id=None,
                                  parent_id=None, first=True)
     stored = stored_message(synced, chat_id, answer)
     assert agui_server.booked() == []
     assert "Not run: the agent asked for an answer, which only a chat in the browser can give." in stored["content"]
-    assert stored["content"].endswith("All done.") and "confirm_changes" not in stored["content"]
+    assert "confirm_changes" not in stored["content"] and "Executing..." not in stored["content"]
+    assert "Agent error" not in stored["content"]
     first, resumed = agui_server.recorded()
     assert resumed["threadId"] == first["threadId"] == chat_id
-    assert resumed["resume"][0]["payload"] == {"approved": False}
+    assert resumed["resume"][0]["status"] == "cancelled"
+    assert resumed["resume"][0].get("payload") != {"approved": True}
