@@ -55,10 +55,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import provisioner.cli as cli  # noqa: E402
-import provisioner.client as client_module  # noqa: E402
-from provisioner.apply import apply_change  # noqa: E402
-from provisioner.client import OpenWebUIClient  # noqa: E402
-from provisioner.observed import observe, observed_function, observed_model  # noqa: E402
+import provisioner.openwebui.client as client_module  # noqa: E402
+from provisioner.openwebui.apply import apply_change  # noqa: E402
+from provisioner.openwebui.client import OpenWebUIClient  # noqa: E402
+from provisioner.openwebui.observed import observe, observed_function, observed_model  # noqa: E402
 from provisioner.pipeline import Inputs, desired_state, load_inputs, resolve_groups, target_variables, with_token_secret  # noqa: E402
 from provisioner.plan import make_plan  # noqa: E402
 from provisioner.state import InstanceState, ObjectState  # noqa: E402

@@ -3,6 +3,8 @@
 The pipeline, top to bottom: load_catalog (YAML -> Catalog) -> build_desired (-> InstanceState)
 -> observe (Open WebUI listings -> InstanceState) -> make_plan (-> Plan) -> apply_plan.
 `load_inputs` and `prepare_plan` (pipeline.py) are those steps as `diff` and `sync` run them.
+
+Layer: cli.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def __getattr__(name: str) -> Any:  # lazy, so `provision --help` stays fast
 
         return build_desired
     if name == "observe":
-        from .observed import observe
+        from .openwebui.observed import observe
 
         return observe
     if name == "make_plan":
@@ -45,7 +47,7 @@ def __getattr__(name: str) -> Any:  # lazy, so `provision --help` stays fast
 
         return getattr(pipeline, name)
     if name == "apply_plan":
-        from .apply import apply_plan
+        from .openwebui.apply import apply_plan
 
         return apply_plan
     raise AttributeError(name)

@@ -1,3 +1,8 @@
+"""`python -m provisioner`: runs cli.main().
+
+Layer: cli.
+"""
+
 import sys
 
 from .cli import main

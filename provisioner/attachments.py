@@ -4,6 +4,8 @@ A blueprint lists functions for all its agents; an agent may add more. They must
 own (the bundle's are attached by provision itself), of the right type, and not global: Open
 WebUI runs a global filter (and shows a global action) on every model already, so attaching one
 would say something the instance does not do.
+
+Layer: source.
 """
 
 from __future__ import annotations

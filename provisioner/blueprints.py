@@ -7,6 +7,8 @@ A blueprint directory holds three kinds of file (see docs/blueprints.md, "Bluepr
 
 These models check shape and local rules only; references across files are checked by
 loader.py (load_catalog), which knows the whole catalog.
+
+Layer: source.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 The exit codes are the EXIT_* constants below and stopping.exit_code (a sync stopped by a
 signal); docs/commands.md ("Exit codes") says what each means, and a test holds the two together.
 stdout carries the answer (plan, JSON); everything else goes to stderr. The token is read from the environment or a file, never from argv, and never printed.
+
+Layer: cli.
 """
 
 from __future__ import annotations
@@ -21,16 +23,16 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.console import Console
 
-from . import client as client_module
-from .apply import ApplyReport, apply_plan
-from .client import OpenWebUIClient, check_url, http_log
+from .openwebui import client as client_module
+from .openwebui.apply import ApplyReport, apply_plan
+from .openwebui.client import OpenWebUIClient, check_url, http_log
 from .desired import build_desired, insecure_backends
 from .errors import ApplyError, BlueprintError, ConfigError, ProvisionError, Report
 from .toggle_filters import write_toggle_files
 from .contract import PIPE_FUNCTION_ID
 from .identity_keys import SERVER_KEY_ID
 from .loader import Catalog, load_catalog
-from .observed import observe
+from .openwebui.observed import observe
 from .pipeline import (
     Connection,
     PlanOptions,
@@ -680,7 +682,7 @@ def drift_command(
 ) -> int:
     """Report the owned fields changed in Open WebUI since the last sync, with who and when where
     Open WebUI's history says (0.12+). Needs no blueprints. Exits 0 with no drift, 2 with drift."""
-    from .drift import instance_drift
+    from .openwebui.drift import instance_drift
     from .render_drift import render_drift_report
 
     out, err = _consoles(no_color)
@@ -709,8 +711,8 @@ def token_command(
     """Sign in with OPENWEBUI_ADMIN_EMAIL and OPENWEBUI_ADMIN_PASSWORD (or OPENWEBUI_ADMIN_PASSWORD_FILE),
     reuse that admin's API key or create one, and print it or write it to --out FILE (0600).
     The password is never an argument."""
-    from .client import sign_in
-    from .token import admin_login, api_key_for, write_secret_file
+    from .openwebui.client import sign_in
+    from .openwebui.token import admin_login, api_key_for, write_secret_file
 
     conn, _target = _select_target(ctx, target, targets_file, Connection(url, None, insecure, timeout))
     if not conn.url:

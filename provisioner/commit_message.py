@@ -9,6 +9,8 @@ Open WebUI shows the message to every admin who reads the history, so what it sh
 what it says (docs/security.md): whitespace is folded to one line, and control, bidirectional
 and zero-width characters are dropped (text.is_hidden); a run URL that is not plain http(s),
 or that carries a credential, is left out rather than becoming a link in the history.
+
+Layer: core.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ Two syncs of different blueprints that interleave cannot both pass the second ch
 admin's edit between plan and apply fails the first. `updated_at` has a one-second grain, so
 the owned fields are compared as well: an edit of a field provision owns is seen even within
 the second of the previous write.
+
+Layer: core.
 """
 
 from __future__ import annotations

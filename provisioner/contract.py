@@ -8,6 +8,8 @@ import into the built pipe (so only plain constants can be shared with it). The 
 files spell the constants they need themselves; tests/functions/test_contract.py reads every one
 of them from each file and compares it with this module. Change a value here, run
 scripts/build-pipe, and that test names each other file to follow.
+
+Layer: vocabulary.
 """
 
 from __future__ import annotations

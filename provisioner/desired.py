@@ -1,4 +1,7 @@
-"""Catalog + function files (+ the instance's groups) -> the state Open WebUI should have. Pure."""
+"""Catalog + function files (+ the instance's groups) -> the state Open WebUI should have. Pure.
+
+Layer: core.
+"""
 
 from __future__ import annotations
 

@@ -5,6 +5,8 @@ Reads, in order: the version, every function with its valves (and the pipe by id
 listing is empty: functions may be off), every model row, the groups with their permissions, the
 default user permissions and the document settings. The last two are optional: an error there
 becomes a skipped check, never a failed doctor run.
+
+Layer: pipeline.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .blueprints import GroupAccess
-from .client import OpenWebUIClient, check_url
+from .openwebui.client import OpenWebUIClient, check_url
 from .contract import AGENTS_VALVE, PIPE_FUNCTION_ID, agent_key, model_id, split_agent_key, valve_path
 from .desired import build_desired
 from .doctor import Check, Expected, Facts, Probe, run_checks

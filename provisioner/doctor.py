@@ -10,6 +10,8 @@ Open WebUI tells an API key nothing about ENABLE_FUNCTIONS: `/api/config` report
 decodes only JWTs), and every function listing answers `[]` while functions are off. So
 `functions_off` infers it the one way an admin key can: the listing is empty while
 `GET /api/v1/functions/id/<pipe>` answers with the pipe.
+
+Layer: core.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ backend, the toggles as capability stubs with `serves:`); what it cannot hold is
 row, never guessed. Owned rows come back so that `diff` shows no change; hand-made rows so that
 `diff --adopt` shows only what taking ownership sets (the marker and the fields provision always
 writes on its rows: `Dumped.adopting`).
+
+Layer: output.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@
 
 Errors from httpx, yaml and pydantic are translated where they enter (client.py, loader.py);
 nothing else catches broadly.
+
+Layer: vocabulary.
 """
 
 from __future__ import annotations

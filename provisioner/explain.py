@@ -7,6 +7,8 @@ of the catalog the agent does not show, why not; and the row's capabilities, fil
 and access, each value with where it comes from. `instance_notes` adds what an instance changes
 on top (a toggle function switched off or global, a group without the upload permission, a
 workspace model wrapping the agent), from listings the caller read.
+
+Layer: core.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Any other feature name is *custom*: Open WebUI has no toggle for it, so the bundle ships one
 toggle filter per custom feature (see toggle_filters.py).
+
+Layer: vocabulary.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ differ, the hash says which side moved: the live value no longer matches it (cha
 WebUI), the blueprint's no longer does (the blueprint changed), or both. Hashes, not values: a
 marker must stay small, and a valve's value must not be copied into meta. Secret fields are left
 out (a short hash of a short secret could be guessed).
+
+Layer: core.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ The bundle travels inside the installed package (`provisioner/bundle/`, copied f
 `owui_functions/` at build time), so a team's own repo holds only blueprints and, optionally, a
 folder of its own functions. Toggle filters are rendered from the feature definitions whenever a
 plan is made (toggle_filters.py); nothing generated has to live in anyone's repo.
+
+Layer: source.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 A grant is {principal_type, principal_id, permission}; releases before 0.8 store
 `access_control` instead, which compat.py turns into grants before anything is compared.
+
+Layer: vocabulary.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """Short, stable hashes: of a JSON value (the fingerprint in the marker) and of a function's
-source (what a plan shows instead of the text). Imports nothing."""
+source (what a plan shows instead of the text). Imports nothing.
+
+Layer: vocabulary.
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,8 @@
 Accepted: an https URL without credentials, a `data:image/...;base64,` URI, or a path to an image file next to the
 YAML (inlined as a data URI). Open WebUI silently drops model images that are not PNG, JPEG, GIF
 or WebP data URIs, so SVG is accepted for toggle icons only.
+
+Layer: source.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ tokens live TOKEN_SECONDS: the notes say so.
 
 The valve's value holds private keys: it is sensitive, and nothing here returns it in anything
 meant for output.
+
+Layer: core.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""What provision manages on an instance, as table rows: the `provision list` view. Pure."""
+"""What provision manages on an instance, as table rows: the `provision list` view. Pure.
+
+Layer: output.
+"""
 
 from __future__ import annotations
 

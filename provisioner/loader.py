@@ -2,6 +2,8 @@
 
 Pure apart from reading files: no network. The result is what desired.py turns into the
 state Open WebUI should have.
+
+Layer: source.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Open WebUI 0.12 reads `meta.i18n` by the user's interface language, letter for l
 the language the user picked (`de-DE`), then its first subtag (`de`), then the default text
 (`src/lib/utils/localizedContent.ts`, getLocaleCandidates). A tag written `de-ch` or `de_CH`
 would never match, so a tag must be valid and written in its standard form.
+
+Layer: source.
 """
 
 from __future__ import annotations

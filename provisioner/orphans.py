@@ -6,6 +6,8 @@ the desired `AGENTS` valve gets the agent's entry from the instance's current va
 known backend, as the last sync wrote it), and `API_KEYS` keeps that entry's key. Only
 `--prune`, which deletes the row, also drops the entry. An orphan the current valve has no entry
 for cannot be served; the plan says so on its line.
+
+Layer: core.
 """
 
 from __future__ import annotations

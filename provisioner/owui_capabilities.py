@@ -1,6 +1,8 @@
 """Open WebUI 0.12's `meta.capabilities` keys and the value we write for each.
 
 Open WebUI treats most missing keys as enabled, so every key is written explicitly.
+
+Layer: source.
 """
 
 from __future__ import annotations

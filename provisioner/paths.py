@@ -4,6 +4,8 @@ Icons next to the YAML and the team's function files are read from folders of th
 symlink there that leads out of the folder would upload a file nobody reviewed with the repo.
 `provision init` and `provision dump` write files into a directory, never through a symlink on
 the way (blocked_paths) and creating what is missing (make_dirs).
+
+Layer: vocabulary.
 """
 
 from __future__ import annotations

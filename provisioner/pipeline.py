@@ -11,6 +11,8 @@
 plan out. Tests and benchmarks call the same functions, so nothing rebuilds the chain from
 private names. Nothing here prints: warnings are handed to `on_warning` as they are found, so a
 caller can show them before a later error.
+
+Layer: pipeline.
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Optional
 
-from . import client as client_module
+from .openwebui import client as client_module
 from .attachments import check_attachments
-from .client import OpenWebUIClient, check_url
+from .openwebui.client import OpenWebUIClient, check_url
 from .commit_message import CommitInfo
-from .compat import TESTED, Compat
+from .openwebui.compat import TESTED, Compat
 from .contract import BUNDLE_PREFIX, FEATURE_FILTER_ID, PIPE_FUNCTION_ID
 from .desired import build_desired, history_signing_key
 from .doctor import every_agent_fails
@@ -38,14 +40,14 @@ from .function_files import FunctionFile, bundle_dir, load_function_files, skipp
 from .identity_keys import KeyPlan, live_identity_keys, plan_identity_keys
 from .orphans import keep_orphan_agents
 from .loader import Catalog, load_catalog
-from .observed import observe
+from .openwebui.observed import observe
 from .plan import GroupAction, Plan, make_plan
 from .groups import missing_group_notes, missing_groups, named_groups, placeholder_id, stale_own_groups
 from .state import InstanceState, Kind, is_managed
 from .targets import TARGETS_FILE, Target, load_targets_config
 from .text import visible
 from .toggle_filters import rendered_toggle_functions, toggle_filter_id, toggle_translations
-from .token_file import read_token_file
+from .openwebui.token_file import read_token_file
 from .variables import TOKEN_IN_USE, Variables, variables_for
 from .version import __version__
 from .wrappers import find_wrappers, with_owner_names
@@ -266,7 +268,7 @@ def prepare_plan(
         notes=[*native_toggle_notes(inputs.catalog), *translation_notes(inputs.catalog, compat), *group_notes(group_actions), *keys.notes],
         commit=CommitInfo.from_env(__version__, env, options.message),
     )
-    from .drift import plan_drift
+    from .openwebui.drift import plan_drift
 
     return dataclasses.replace(plan, groups=tuple(group_actions), drift=tuple(plan_drift(plan, client, observed)))
 

@@ -3,6 +3,8 @@
 Only owned fields are compared. For an update, the write body is the live record with the owned
 fields replaced (read-merge-write), so fields an admin set (params, own capability keys, profile
 image when the blueprint has none) survive, and apply writes exactly what the plan shows.
+
+Layer: core.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ A sync of hundreds of agents takes seconds (about 12 ms per model write on a loc
 WebUI, see bench/README.md); the bar shows it is moving and which object it is on. It is transient
 (erased when done), never touches stdout (the answer stream), and is off in pipes, CI logs and
 with `-o json`, where it would only be noise.
+
+Layer: output.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .apply import ChangeResult
+from .openwebui.apply import ChangeResult
 
 # Below this many changes a bar only flickers.
 MIN_CHANGES_FOR_BAR = 10

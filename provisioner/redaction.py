@@ -6,6 +6,8 @@ embeds the body), HTML-escaped (an error page) or base64 (a header or token echo
 urlsafe alphabet, padded or not). Each form of each secret is masked; a text that still
 holds an 8-character piece of a secret (an excerpt cut in the middle), in any of those
 encodings, is withheld whole.
+
+Layer: vocabulary.
 """
 
 from __future__ import annotations

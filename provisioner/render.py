@@ -7,6 +7,8 @@ changes stays readable: summary first (and last), one line per object with its w
 per changed value: structured values are shown key by key (`meta.aihub.features`) and entry by
 entry (`valves.AGENTS[fleet-17.agent-00].features`), and any other long value is cut to the part
 that changed, so a 100 KB valve that differs in one entry never shows as two identical ends.
+
+Layer: output.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 One line per check, failures first, each with its fix; then one summary line. The Markdown is
 for a CI job summary, like the plan's: every finding is one code span (render_markdown._code),
 so nothing an instance holds (a wrapper's id, a group's name) renders as Markdown or HTML.
+
+Layer: output.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Reads the same dicts as the JSON forms (plan_json["drift"], drift.drift_report). Names and
 emails come from the instance, so they are escaped like every other value an admin could write.
+
+Layer: output.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Values from the instance (ids and names of wrappers, group names) go through `shown`, so a
 control character or a bidirectional override in them cannot hide anything.
+
+Layer: output.
 """
 
 from __future__ import annotations

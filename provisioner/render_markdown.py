@@ -7,6 +7,8 @@ object. A long plan collapses its details in `<details>` so the comment stays sh
 Every value from the blueprints or the instance (ids, field values, versions, error texts) is
 an inline code span fenced by a backtick run longer than any inside it, so no text can end the
 span and become Markdown or HTML (an image, a link, a mention, a closed `<details>`) in GitHub.
+
+Layer: output.
 """
 
 from __future__ import annotations

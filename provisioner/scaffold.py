@@ -3,6 +3,8 @@
 What the templates make is a working repo: `provision validate` passes in it with default
 options. Nothing is ever overwritten, nothing is written through a symlinked directory, and when
 init refuses, nothing at all is written.
+
+Layer: source.
 """
 
 from __future__ import annotations

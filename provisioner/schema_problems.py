@@ -1,5 +1,8 @@
 """pydantic's validation errors in a YAML reader's words: one Problem per error, at the YAML's
-own path and line. Shared by the blueprint loader and the targets file (targets.py)."""
+own path and line. Shared by the blueprint loader and the targets file (targets.py).
+
+Layer: source.
+"""
 
 from __future__ import annotations
 

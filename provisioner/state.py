@@ -4,6 +4,8 @@ Desired state (from the blueprints) and observed state (from Open WebUI's listin
 same types before anything is compared, so plan.py compares like with like. Each object keeps
 only the fields the project owns, as flat `path -> value` pairs; the observed side also keeps
 the raw record so an update can carry every field we do not own unchanged (read-merge-write).
+
+Layer: core.
 """
 
 from __future__ import annotations

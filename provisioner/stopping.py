@@ -3,6 +3,8 @@
 Killing provision between two writes loses nothing (the next sync finishes the job), but
 killing it gives no report of what was done. While `stop_requests()` is active the first
 signal only asks apply to stop; a second one acts as usual (the handlers are restored).
+
+Layer: vocabulary.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ references resolve to. `env_allow` (at the top, for every target, and in a targe
 one) lists the only environment variables `${NAME}` may read: the environment also holds CI
 secrets, so nothing is read from it unless named here. Pure apart from reading the file;
 errors name its file, line and field.
+
+Layer: source.
 """
 
 from __future__ import annotations

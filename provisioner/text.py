@@ -4,6 +4,8 @@ A NUL, an ANSI escape or a right-to-left override (U+202E) in a name or descript
 plan in a CI log read differently from what it does. Names and ids must not hold them at all;
 any other text provision prints (plan values, ids read from the instance, file names, error
 details) shows each one as `\\uXXXX`, the way JSON would.
+
+Layer: vocabulary.
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ Decisions:
 - The icon is an instance attribute (`self.icon`), not `icon_url` frontmatter: icons are often
   long data URIs that would bloat `meta.manifest`, and `repr()` keeps any string safe, which a
   frontmatter line cannot.
+
+Layer: source.
 """
 
 from __future__ import annotations

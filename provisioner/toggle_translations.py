@@ -9,6 +9,8 @@ would. A locale is keyed by its language alone where Open WebUI reads it so (`de
 it tries the user's language, then its first subtag); a regional bundle keeps its own key only
 where its words differ (`fr-CA`, `pt-BR`, `zh-TW`). A text Open WebUI leaves in English is left
 out (the default shows). Regenerate with `scripts/toggle-translations > provisioner/toggle_translations.py`.
+
+Layer: vocabulary.
 """
 
 from __future__ import annotations

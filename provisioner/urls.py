@@ -3,6 +3,8 @@
 A URL written into Open WebUI (a backend's, an icon's) is shown in every diff and, for icons, to
 every chat user; a key in it would leak there. Plain http is only safe where nothing crosses the
 network: loopback.
+
+Layer: vocabulary.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ variable, and an expanded value that contains a secret's value (`Variables.secre
 tokens; the loader adds the backends' keys) are refused. An expanded value longer than
 MAX_VALUE_CHARS, or a file whose expanded values together pass MAX_FILE_CHARS, is refused as
 soon as the cap is reached, before anything larger is built.
+
+Layer: source.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ wrapper the feature filter does not run: Open WebUI's own toggles are not stripp
 its own web search, image generation or code interpreter if the wrapper's capabilities and the
 instance allow it) and the agent receives no requested features from it. `diff` and `list`
 name every wrapper so an admin can decide (docs/features.md, "Models that wrap an agent").
+
+Layer: core.
 """
 
 from __future__ import annotations

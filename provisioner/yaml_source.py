@@ -5,6 +5,8 @@ Python data, to map each path (keys and list indexes) to a 1-based line, so any 
 name its line. The same walk refuses what PyYAML would accept silently or choke on later:
 duplicate keys (collapsed), keys that are not text (`123:`, `yes:`), any explicit tag
 (`!!python/object`, `!!binary`, even `!!str`), alias bombs and recursive aliases.
+
+Layer: source.
 """
 
 from __future__ import annotations

@@ -6,13 +6,13 @@ import httpx
 import pytest
 import respx
 
-from provisioner.apply import apply_plan
-from provisioner.client import OpenWebUIClient
+from provisioner.openwebui.apply import apply_plan
+from provisioner.openwebui.client import OpenWebUIClient
 from provisioner.desired import build_desired
 from provisioner.errors import ApplyError
 from provisioner.function_files import load_function_files
 from provisioner.loader import load_catalog
-from provisioner.observed import observe
+from provisioner.openwebui.observed import observe
 from provisioner.plan import make_plan
 from tests.support.builders import REPO
 from tests.support.fake_owui import FakeOpenWebUI

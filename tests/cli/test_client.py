@@ -6,8 +6,8 @@ import httpx
 import pytest
 import respx
 
-from provisioner import compat
-from provisioner.client import OpenWebUIClient, check_url
+from provisioner.openwebui import compat
+from provisioner.openwebui.client import OpenWebUIClient, check_url
 from provisioner.errors import ApiError, ConfigError, UnreachableError
 
 BASE = "http://owui.test"

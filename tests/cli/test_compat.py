@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from provisioner import compat
+from provisioner.openwebui import compat
 from provisioner.errors import ConfigError
 from tests.support.builders import REPO, blueprint, write_blueprint_dir
 from tests.support.fake_owui import SPA_PAGE, FakeOpenWebUI

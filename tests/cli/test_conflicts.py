@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from provisioner.apply import apply_plan
-from provisioner.client import OpenWebUIClient
+from provisioner.openwebui.apply import apply_plan
+from provisioner.openwebui.client import OpenWebUIClient
 from provisioner.conflicts import Conflict, Seen, changed_since_read, changed_since_write
 from provisioner.desired import build_desired
 from provisioner.errors import ApplyError
 from provisioner.function_files import load_function_files
 from provisioner.loader import load_catalog
-from provisioner.observed import observe
+from provisioner.openwebui.observed import observe
 from provisioner.plan import Plan, make_plan
 from provisioner.state import InstanceState, ObjectState
 from tests.support.builders import REPO
@@ -256,7 +256,7 @@ def test_unmanaged_rows_appearing_are_none_of_the_checks_business() -> None:
 
 
 def test_a_long_list_of_conflicts_names_the_first_ten_and_counts_the_rest() -> None:
-    from provisioner.apply import ApplyReport
+    from provisioner.openwebui.apply import ApplyReport
 
     report = ApplyReport(conflicts=[Conflict("model", f"m{i:02}", "changed", True, None, EDITED_AT, ("name",))
                                     for i in range(12)])

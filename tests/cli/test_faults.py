@@ -17,7 +17,7 @@ import pytest
 
 import provisioner.cli as cli
 import provisioner.pipeline as pipeline
-from provisioner.client import OpenWebUIClient
+from provisioner.openwebui.client import OpenWebUIClient
 from tests.support.builders import REPO, SAMPLE_MODEL_IDS
 from tests.support.fake_owui import FakeOpenWebUI, fake_instance_for_cli
 from tests.support.run_cli import run_cli

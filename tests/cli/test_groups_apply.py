@@ -11,7 +11,7 @@ def _legal_plan(tmp_path, client, groups):
     from provisioner.desired import build_desired
     from provisioner.loader import load_catalog
     from provisioner.function_files import load_function_files
-    from provisioner.observed import observe
+    from provisioner.openwebui.observed import observe
     from provisioner.plan import make_plan
     from tests.support.builders import blueprint, write_blueprint_dir, write_function_dir
 
@@ -33,8 +33,8 @@ def test_apply_creates_a_missing_group_first_and_writes_its_real_id_and_fingerpr
 
     import respx
 
-    from provisioner.apply import apply_plan
-    from provisioner.client import OpenWebUIClient
+    from provisioner.openwebui.apply import apply_plan
+    from provisioner.openwebui.client import OpenWebUIClient
     from provisioner.fingerprint import digest
     from provisioner.groups import placeholder_id
     from tests.support.fake_owui import FakeOpenWebUI
@@ -67,8 +67,8 @@ def test_a_group_open_webui_gives_no_id_stops_apply_before_the_first_row(tmp_pat
     import pytest
     import respx
 
-    from provisioner.apply import apply_plan
-    from provisioner.client import OpenWebUIClient
+    from provisioner.openwebui.apply import apply_plan
+    from provisioner.openwebui.client import OpenWebUIClient
     from provisioner.errors import ApplyError
     from provisioner.groups import placeholder_id
     from tests.support.fake_owui import FakeOpenWebUI
@@ -93,7 +93,7 @@ def test_a_group_open_webui_gives_no_id_stops_apply_before_the_first_row(tmp_pat
 def _fake_client():
     import respx
 
-    from provisioner.client import OpenWebUIClient
+    from provisioner.openwebui.client import OpenWebUIClient
     from tests.support.fake_owui import FakeOpenWebUI
 
     router = respx.mock(assert_all_called=False)
@@ -111,7 +111,7 @@ def test_a_create_that_fails_part_way_leaves_only_groups_the_report_names_and_th
     import httpx
     import pytest
 
-    from provisioner.apply import apply_plan
+    from provisioner.openwebui.apply import apply_plan
     from provisioner.errors import ApplyError
     from provisioner.groups import placeholder_id
 
@@ -146,7 +146,7 @@ def test_a_group_create_whose_answer_was_lost_is_not_made_twice(tmp_path) -> Non
     retry first looks for the group provision made."""
     import dataclasses
 
-    from provisioner.apply import apply_plan
+    from provisioner.openwebui.apply import apply_plan
     from provisioner.groups import placeholder_id
 
     router, fake, client = _fake_client()

@@ -19,7 +19,7 @@ import httpx
 import pytest
 import respx
 
-from provisioner.client import check_url, make_http_client
+from provisioner.openwebui.client import check_url, make_http_client
 from provisioner.desired import build_desired
 from provisioner.dump import Dumped, write_dump
 from provisioner.errors import ConfigError
@@ -224,7 +224,7 @@ def test_a_key_variable_holding_the_admin_token_in_use_is_refused_before_any_wri
 
 @pytest.mark.parametrize("token", [f"{TOKEN}\r\nX-Injected: 1", f"{TOKEN}\n", f"{TOKEN} x", f"{TOKEN}é"])
 def test_a_token_that_could_break_its_header_is_refused_and_not_echoed(token: str) -> None:
-    from provisioner.client import OpenWebUIClient
+    from provisioner.openwebui.client import OpenWebUIClient
 
     with pytest.raises(ConfigError) as raised:
         OpenWebUIClient(base_url="http://127.0.0.1:9", token=token)
@@ -238,7 +238,7 @@ def test_a_token_file_that_grew_after_its_check_is_read_no_further_than_the_cap(
     /proc's do) is still read only up to MAX_TOKEN_FILE_BYTES + 1 bytes, never whole."""
     import os
 
-    import provisioner.token_file as token_file
+    import provisioner.openwebui.token_file as token_file
 
     path = tmp_path / "token"
     path.write_bytes(b"x" * (4 * 1024 * 1024))
@@ -279,7 +279,7 @@ def test_provision_token_out_never_writes_through_a_symlink(tmp_path: Path) -> N
     """--out FILE that is a symlink (planted in a shared work dir) is refused: the key would land
     wherever the link points, readable as that file is."""
     from provisioner.errors import ProvisionError
-    from provisioner.token import write_secret_file
+    from provisioner.openwebui.token import write_secret_file
 
     target = tmp_path / "elsewhere"
     target.write_text("keep me\n")

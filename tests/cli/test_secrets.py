@@ -28,8 +28,8 @@ import typer
 
 import provisioner.cli as cli
 import provisioner.pipeline as pipeline
-import provisioner.client as client_module
-from provisioner.client import WITHHELD, OpenWebUIClient, check_url, redact
+import provisioner.openwebui.client as client_module
+from provisioner.openwebui.client import WITHHELD, OpenWebUIClient, check_url, redact
 from provisioner.errors import ConfigError, ProvisionError
 from tests.support.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
 from tests.support.fake_owui import FakeOpenWebUI

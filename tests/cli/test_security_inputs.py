@@ -297,7 +297,7 @@ def test_verbose_logs_each_http_call_to_stderr_and_nothing_else(capsys, fake: Fa
 
 
 def test_verbose_logs_failed_calls_and_retries_without_the_answer(capsys, fake: FakeOpenWebUI, monkeypatch, tmp_path: Path) -> None:
-    monkeypatch.setattr("provisioner.client.time.sleep", lambda _s: None)
+    monkeypatch.setattr("provisioner.openwebui.client.time.sleep", lambda _s: None)
     fake.faults.append(lambda m, p, b: httpx.Response(503, json={"detail": f"echo Bearer {TOKEN}"}) if p == "/api/version" else None)
     code, _, err = run(capsys, "-v", "diff", "--timeout", "1", *workspace(tmp_path, blueprint("desk")))
     assert code == 1

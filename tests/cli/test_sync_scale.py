@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import httpx
 import pytest
 
-import provisioner.client as client_module
+import provisioner.openwebui.client as client_module
 from tests.support.builders import REPO
 from tests.support.fake_owui import FakeOpenWebUI, fake_instance_for_cli
 from tests.support.loading import load_file

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from provisioner.errors import ConfigError
-from provisioner.token_file import MAX_TOKEN_FILE_BYTES, read_token_file
+from provisioner.openwebui.token_file import MAX_TOKEN_FILE_BYTES, read_token_file
 from tests.support.fake_owui import FakeOpenWebUI
 from tests.support.run_cli import run_cli
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from provisioner.pipeline import load_inputs
 from provisioner.desired import build_desired
-from provisioner.observed import observe
+from provisioner.openwebui.observed import observe
 from provisioner.plan import make_plan
 from tests.support.builders import REPO, blueprint, write_blueprint_dir
 from tests.support.fake_owui import FakeOpenWebUI

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from provisioner.commit_message import MAX_MESSAGE, CommitInfo
-from provisioner.observed import observe
+from provisioner.openwebui.observed import observe
 from provisioner.plan import make_plan
 from provisioner.state import InstanceState, ObjectState
 

@@ -117,7 +117,7 @@ def test_every_path_of_this_repo_in_code_exists(page: Path) -> None:
 
 
 def layout_modules() -> set[str]:
-    """The `provisioner/*.py` modules docs/development.md's Layout block names: every `name.py`
+    """The `provisioner/` modules docs/development.md's Layout block names: every `name.py` (or `openwebui/name.py`)
     on the lines indented under `provisioner/`, up to the next top-level folder."""
     text = (REPO / "docs" / "development.md").read_text(encoding="utf-8")
     block = re.search(r"^## Layout\n+```\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
@@ -128,13 +128,13 @@ def layout_modules() -> set[str]:
     for line in lines[1:]:
         if not line.startswith(" "):
             break  # the next top-level folder (owui_functions/, ...)
-        named.update(re.findall(r"(?<![\w/])([A-Za-z_]\w*\.py)\b", line))
+        named.update(re.findall(r"(?<![\w/])((?:openwebui/)?[A-Za-z_]\w*\.py)\b", line))
     return named
 
 
 def test_the_layout_names_every_provisioner_module() -> None:
     """A new module gets its line in the developers' guide, and a removed one loses it."""
-    modules = {p.name for p in (REPO / "provisioner").glob("*.py")}
+    modules = {str(p.relative_to(REPO / "provisioner")) for p in (REPO / "provisioner").rglob("*.py") if (p.parent / "__init__.py").is_file()}
     named = layout_modules()
     assert {"cli.py", "__init__.py"} <= named, "the Layout parser found too little"
     missing, stale = sorted(modules - named), sorted(named - modules)

@@ -6,9 +6,9 @@ import json
 
 from rich.console import Console
 
-from provisioner.drift import attribute, find_drift
+from provisioner.openwebui.drift import attribute, find_drift
 from provisioner.fingerprint import digest, fingerprint, origin
-from provisioner.observed import observe
+from provisioner.openwebui.observed import observe
 from provisioner.plan import make_plan
 from provisioner.render_drift import drift_markdown, render_drift_text
 from provisioner.state import InstanceState, ObjectState
@@ -102,7 +102,7 @@ def test_drift_renders_who_and_when_escaped(capsys) -> None:
 
 
 def test_versions_are_ordered_by_their_parent_links_not_the_listing() -> None:
-    from provisioner.drift import in_order
+    from provisioner.openwebui.drift import in_order
 
     listed = [{"id": "b", "parent_id": "c"}, {"id": "a", "parent_id": None}, {"id": "c", "parent_id": "a"}]
     assert [e["id"] for e in in_order(listed, "b")] == ["b", "c", "a"]

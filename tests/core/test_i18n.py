@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from provisioner.compat import select
+from provisioner.openwebui.compat import select
 from provisioner.desired import build_desired
 from provisioner.errors import BlueprintError
 from provisioner.features import NATIVE_TOGGLES
 from provisioner.loader import load_catalog
-from provisioner.observed import observe
+from provisioner.openwebui.observed import observe
 from provisioner.pipeline import translation_notes
 from provisioner.plan import Action, make_plan, remerge_model_form
 from provisioner.state import InstanceState

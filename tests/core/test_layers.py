@@ -1,14 +1,16 @@
 """The provisioner's dependencies point one way (docs/architecture.md, "Layers").
 
-Every module of the package has a layer here; a module may import only modules of its own layer
-or a lower one, and the imports form no circle. Imports are read with ast from the source (every
-`import`, typing-only ones included), so the test sees what a reader sees, not only what ran.
-A new module must be given its layer below.
+Every module's docstring names its layer (a line `Layer: core.`), and this test reads it: a
+module may import only modules of its own layer or a lower one, and the imports form no circle.
+Imports are read with ast from the source (every `import`, typing-only ones included), so the
+test sees what a reader sees, not only what ran. docs/architecture.md's table of the layers is
+checked against the docstrings too.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,30 +20,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "provisioner"
 
-VOCABULARY, SOURCE, CORE, ADAPTER, PIPELINE, OUTPUT, CLI = range(7)
-LAYERS: dict[str, int] = {
-    # vocabulary and errors: import nothing of the package
-    "version": VOCABULARY, "contract": VOCABULARY, "errors": VOCABULARY, "grants": VOCABULARY,
-    "text": VOCABULARY, "paths": VOCABULARY, "urls": VOCABULARY, "redaction": VOCABULARY, "toggle_translations": VOCABULARY,
-    "features": VOCABULARY, "stopping": VOCABULARY, "hashing": VOCABULARY,
-    # the blueprint source: YAML, schema, loader, variables, targets, function files
-    "yaml_source": SOURCE, "blueprints": SOURCE, "schema_problems": SOURCE, "owui_capabilities": SOURCE, "icons": SOURCE,
-    "variables": SOURCE, "targets": SOURCE, "loader": SOURCE, "toggle_filters": SOURCE, "locales": SOURCE,
-    "function_files": SOURCE, "attachments": SOURCE, "scaffold": SOURCE,
-    # the pure core: desired and observed shapes, the plan
-    "commit_message": CORE, "state": CORE, "fingerprint": CORE, "conflicts": CORE, "desired": CORE, "groups": CORE,
-    "identity_keys": CORE, "orphans": CORE, "wrappers": CORE, "plan": CORE, "explain": CORE, "doctor": CORE,
-    # the Open WebUI adapter: the only layer that reaches the network
-    "compat": ADAPTER, "client": ADAPTER, "observed": ADAPTER, "apply": ADAPTER, "drift": ADAPTER,
-    "token": ADAPTER, "token_file": ADAPTER,
-    # what diff and sync do, step by step
-    "pipeline": PIPELINE, "diagnose": PIPELINE,
-    # output: text, Markdown, tables, YAML written back
-    "render": OUTPUT, "render_markdown": OUTPUT, "render_drift": OUTPUT, "progress": OUTPUT,
-    "inventory": OUTPUT, "dump": OUTPUT, "render_explain": OUTPUT, "render_doctor": OUTPUT,
-    # the command line
-    "cli": CLI, "__main__": CLI, "__init__": CLI,
-}
+# The layers, lowest first, as the docstrings name them.
+LAYER_NAMES = ("vocabulary", "source", "core", "adapter", "pipeline", "output", "cli")
+VOCABULARY, SOURCE, CORE, ADAPTER, PIPELINE, OUTPUT, CLI = range(len(LAYER_NAMES))
 # Third-party imports a layer may make (the rest: standard library only).
 ALLOWED_LIBRARIES = {
     "pydantic": {SOURCE},
@@ -52,33 +33,85 @@ ALLOWED_LIBRARIES = {
     "rich": {OUTPUT, CLI},
     "typer": {CLI},
 }
-MODULES = sorted(p.stem for p in PACKAGE.glob("*.py"))
+
+
+def module_name(path: Path) -> str:
+    """`openwebui/client.py` -> `openwebui.client`; a package's __init__ is the package (the
+    top package's is `__init__`)."""
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts.pop()
+    return ".".join(parts)
+
+
+FILES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if (p.parent / "__init__.py").is_file()}  # templates/ are not modules
+MODULES = sorted(FILES)
+LAYER_LINE = re.compile(r"^Layer: (\w+)\.$", re.MULTILINE)
+
+
+def layer_of(module: str) -> int:
+    docstring = ast.get_docstring(ast.parse(FILES[module].read_text(encoding="utf-8"))) or ""
+    found = LAYER_LINE.findall(docstring)
+    path = FILES[module].relative_to(ROOT)
+    assert len(found) == 1, f"{path}: its docstring needs one line `Layer: <{'|'.join(LAYER_NAMES)}>.`"
+    assert found[0] in LAYER_NAMES, f"{path}: no layer {found[0]!r}; the layers: {LAYER_NAMES}"
+    return LAYER_NAMES.index(found[0])
+
+
+def package_of(module: str) -> list[str]:
+    """The package a module's relative imports start from."""
+    parts = [] if module == "__init__" else module.split(".")
+    return parts if FILES[module].name == "__init__.py" else parts[:-1]
+
+
+def own_module(parts: list[str]) -> str | None:
+    """The longest dotted prefix of `parts` that is a module of the package."""
+    for end in range(len(parts), 0, -1):
+        if ".".join(parts[:end]) in FILES:
+            return ".".join(parts[:end])
+    return None
 
 
 def imports_of(module: str) -> tuple[set[str], set[str]]:
     """(package modules, top-level third-party names) that `module` imports anywhere in its file."""
-    tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
+    tree = ast.parse(FILES[module].read_text(encoding="utf-8"))
     own: set[str] = set()
     libraries: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            if node.module:
-                own.add(node.module.split(".")[0])
-            else:  # from . import x
-                own.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            top = node.module.split(".")[0]
-            (own.add(node.module.split(".")[1]) if top == "provisioner" and "." in node.module else libraries.add(top))
+        if isinstance(node, ast.ImportFrom):
+            dotted = (node.module or "").split(".") if node.module else []
+            if node.level:
+                package = package_of(module)
+                parts = package[: len(package) - (node.level - 1)] + dotted
+            elif dotted[:1] == ["provisioner"]:
+                parts = dotted[1:]
+            else:
+                libraries.add(dotted[0])
+                continue
+            for alias in node.names:  # `from . import x`, `from .openwebui import client`: modules
+                found = own_module([*parts, alias.name]) or own_module(parts)
+                if found:
+                    own.add(found)
         elif isinstance(node, ast.Import):
-            libraries.update(alias.name.split(".")[0] for alias in node.names)
+            for alias in node.names:
+                parts = alias.name.split(".")
+                found = own_module(parts[1:]) if parts[0] == "provisioner" else None
+                (own.add(found) if found else libraries.add(parts[0]))
     return own - {module}, libraries
 
 
+LAYERS = {m: layer_of(m) for m in MODULES}
 GRAPH = {m: imports_of(m)[0] for m in MODULES}
 
 
-def test_every_module_has_a_layer():
-    assert set(MODULES) == set(LAYERS), f"give each module a layer: {sorted(set(MODULES) ^ set(LAYERS))}"
+def test_the_architecture_page_lists_each_layers_modules_as_the_docstrings_say():
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d)\. [^|]+\| ([^|]+) \|", text, re.MULTILINE)
+    assert len(rows) == len(LAYER_NAMES), "docs/architecture.md's Layers table has one row per layer"
+    for number, modules in rows:
+        listed = set(re.findall(r"`([\w.]+)`", modules))
+        wanted = {m for m, layer in LAYERS.items() if layer == int(number)}
+        assert listed == wanted, f"docs/architecture.md, layer {number}: add {sorted(wanted - listed)}, drop {sorted(listed - wanted)}"
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -97,7 +130,7 @@ def test_third_party_libraries_stay_in_their_layers(module):
 
 
 def test_only_the_open_webui_adapter_imports_httpx():
-    assert {m for m in MODULES if "httpx" in imports_of(m)[1]} == {"client"}
+    assert {m for m in MODULES if "httpx" in imports_of(m)[1]} == {"openwebui.client"}
 
 
 def test_no_import_circle_among_the_modules():

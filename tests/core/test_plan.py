@@ -9,7 +9,7 @@ import pytest
 
 from provisioner import __version__
 from provisioner.errors import OwnershipError, PruneRefusedError
-from provisioner.observed import observe
+from provisioner.openwebui.observed import observe
 from provisioner.plan import Action, make_plan
 from provisioner.state import InstanceState, ObjectState
 

@@ -11,7 +11,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from provisioner.apply import secret_values
+from provisioner.openwebui.apply import secret_values
 from provisioner.plan import Action, Change, FieldChange
 from provisioner.redaction import SENSITIVE, WITHHELD, redact
 

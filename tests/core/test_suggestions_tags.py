@@ -6,7 +6,7 @@ from pathlib import Path
 
 from provisioner.desired import build_desired
 from provisioner.loader import load_catalog
-from provisioner.observed import observed_model
+from provisioner.openwebui.observed import observed_model
 from provisioner.plan import make_plan
 from provisioner.state import InstanceState
 from tests.support.builders import REPO, SAMPLE_MODEL_IDS, blueprint, write_blueprint_dir

@@ -6,10 +6,10 @@ import os
 
 import pytest
 
-from provisioner.client import check_url
+from provisioner.openwebui.client import check_url
 from provisioner.errors import ConfigError
 from provisioner.targets import load_targets
-from provisioner.token import admin_login, write_secret_file
+from provisioner.openwebui.token import admin_login, write_secret_file
 
 
 def test_the_password_comes_from_the_environment_or_a_file_never_both(tmp_path) -> None:
@@ -92,7 +92,7 @@ def test_a_password_file_that_is_a_device_is_refused_without_reading_it(device: 
 
 
 def test_a_password_file_past_the_cap_is_refused_without_its_content(tmp_path) -> None:
-    from provisioner.token_file import MAX_TOKEN_FILE_BYTES
+    from provisioner.openwebui.token_file import MAX_TOKEN_FILE_BYTES
 
     path = tmp_path / "pw"
     path.write_text("hunter2-" + "x" * MAX_TOKEN_FILE_BYTES)

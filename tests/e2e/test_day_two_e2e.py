@@ -256,7 +256,7 @@ def test_a_group_create_whose_answer_is_lost_is_made_once(owui, capsys, tmp_path
     its answer was lost would leave a group nothing records; the retry finds the first instead."""
     import httpx
 
-    import provisioner.client as client_module
+    import provisioner.openwebui.client as client_module
 
     with owui.client() as http:
         for _ in range(2):

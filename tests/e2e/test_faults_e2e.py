@@ -21,11 +21,11 @@ import pytest
 
 import provisioner.cli as cli
 from provisioner.pipeline import load_inputs
-import provisioner.client as client_module
-from provisioner.apply import apply_plan
-from provisioner.client import OpenWebUIClient
+import provisioner.openwebui.client as client_module
+from provisioner.openwebui.apply import apply_plan
+from provisioner.openwebui.client import OpenWebUIClient
 from provisioner.desired import build_desired
-from provisioner.observed import observe
+from provisioner.openwebui.observed import observe
 from provisioner.plan import make_plan
 from tests.support.builders import REPO, SAMPLE_MODEL_IDS
 

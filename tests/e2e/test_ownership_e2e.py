@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-import provisioner.client as client_module
+import provisioner.openwebui.client as client_module
 
 from tests.support.chat_support import SAMPLE_MODELS, get, provision
 

@@ -1,6 +1,6 @@
 """The core cycle against a real Open WebUI of each release in the compatibility matrix.
 
-Which releases: `AIHUB_OWUI_MATRIX` = `all` (every release in provisioner.compat.TESTED, what
+Which releases: `AIHUB_OWUI_MATRIX` = `all` (every release in provisioner.openwebui.compat.TESTED, what
 `.ci/run` sets) or a comma-separated list; unset, only the pinned release (the default suite).
 Each release gets a fresh server from `scripts/openwebui-local start --version X` (installed once
 per version under the cache dir) and runs: validate, diff, sync, idempotent re-sync, access
@@ -28,7 +28,7 @@ import jwt
 import pytest
 import yaml
 
-from provisioner import compat
+from provisioner.openwebui import compat
 
 from tests.support.builders import REPO, samples_on
 from tests.support.chat_support import AGENT_ANSWER, provision, stored_message, ui_body

@@ -1,11 +1,11 @@
-"""Count the HTTP requests the CLI sends: the seam is provisioner.client.make_http_client."""
+"""Count the HTTP requests the CLI sends: the seam is provisioner.openwebui.client.make_http_client."""
 
 from __future__ import annotations
 
 import httpx
 import pytest
 
-import provisioner.client as client_module
+import provisioner.openwebui.client as client_module
 
 
 class Recorder:

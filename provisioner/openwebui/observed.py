@@ -1,14 +1,17 @@
-"""Open WebUI's JSON listings -> InstanceState, in the same flat shape as the desired state. Pure."""
+"""Open WebUI's JSON listings -> InstanceState, in the same flat shape as the desired state. Pure.
+
+Layer: adapter.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .owui_capabilities import CAPABILITY_KEYS
+from ..owui_capabilities import CAPABILITY_KEYS
 from .compat import Compat
-from .grants import normalize_grants
-from .state import (
+from ..grants import normalize_grants
+from ..state import (
     FUNCTION_I18N_FIELDS,
     MARKER_KEY,
     MODEL_I18N_FIELDS,

@@ -5,6 +5,8 @@ file), not a ready API key. This signs in once, reuses the admin's key when it h
 one replaces the old, which would break every other job using it) or creates one, and hands it
 over on stdout or in a file only its owner can read. The password is read from the environment
 or a file, never from argv, and appears in no output.
+
+Layer: adapter.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConfigError, ProvisionError
+from ..errors import ConfigError, ProvisionError
 from .token_file import read_secret_file
 
 EMAIL_ENV = "OPENWEBUI_ADMIN_EMAIL"

@@ -5,6 +5,8 @@ Only a regular file is read, and at most MAX_TOKEN_FILE_BYTES of it: a FIFO woul
 forever, `/dev/zero` would fill the memory, a directory is a mistake. The file is opened
 non-blocking and checked on the open descriptor (no race between a check and the open). A
 token file that group or others may read gets a warning: the token is an admin's key.
+
+Layer: adapter.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 MAX_TOKEN_FILE_BYTES = 16_384  # an API key or a JWT is a few hundred bytes
 

@@ -4,6 +4,8 @@ The version is read once (`GET /api/version`) and picks one `Compat`; the client
 state and apply ask it and never compare version numbers themselves. Every row was observed on
 a real server (issue 10): listing endpoints, how access is written, where a filter's priority
 is read from.
+
+Layer: adapter.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigError
-from .grants import PUBLIC_GRANT
+from ..errors import ConfigError
+from ..grants import PUBLIC_GRANT
 
 Version = tuple[int, int, int]
 

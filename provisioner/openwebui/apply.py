@@ -6,6 +6,8 @@ confirmed, and their real ids replace the plan's placeholders in the rows' grant
 Phases run in dependency order (models reference filters, so functions come first; deletes
 last), and the first failure stops the run: nothing after it is started, and the report
 says what was applied and what was not, so the next `sync` can finish the job.
+
+Layer: adapter.
 """
 
 from __future__ import annotations
@@ -20,16 +22,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .client import OpenWebUIClient
-from .conflicts import ANOTHER_WRITER, Conflict, Key, changed_since_read, changed_since_write
-from .desired import PIPE_IDENTITY_VALVE
-from .errors import ApplyError, ProvisionError
-from .fingerprint import digest
-from .grants import normalize_grants
-from .groups import group_form, placeholder_id, with_group_ids
-from .identity_keys import private_key_lines
+from ..conflicts import ANOTHER_WRITER, Conflict, Key, changed_since_read, changed_since_write
+from ..desired import PIPE_IDENTITY_VALVE
+from ..errors import ApplyError, ProvisionError
+from ..fingerprint import digest
+from ..grants import normalize_grants
+from ..groups import group_form, placeholder_id, with_group_ids
+from ..identity_keys import private_key_lines
 from .observed import observe
-from .plan import Action, Change, Plan, remerge_model_form
-from .state import FINGERPRINT_KEY, MARKER_KEY, InstanceState
+from ..plan import Action, Change, Plan, remerge_model_form
+from ..state import FINGERPRINT_KEY, MARKER_KEY, InstanceState
 
 Outcome = Literal["applied", "failed", "not attempted"]
 

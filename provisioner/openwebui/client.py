@@ -4,6 +4,8 @@ It returns plain dicts and lists, never a Response, and translates every failure
 errors of errors.py. Messages name the method, path and status, never the token: a server may
 echo what it was sent, so every error text is redacted (`redaction.redact`: every encoding of
 every secret) before it is shortened.
+
+Layer: adapter.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ import httpx
 
 from . import compat
 from .compat import Compat
-from .errors import ApiError, ConfigError, UnreachableError
-from .redaction import SENSITIVE, WITHHELD, redact  # noqa: F401  (re-exported: callers import them from here)
-from .urls import is_loopback
+from ..errors import ApiError, ConfigError, UnreachableError
+from ..redaction import SENSITIVE, WITHHELD, redact  # noqa: F401  (re-exported: callers import them from here)
+from ..urls import is_loopback
 
 # `provision -v` shows this logger on stderr: one line per HTTP call, method, path (no query),
 # status and time. Never headers, bodies, query strings or the token.

@@ -6,6 +6,8 @@ Who and when come from Open WebUI's version history (0.12+): the oldest of the n
 that already hold the live value is the one that introduced it. Fields the history does not
 snapshot (access, a function's valves and flags) and releases without history are reported
 without a name. `find_drift` and `attribute` are pure; `trace` reads the history.
+
+Layer: adapter.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ProvisionError
-from .fingerprint import digest, drifted_paths
-from .state import InstanceState, Kind, get_path
+from ..errors import ProvisionError
+from ..fingerprint import digest, drifted_paths
+from ..state import InstanceState, Kind, get_path
 
 FORMAT_VERSION = "1"
 # Versions read per object, newest first: enough for a few hand edits between two syncs.
