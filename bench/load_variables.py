@@ -64,9 +64,9 @@ def main(argv: list[str] | None = None) -> int:
                 times[name].append(once(bp_dir, given))
         rows = list(times.items())
     base = statistics.median(rows[0][1])
-    for name, times in rows:
-        median = statistics.median(times)
-        print(f"{name:45} median {median * 1000:7.1f} ms  ({median / base:.2f}x)  min {min(times) * 1000:7.1f} ms")
+    for name, seconds in rows:
+        median = statistics.median(seconds)
+        print(f"{name:45} median {median * 1000:7.1f} ms  ({median / base:.2f}x)  min {min(seconds) * 1000:7.1f} ms")
     return 0
 
 

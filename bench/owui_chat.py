@@ -281,7 +281,7 @@ class BrowserChats:
 
     async def ask(self, model: str) -> Answer:
         message_id, now = str(uuid.uuid4()), int(time.time())
-        user_message = {"id": str(uuid.uuid4()), "parentId": None, "childrenIds": [], "role": "user",
+        user_message: dict[str, Any] = {"id": str(uuid.uuid4()), "parentId": None, "childrenIds": [], "role": "user",
                         "content": MESSAGES[-1]["content"], "timestamp": now}
         body = {"model": model, "messages": MESSAGES, "stream": True, "parent_id": None, "id": message_id,
                 "session_id": self._socket.get_sid(), "user_message": user_message}
@@ -594,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
             pid = int(owui.status()["pid"])
             if args.via == "browser" and not owui.admin_jwt:
                 raise SystemExit("--via browser: the instance's state has no admin session (JWT) for the socket")
-            token = owui.admin_jwt if args.via == "browser" else owui.token
+            token = (owui.admin_jwt if args.via == "browser" else owui.token) or ""
             print(f"Open WebUI pid {pid} at {owui.url} ({args.topology}), via {args.via}"
                   f"{', the user forwarded and signed (--identity)' if args.identity else ''}; {2 * args.tokens} text tokens"
                   f"{' and one tool call' if turn.tool_call else ''} per turn"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import random
 import statistics
 import subprocess
@@ -30,7 +31,7 @@ import aiohttp
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
-import pipe_stream  # noqa: E402  (the canned server, the readers, the canned events)
+from bench import pipe_stream  # noqa: E402  (the canned server, the readers, the canned events)
 from tests.support.loading import load_file  # noqa: E402  (registered in sys.modules: pydantic resolves the Valves through it)
 
 PIPE = "owui_functions/aihub_agent_pipe.py"
@@ -58,7 +59,7 @@ async def compare(base: ModuleType, other: ModuleType, control: ModuleType, roun
         }
         for label, module in (("base", base), ("other", other), ("control", control)):
             instance: Any = pipe_stream.make_pipe(module, server.url)
-            readers[label] = lambda instance=instance: pipe_stream.first_token_pipe(instance)
+            readers[label] = functools.partial(pipe_stream.first_token_pipe, instance)
         times: dict[str, list[float]] = {label: [] for label in readers}
         shuffle = random.Random(0).shuffle
         for round_ in range(rounds + 10):  # the first ten warm up imports, connections and caches

@@ -133,7 +133,7 @@ class Recorder:
         self.calls.append(Call(request.method, kind, target, response.status_code, seconds))
 
     def client(self, **kwargs: Any) -> httpx.Client:
-        hooks = {"request": [self.on_request], "response": [self.on_response]}
+        hooks: dict[str, list[Callable[..., Any]]] = {"request": [self.on_request], "response": [self.on_response]}
         return httpx.Client(event_hooks=hooks, trust_env=False, **kwargs)
 
     def take(self) -> list[Call]:
@@ -232,9 +232,10 @@ class Result:
         return dict(sorted(counts.items()))
 
     def seconds_by_kind(self) -> dict[str, float]:
-        totals: Counter[str] = Counter()
+        totals: dict[str, float] = {}
         for c in self.calls:
-            totals[f"{c.method} {c.kind}"] += c.seconds
+            key = f"{c.method} {c.kind}"
+            totals[key] = totals.get(key, 0.0) + c.seconds
         return {k: round(v, 3) for k, v in sorted(totals.items())}
 
     def to_json(self) -> dict[str, Any]:
@@ -500,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the figures here as JSON")
     args = parser.parse_args(argv)
     recorder = Recorder(latency=args.latency_ms / 1000)
-    client_module.make_http_client = lambda timeout: recorder.client(timeout=timeout)  # type: ignore[assignment]
+    client_module.make_http_client = lambda timeout: recorder.client(timeout=timeout)
     figures: dict[str, Any] = {
         "workload": {"blueprints": args.blueprints, "agents_per_blueprint": args.agents,
                      "models": args.blueprints * args.agents, "added_latency_ms": args.latency_ms,

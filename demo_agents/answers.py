@@ -76,7 +76,7 @@ class Request:
     agent: str
     text: str  # the last user message's text
     files: list[Attachment] = field(default_factory=list)  # every user message's, oldest first
-    resume: list[dict[str, Any]] = field(default_factory=list)  # AG-UI answers to an interrupt
+    resume: list[Mapping[str, Any]] = field(default_factory=list)  # AG-UI answers to an interrupt
     words_in: int = 0  # the prompt's size, reported as its token usage
 
 
@@ -117,7 +117,8 @@ def _part_file(part: Mapping[str, Any], index: int) -> Attachment | None:
         if decoded:
             return Attachment(f"image {index}", *decoded)
     if kind in ("document", "image") and isinstance(part.get("source"), Mapping):
-        source, meta = part["source"], part.get("metadata") if isinstance(part.get("metadata"), Mapping) else {}
+        source, found = part["source"], part.get("metadata")
+        meta = found if isinstance(found, Mapping) else {}
         if source.get("type") == "data":
             try:
                 data = base64.b64decode(str(source.get("value") or ""), validate=False)
@@ -292,7 +293,8 @@ def support_desk(request: Request) -> Turn:
     ids, ask = _ids(request), request.text
     if request.resume:
         return _refund_resumed(request)
-    order = (re.search(r"\b(\d{4,6})\b", ask) or re.search(r"(\d+)", "10023")).group(1)
+    asked = re.search(r"\b(\d{4,6})\b", ask)
+    order = asked.group(1) if asked else "10023"
     lowered = ask.lower()
     refund = "refund" in lowered or "charged twice" in lowered or "double charge" in lowered
     topic = "billing" if refund or "invoice" in lowered else "delivery" if "order" in lowered or "parcel" in lowered \
@@ -324,7 +326,8 @@ def support_desk(request: Request) -> Turn:
 def _refund_resumed(request: Request) -> Turn:
     """The paused refund, answered: it runs when approved, and does not when declined or cancelled."""
     entry = request.resume[0]
-    payload = entry.get("payload") if isinstance(entry.get("payload"), Mapping) else {}
+    found = entry.get("payload")
+    payload = found if isinstance(found, Mapping) else {}
     approved = entry.get("status") == "resolved" and payload.get("approved") is True
     interrupt = str(entry.get("interruptId") or "")
     call_id = interrupt.removeprefix("approve-") or f"refund-{_ids(request)}"

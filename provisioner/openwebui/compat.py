@@ -11,7 +11,7 @@ Layer: adapter.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,7 +141,7 @@ def control_to_grants(control: Any) -> list[dict[str, str]]:
     return grants
 
 
-def grants_to_control(grants: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+def grants_to_control(grants: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """Grants -> 0.6/0.7 `access_control`: public is null, private is empty id lists."""
     if any(g.get("principal_type") == "user" and g.get("principal_id") == "*" for g in grants):
         return None

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from collections.abc import Iterator
+
 import httpx
 import pytest
 import respx
@@ -14,12 +18,12 @@ from provisioner.function_files import load_function_files
 from provisioner.loader import load_catalog
 from provisioner.openwebui.observed import observe
 from provisioner.plan import make_plan
-from tests.support.builders import REPO
+from tests.support.builders import REPO, report_of
 from tests.support.fake_owui import FakeOpenWebUI
 
 
 @pytest.fixture
-def fake() -> FakeOpenWebUI:
+def fake() -> Iterator[FakeOpenWebUI]:
     with respx.mock(assert_all_called=False) as router:
         server = FakeOpenWebUI()
         server.mount(router)
@@ -91,7 +95,7 @@ def test_failure_report_lists_applied_failed_and_not_attempted(fake: FakeOpenWeb
     )
     with pytest.raises(ApplyError) as info:
         apply_plan(plan, client)
-    report = info.value.report.to_json()
+    report = report_of(info.value).to_json()
     assert [f["id"] for f in report["failed"]] == ["aihub_agent_pipe.research-assistant.default"]
     functions = sum(1 for c in plan.changes if c.kind == "function")
     assert report["applied"]["add"] == functions + 2  # the functions, then the 2 models sorted before it
@@ -117,7 +121,7 @@ def test_a_409_on_update_rereads_the_row_so_a_concurrent_admin_edit_survives(fak
     model_id = "aihub_agent_pipe.policy-faq.default"
     fake.models[model_id]["meta"]["capabilities"]["web_search"] = True  # drift: our field
     plan = sample_plan(client)
-    conflicts = []
+    conflicts: list[dict[str, Any]] = []
 
     def admin_writes_first(method, path, body):
         if path == "/api/v1/models/model/update" and not conflicts:
@@ -154,7 +158,7 @@ def test_parallel_apply_starts_nothing_after_a_failure(fake: FakeOpenWebUI, clie
     )
     with pytest.raises(ApplyError) as info:
         apply_plan(plan, client, parallelism=2)
-    outcomes = {r.change.id: r.outcome for r in info.value.report.results}
+    outcomes = {r.change.id: r.outcome for r in report_of(info.value).results}
     assert outcomes[models[0]] == "failed"
     # the other worker's write may have finished; nothing beyond the two in flight started
     started = [m for m in models if outcomes[m] != "not attempted"]

@@ -17,7 +17,7 @@ from provisioner.cli import app
 from tests.support.builders import REPO, write_blueprint_dir
 from tests.support.run_cli import run_cli as run
 
-COMMANDS = sorted(c.name or c.callback.__name__ for c in app.registered_commands)
+COMMANDS = sorted(c.name or getattr(c.callback, "__name__", "") for c in app.registered_commands)
 ENV_VARS = ("OPENWEBUI_URL", "OPENWEBUI_TOKEN", "OPENWEBUI_TOKEN_FILE", "PROVISION_TARGET", "NO_COLOR")
 
 

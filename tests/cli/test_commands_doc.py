@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import typer.core
 import typer.main
 
 from provisioner.cli import app
@@ -23,6 +24,13 @@ POSITIONAL = re.compile(r"\[[A-Z][A-Z_]*(?: \.\.\.)?\]")  # [DIR], [ID_OR_PATTER
 REQUIRED = re.compile(r"[A-Z][A-Z_]*(?: |$)")  # AGENT
 
 
+def cli_group() -> typer.core.TyperGroup:
+    """The typer app as click sees it: a group of commands."""
+    group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)
+    return group
+
+
 def section(title: str) -> str:
     text = COMMANDS_MD.read_text(encoding="utf-8")
     match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.DOTALL | re.MULTILINE)
@@ -33,7 +41,7 @@ def section(title: str) -> str:
 def synopses() -> dict[str | None, list[str]]:
     """Each command's synopsis code spans from the table's first column (None: the top-level
     `provision` spans, such as `provision --version` and `provision -v <command> ...`)."""
-    group = typer.main.get_command(app)
+    group = cli_group()
     found: dict[str | None, list[str]] = {}
     for line in section("Every command").splitlines():
         if not line.startswith("| `provision"):
@@ -66,13 +74,13 @@ def test_the_table_is_found() -> None:
 
 
 def test_every_command_has_a_row() -> None:
-    group = typer.main.get_command(app)
+    group = cli_group()
     missing = sorted(set(group.commands) - set(synopses()))
     assert not missing, f"docs/commands.md's table has no row for: {missing}"
 
 
 def test_each_rows_options_are_the_commands_options() -> None:
-    group = typer.main.get_command(app)
+    group = cli_group()
     rows = synopses()
     problems = []
     for name, command in sorted(group.commands.items()):
@@ -95,7 +103,7 @@ def test_each_rows_options_are_the_commands_options() -> None:
 
 
 def test_the_top_level_options_are_in_the_table() -> None:
-    group = typer.main.get_command(app)
+    group = cli_group()
     named = {token for span in synopses().get(None, []) for token in OPTION.findall(span)}
     missing = ["/".join(names) for names in visible_options(group) if not set(names) & named]
     assert not missing, f"docs/commands.md's table shows no `provision OPTION` row for: {missing}"
@@ -107,7 +115,7 @@ def test_the_shared_options_are_described_once() -> None:
     text = section("Defaults and the connection")
     missing = sorted(opt for opt in SHARED if f"`{opt}" not in text)
     assert not missing, f"'Defaults and the connection' does not describe: {missing}"
-    group = typer.main.get_command(app)
+    group = cli_group()
     for name, command in group.commands.items():
         known = {opt for names in visible_options(command) for opt in names}
         # "--targets-file FILE ... on every command with --target"

@@ -7,6 +7,8 @@ for an update without `access_grants` on 0.9/0.10, the access endpoint missing o
 
 from __future__ import annotations
 
+from typing import Any
+
 import functools
 import json
 import re
@@ -30,7 +32,7 @@ run = functools.partial(run_cli, secrets=(TOKEN,))
 
 def access_blueprints(root: Path) -> list[str]:
     """One agent per kind of access: public, private, group-only."""
-    agents = [
+    agents: list[dict[str, Any]] = [
         {"id": "open", "name": "Open", "access": "public"},
         {"id": "closed", "name": "Closed", "access": "private"},
         {"id": "team", "name": "Team", "access": {"groups": ["Support"]}},
@@ -224,5 +226,5 @@ def test_a_write_without_grants_sends_a_private_access_control_never_null_or_emp
     """0.6/0.7 make a row public when the write's access_control is null (or absent): a private
     row's write must carry read and write with empty id lists."""
     form = compat.select(version).model_form(body)
-    private = {"read": {"group_ids": [], "user_ids": []}, "write": {"group_ids": [], "user_ids": []}}
+    private: dict[str, dict[str, list[str]]] = {"read": {"group_ids": [], "user_ids": []}, "write": {"group_ids": [], "user_ids": []}}
     assert "access_grants" not in form and form["access_control"] == private

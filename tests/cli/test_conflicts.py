@@ -14,7 +14,7 @@ import pytest
 
 from provisioner.openwebui.apply import apply_plan
 from provisioner.openwebui.client import OpenWebUIClient
-from provisioner.conflicts import Conflict, Seen, changed_since_read, changed_since_write
+from provisioner.conflicts import Conflict, Key, Seen, changed_since_read, changed_since_write
 from provisioner.desired import build_desired
 from provisioner.errors import ApplyError
 from provisioner.function_files import load_function_files
@@ -22,7 +22,7 @@ from provisioner.loader import load_catalog
 from provisioner.openwebui.observed import observe
 from provisioner.plan import Plan, make_plan
 from provisioner.state import InstanceState, ObjectState
-from tests.support.builders import REPO
+from tests.support.builders import REPO, report_of
 from tests.support.fake_owui import FakeOpenWebUI, mounted_fake
 
 POLICY = "aihub_agent_pipe.policy-faq.default"
@@ -74,7 +74,7 @@ def test_a_row_an_admin_edited_between_plan_and_apply_is_a_conflict_and_nothing_
         apply_plan(plan, client)
     assert writes(drifted) == []
     assert drifted.models[POLICY]["params"] == {"system": "an admin's prompt"}
-    report = info.value.report
+    report = report_of(info.value)
     [conflict] = report.conflicts
     assert (conflict.kind, conflict.id, conflict.what, conflict.after_write) == ("model", POLICY, "changed", False)
     outcomes = {r.change.id: r.outcome for r in report.results}
@@ -93,7 +93,7 @@ def test_an_owned_field_edited_within_the_same_second_is_still_a_conflict(
     drifted.models[POLICY]["meta"]["description"] = "edited, updated_at unchanged"
     with pytest.raises(ApplyError) as info:
         apply_plan(plan, client)
-    [conflict] = info.value.report.conflicts
+    [conflict] = report_of(info.value).conflicts
     assert conflict.paths == ("meta.description",) and "(meta.description)" in conflict.message
 
 
@@ -107,8 +107,8 @@ def test_a_row_the_plan_does_not_write_that_changed_is_a_conflict_too(
     drifted.models[untouched]["updated_at"] = EDITED_AT
     with pytest.raises(ApplyError) as info:
         apply_plan(plan, client)
-    assert [c.id for c in info.value.report.conflicts] == [untouched]
-    assert {r.outcome for r in info.value.report.results} == {"not attempted"}
+    assert [c.id for c in report_of(info.value).conflicts] == [untouched]
+    assert {r.outcome for r in report_of(info.value).results} == {"not attempted"}
     assert f"CONFLICT       model {untouched} was changed (meta.description) at" in str(info.value)
 
 
@@ -123,7 +123,7 @@ def test_a_valve_changed_since_the_plan_is_named_without_its_value(
         apply_plan(plan, client)
     message = str(info.value)
     assert f"function {PIPE} was changed (valves.API_KEYS) at 2025-12-02 04:34:35 UTC" in message
-    assert secret not in message and secret not in json.dumps(info.value.report.to_json())
+    assert secret not in message and secret not in json.dumps(report_of(info.value).to_json())
 
 
 def test_a_valve_key_the_plan_did_not_read_added_within_the_same_second_is_a_conflict(
@@ -140,7 +140,7 @@ def test_a_valve_key_the_plan_did_not_read_added_within_the_same_second_is_a_con
     with pytest.raises(ApplyError) as info:
         apply_plan(plan, client)
     assert writes(drifted) == []
-    [conflict] = info.value.report.conflicts
+    [conflict] = report_of(info.value).conflicts
     assert (conflict.kind, conflict.id, conflict.paths) == ("function", PIPE, ("valves.MAX_IMAGE_MB",))
     assert drifted.functions[PIPE]["valves"]["MAX_IMAGE_MB"] == 1
 
@@ -151,7 +151,7 @@ def test_a_managed_row_created_since_the_plan_is_a_conflict(drifted: FakeOpenWeb
     drifted.models[other] = {**json.loads(json.dumps(drifted.models[POLICY])), "id": other, "updated_at": EDITED_AT}
     with pytest.raises(ApplyError) as info:
         apply_plan(plan, client)
-    [conflict] = info.value.report.conflicts
+    [conflict] = report_of(info.value).conflicts
     assert (conflict.id, conflict.what) == (other, "created")
     assert f"model {other} was created at 2025-12-02 04:34:35 UTC after this sync's plan read the instance" in str(
         info.value
@@ -175,7 +175,7 @@ def test_a_row_overwritten_by_another_writer_during_apply_fails_the_sync_after_i
     drifted.faults.append(other_sync_writes_after_us)
     with pytest.raises(ApplyError) as info:
         apply_plan(plan, client)
-    report = info.value.report
+    report = report_of(info.value)
     assert ours and {r.outcome for r in report.results} == {"applied"}
     [conflict] = report.conflicts
     assert (conflict.id, conflict.paths, conflict.after_write) == (POLICY, ("name",), True)
@@ -221,14 +221,14 @@ def _row(ident: str, stamp: int | None, **fields: Any) -> ObjectState:
 
 
 def test_only_the_stamp_moving_is_a_change_of_a_row_only_read() -> None:
-    read = {("model", "m"): Seen({"name": "a"}, READ_AT)}
+    read: dict[Key, Seen] = {("model", "m"): Seen({"name": "a"}, READ_AT)}
     [conflict] = changed_since_read(read, _state(_row("m", EDITED_AT, name="a")), creates=())
     assert conflict.paths == () and conflict.read_at == READ_AT and conflict.changed_at == EDITED_AT
     assert changed_since_read(read, _state(_row("m", READ_AT, name="a")), creates=()) == []
 
 
 def test_a_row_this_sync_wrote_is_judged_by_its_fields_not_its_new_stamp() -> None:
-    read = {("model", "m"): Seen({"name": "a"}, READ_AT)}
+    read: dict[Key, Seen] = {("model", "m"): Seen({"name": "a"}, READ_AT)}
     now = _state(_row("m", EDITED_AT, name="b"))
     assert changed_since_write(read, now, written={("model", "m"): {"name": "b"}}) == []
     [conflict] = changed_since_write(read, now, written={("model", "m"): {"name": "c"}})
@@ -236,14 +236,14 @@ def test_a_row_this_sync_wrote_is_judged_by_its_fields_not_its_new_stamp() -> No
 
 
 def test_a_row_this_sync_deleted_that_came_back_is_a_conflict() -> None:
-    read = {("model", "m"): Seen({"name": "a"}, READ_AT)}
+    read: dict[Key, Seen] = {("model", "m"): Seen({"name": "a"}, READ_AT)}
     [conflict] = changed_since_write(read, _state(_row("m", EDITED_AT, name="a")), written={("model", "m"): None})
     assert conflict.what == "created" and "after this sync wrote the instance" in conflict.message
     assert changed_since_write(read, _state(), written={("model", "m"): None}) == []
 
 
 def test_a_row_deleted_by_another_writer_is_named() -> None:
-    read = {("model", "m"): Seen({"name": "a"}, READ_AT)}
+    read: dict[Key, Seen] = {("model", "m"): Seen({"name": "a"}, READ_AT)}
     [conflict] = changed_since_read(read, _state(), creates=())
     assert conflict.message == "model m was deleted after this sync's plan read it"
 

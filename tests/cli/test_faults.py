@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -45,7 +45,7 @@ def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch, sleeps: list[float]) -> FakeOpenWebUI:
+def fake(monkeypatch: pytest.MonkeyPatch, sleeps: list[float]) -> Iterator[FakeOpenWebUI]:
     with fake_instance_for_cli(monkeypatch, TOKEN) as server:
         yield server
 

@@ -3,8 +3,11 @@ pure parts of groups: tests/core/test_groups.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from provisioner.groups import is_own_group
 from provisioner.plan import GroupAction
+from tests.support.builders import report_of
 
 
 def _legal_plan(tmp_path, client, groups):
@@ -77,14 +80,15 @@ def test_a_group_open_webui_gives_no_id_stops_apply_before_the_first_row(tmp_pat
         fake = FakeOpenWebUI()
         fake.mount(router)
         client = OpenWebUIClient(base_url=fake.base_url, token="sk-test", sleep=lambda s: None, retries=1)
-        client.create_group = lambda form: {"name": form["name"]}  # answers without the id; none is listed
+        # this Open WebUI answers without the id, and lists none
+        client.create_group = lambda form: {"name": form["name"]}  # type: ignore[method-assign]
         plan = _legal_plan(tmp_path, client, {n: placeholder_id(n) for n in ("Legal", "Audit")})
         plan = dataclasses.replace(plan, groups=(GroupAction("Legal", "create"),))
 
         with pytest.raises(ApplyError) as raised:
             apply_plan(plan, client)
 
-        report = raised.value.report
+        report = report_of(raised.value)
         assert "gave no id for the group(s) 'Legal'" in report.failure_message()
         assert fake.models == {} and fake.functions == {}  # no row written
         assert {r.outcome for r in report.results} == {"not attempted"}
@@ -126,7 +130,7 @@ def test_a_create_that_fails_part_way_leaves_only_groups_the_report_names_and_th
         plan = dataclasses.replace(plan, groups=tuple(GroupAction(n, "create") for n in names))
         with pytest.raises(ApplyError) as raised:
             apply_plan(plan, client)
-        report = raised.value.report
+        report = report_of(raised.value)
         assert [g["name"] for g in fake.groups] == ["Legal"] and is_own_group(fake.groups[0])
         assert report.groups_created == ["Legal"] and "(created before it: Legal)" in report.failure_message()
         assert fake.models == {} and {r.outcome for r in report.results} == {"not attempted"}
@@ -151,7 +155,7 @@ def test_a_group_create_whose_answer_was_lost_is_not_made_twice(tmp_path) -> Non
 
     router, fake, client = _fake_client()
     try:
-        lost = []
+        lost: list[dict[str, Any]] = []
 
         def lose_first_audit(method, path, body):
             if path.endswith("/groups/create") and body["name"] == "Audit" and not lost:

@@ -34,6 +34,13 @@ PIPE = REPO / "owui_functions" / "aihub_agent_pipe.py"
 NOW = 1_800_000_000.0
 
 
+def keys_of(value: object, *, now: float) -> list[dict[str, str]]:
+    """The JWKS keys of an IDENTITY_KEYS value (jwks answers None for a value without keys)."""
+    found = jwks(value, now=now)
+    assert found is not None
+    return found["keys"]
+
+
 def _key(value: str) -> Ed25519PrivateKey:
     pem = json.loads(value)["signing"]["private_key_pem"]
     key = serialization.load_pem_private_key(pem.encode(), password=None)
@@ -51,7 +58,7 @@ def test_a_fresh_value_holds_one_ed25519_signing_key_and_nothing_retired() -> No
     data = json.loads(value)
     assert set(data) == {"signing", "retired"} and data["retired"] == []
     assert data["signing"]["private_key_pem"].startswith("-----BEGIN PRIVATE KEY-----")
-    assert data["signing"]["kid"] == jwks(value, now=NOW)["keys"][0]["kid"]
+    assert data["signing"]["kid"] == keys_of(value, now=NOW)[0]["kid"]
     assert next_identity_keys(None, now=NOW) != value  # every instance its own key
 
 
@@ -83,7 +90,7 @@ def test_a_rotation_stages_a_new_key_published_in_the_jwks_while_the_old_one_sti
     assert data["signing"] == json.loads(first)["signing"]  # the same key still signs
     new_kid = data["staged"]["kid"]
     assert new_kid != old_kid and data["staged"]["staged_at"] == int(NOW) and data["retired"] == []
-    keys = jwks(plan.value, now=NOW)["keys"]
+    keys = keys_of(plan.value, now=NOW)
     assert [k["kid"] for k in keys] == [old_kid, new_kid]  # published: agents can fetch it before it signs
     assert "d" not in keys[1] and set(keys[1]) == {"kty", "crv", "alg", "use", "kid", "x"}
     [note] = plan.notes
@@ -108,7 +115,7 @@ def test_the_first_sync_once_the_staged_key_is_old_enough_promotes_it_and_retire
     [retired] = data["retired"]
     assert retired["kid"] == _kid(first) and retired["retired_at"] == int(later)
     assert retired["public_jwk"]["x"] == _x(_key(first)) and "d" not in retired["public_jwk"]
-    keys = jwks(plan.value, now=later + 60)["keys"]
+    keys = keys_of(plan.value, now=later + 60)
     assert [k["kid"] for k in keys] == [data["signing"]["kid"], _kid(first)]  # the signing key first
     assert keys[0]["x"] == _x(_key(plan.value))
     assert plan.waiting is None and "signs from now on" in plan.notes[0]
@@ -126,17 +133,17 @@ def test_retired_keys_are_dropped_after_24_hours_at_the_next_sync() -> None:
     retired_at = NOW + STAGED_KEY_SECONDS
     inside = retired_at + RETIRED_KEY_SECONDS - 1
     assert next_identity_keys(rotated, now=inside) is rotated  # nothing to drop: unchanged
-    assert len(jwks(rotated, now=inside)["keys"]) == 2
+    assert len(keys_of(rotated, now=inside)) == 2
     later = next_identity_keys(rotated, now=retired_at + RETIRED_KEY_SECONDS)
     assert json.loads(later)["retired"] == [] and json.loads(later)["signing"] == json.loads(rotated)["signing"]
-    assert len(jwks(rotated, now=retired_at + RETIRED_KEY_SECONDS)["keys"]) == 1  # jwks never lists an expired one
+    assert len(keys_of(rotated, now=retired_at + RETIRED_KEY_SECONDS)) == 1  # jwks never lists an expired one
 
 
 def test_two_rotations_keep_both_old_keys_for_their_24_hours() -> None:
     two = _rotated(next_identity_keys(None, now=NOW), NOW)
     three = _rotated(two, NOW + 7200)
     assert [r["retired_at"] for r in json.loads(three)["retired"]] == [int(NOW + STAGED_KEY_SECONDS), int(NOW + 7200 + STAGED_KEY_SECONDS)]
-    assert len(jwks(three, now=NOW + STAGED_KEY_SECONDS + RETIRED_KEY_SECONDS + 1)["keys"]) == 2
+    assert len(keys_of(three, now=NOW + STAGED_KEY_SECONDS + RETIRED_KEY_SECONDS + 1)) == 2
 
 
 # --- revoking a key at once, after a compromise ---------------------------------------------------------
@@ -148,7 +155,7 @@ def test_revoking_a_retired_key_drops_it_from_the_jwks_at_once_and_says_agents_m
     promoted_at = NOW + STAGED_KEY_SECONDS
     plan = plan_identity_keys(rotated, now=promoted_at + 3600, revoke=_kid(first))
     assert json.loads(plan.value)["retired"] == [] and json.loads(plan.value)["signing"] == json.loads(rotated)["signing"]
-    assert [k["kid"] for k in jwks(plan.value, now=promoted_at + 3600)["keys"]] == [_kid(rotated)]
+    assert [k["kid"] for k in keys_of(plan.value, now=promoted_at + 3600)] == [_kid(rotated)]
     [note] = plan.notes
     assert "revoked" in note and "refresh its JWKS" in note and "may still be valid" not in note
 
@@ -167,7 +174,7 @@ def test_revoking_the_signing_key_promotes_the_staged_key_at_once_and_drops_the_
     plan = plan_identity_keys(staged, now=NOW + 5, revoke=_kid(first))  # long before STAGED_KEY_SECONDS
     data = json.loads(plan.value)
     assert data["signing"]["kid"] == _kid(staged, "staged") and "staged" not in data and data["retired"] == []
-    assert [k["kid"] for k in jwks(plan.value, now=NOW + 5)["keys"]] == [_kid(staged, "staged")]
+    assert [k["kid"] for k in keys_of(plan.value, now=NOW + 5)] == [_kid(staged, "staged")]
     [note] = plan.notes
     assert "not retired" in note and "refresh its JWKS" in note and f"last {TOKEN_SECONDS} s" in note
 
@@ -177,7 +184,7 @@ def test_revoking_the_signing_key_with_nothing_staged_signs_with_a_fresh_key_at_
     plan = plan_identity_keys(rotated, now=NOW + 7200, revoke=_kid(rotated))
     data = json.loads(plan.value)
     assert data["signing"]["kid"] not in (_kid(rotated),) and data["retired"] == json.loads(rotated)["retired"]
-    assert _kid(rotated) not in {k["kid"] for k in jwks(plan.value, now=NOW + 7200)["keys"]}
+    assert _kid(rotated) not in {k["kid"] for k in keys_of(plan.value, now=NOW + 7200)}
     assert "refuses the identity until it does" in plan.notes[0]
 
 
@@ -209,7 +216,7 @@ def test_the_jwks_verifies_a_token_signed_with_the_valves_key() -> None:
     value = next_identity_keys(None, now=NOW)
     kid = json.loads(value)["signing"]["kid"]
     token = jwt.encode({"sub": "u1", "aud": "agent"}, _key(value), algorithm="EdDSA", headers={"kid": kid})
-    [jwk] = jwks(value, now=NOW)["keys"]
+    [jwk] = keys_of(value, now=NOW)
     assert jwk == {"kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "use": "sig", "kid": kid, "x": jwk["x"]}
     claims = jwt.decode(token, jwt.PyJWK(jwk).key, algorithms=["EdDSA"], audience="agent")
     assert claims["sub"] == "u1"

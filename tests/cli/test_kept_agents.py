@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import functools
 import json
 from pathlib import Path
@@ -17,7 +19,7 @@ BUNDLE = ["--bundle", str(REPO / "owui_functions")]
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeOpenWebUI:
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenWebUI]:
     monkeypatch.setenv("OLD_KEY", "old-secret-value-123456")
     with fake_instance_for_cli(monkeypatch, TOKEN) as server:
         yield server

@@ -3,6 +3,8 @@ of hundreds of changes that stays readable (summary first, one line per object, 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import contextlib
 import io
 import json
@@ -34,7 +36,7 @@ class TerminalStream(io.StringIO):
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeOpenWebUI:
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenWebUI]:
     server = FakeOpenWebUI(base_url="http://127.0.0.1:9")
     monkeypatch.setenv("OPENWEBUI_URL", server.base_url)
     monkeypatch.setenv("OPENWEBUI_TOKEN", TOKEN)
@@ -133,7 +135,7 @@ def rendered(plan: dict[str, Any], width: int = 60) -> list[str]:
 
 def test_500_mixed_changes_on_a_narrow_terminal_keep_one_line_each() -> None:
     long_id = "aihub_agent_pipe.a-blueprint-whose-name-is-longer-than-the-terminal.agent-{:03d}"
-    changes = [{"kind": "model", "id": long_id.format(i), "action": "create", "fields": []} for i in range(300)]
+    changes: list[dict[str, Any]] = [{"kind": "model", "id": long_id.format(i), "action": "create", "fields": []} for i in range(300)]
     changes += [
         {"kind": "model", "id": long_id.format(i), "action": "update", "fields": [
             {"path": "meta.capabilities.web_search", "before": False, "after": True},

@@ -22,7 +22,7 @@ def test_run_options_take_no_positional_field() -> None:
     """Four booleans in a row (detailed_exitcode, prune, no_color, dry_run, yes): a swap passed by
     position would pass silently, so the fields are keyword-only."""
     with pytest.raises(TypeError):
-        RunOptions(Path("b"), Path("f"), PlanOutput.text, False, True, None, False, True, True)  # type: ignore[misc]  # what it refuses
+        RunOptions(Path("b"), Path("f"), PlanOutput.text, False, True, None, False, True, True)  # type: ignore[call-arg]  # what it refuses
     assert options(prune=True).prune and not options().prune
 
 

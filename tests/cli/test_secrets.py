@@ -25,6 +25,8 @@ from typing import Any
 import httpx
 import pytest
 import typer
+import typer.core
+import typer.main
 
 import provisioner.cli as cli
 import provisioner.pipeline as pipeline
@@ -42,6 +44,16 @@ PIPE = REPO / "owui_functions" / "aihub_agent_pipe.py"
 APP = cli.app
 
 Responder = Callable[[httpx.Request], "httpx.Response | None"]
+
+
+def _recorder(sent: list[httpx.Request]) -> Callable[[httpx.Request], httpx.Response]:
+    """A transport handler that keeps each request it is sent (and answers 599: none should be)."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(599)
+
+    return handle
 
 
 def fragments(secret: str) -> set[str]:
@@ -251,6 +263,7 @@ def test_no_command_prints_or_logs_a_secret(owui, bundle, provision, tmp_path: P
 
 def test_no_option_takes_a_secret_and_a_secret_given_as_an_option_is_not_echoed(provision) -> None:
     root = typer.main.get_command(APP)
+    assert isinstance(root, typer.core.TyperGroup)
     for name, command in root.commands.items():
         for param in command.params:
             # a file's path, a public key id (a kid to revoke too), and flags (which take no value) carry no secret
@@ -394,7 +407,7 @@ def test_redact_masks_whole_secrets_and_withholds_a_text_that_keeps_a_piece_of_o
 def test_a_token_that_cannot_be_a_header_value_is_refused_before_any_request(token: str) -> None:
     sent: list[httpx.Request] = []
     with pytest.raises(ConfigError, match="the token holds") as info:
-        OpenWebUIClient(base_url="http://127.0.0.1:9", token=token, http=httpx.Client(transport=httpx.MockTransport(sent.append)))
+        OpenWebUIClient(base_url="http://127.0.0.1:9", token=token, http=httpx.Client(transport=httpx.MockTransport(_recorder(sent))))
     assert not token or token not in str(info.value)
     assert sent == []
 
@@ -429,7 +442,7 @@ def test_verbose_output_of_a_failing_sync_shows_no_secret(owui, bundle, provisio
 def test_plain_http_is_refused_for_anything_but_loopback(provision, monkeypatch, bundle, url: str) -> None:
     monkeypatch.setenv("OPENWEBUI_TOKEN", TOKEN)
     sent: list[httpx.Request] = []
-    monkeypatch.setattr(client_module, "make_http_client", lambda timeout: httpx.Client(transport=httpx.MockTransport(sent.append)))
+    monkeypatch.setattr(client_module, "make_http_client", lambda timeout: httpx.Client(transport=httpx.MockTransport(_recorder(sent))))
     code, _, err = provision("diff", *bundle, "--url", url)
     assert code == 1 and ("refusing plain HTTP" in err or "not in the URL" in err)
     assert sent == []

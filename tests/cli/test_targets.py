@@ -68,7 +68,7 @@ def test_unresolved_variable_names_file_line_and_field(tmp_path: Path) -> None:
     [problem] = exc.value.problems
     assert problem.file == str(root / "research.yaml") and problem.field == "backend.url"
     lines = (root / "research.yaml").read_text().splitlines()
-    assert "${AGENTS_BASE_URL}" in lines[problem.line - 1]
+    assert problem.line is not None and "${AGENTS_BASE_URL}" in lines[problem.line - 1]
     assert "AGENTS_BASE_URL is not set" in problem.message and "targets.staging.variables" in problem.message
 
 

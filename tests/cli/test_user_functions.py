@@ -6,6 +6,8 @@ user_function_takes_a_bundle_id); these tests pin what a valid attachment produc
 
 from __future__ import annotations
 
+from typing import Any
+
 import json
 from pathlib import Path
 
@@ -23,7 +25,7 @@ ACTION = '"""\ntitle: Copy answer\n"""\n\n\nclass Action:\n    async def action(
 
 
 def repo_with_functions(tmp_path: Path, **bp_extra) -> tuple[Path, Path]:
-    agents = [
+    agents: list[dict[str, Any]] = [
         {"id": "plain", "name": "Plain", "access": "public"},
         {"id": "audited", "name": "Audited", "access": "public", "filters": ["audit"], "actions": ["copy_answer"]},
     ]

@@ -47,7 +47,7 @@ def test_each_write_of_a_plan_carries_its_own_source() -> None:
     fn = ObjectState("function", "f1", {"name": "F", "content": "x"}, source="functions/f1.py")
     plan = make_plan(InstanceState(functions={"f1": fn}, models={"m1": row}), observe([], []),
                      commit=CommitInfo("9.9.9", commit="abc"))
-    messages = {c.id: c.body["commit_message"] for c in plan.changes}
+    messages = {c.id: (c.body or {})["commit_message"] for c in plan.changes}
     assert messages == {
         "f1": "provision 9.9.9 sync of functions/f1.py; commit abc",
         "m1": "provision 9.9.9 sync of blueprints/a.yaml; commit abc",

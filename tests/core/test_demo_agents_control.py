@@ -16,9 +16,9 @@ def test_start_reuses_a_healthy_server_and_stop_leaves_nothing_listening(tmp_pat
     ports = closed_port(), closed_port()
     try:
         assert "started" in control.start(tmp_path, *ports)
-        pid = control.read_state(tmp_path)["pid"]
+        pid = (control.read_state(tmp_path) or {})["pid"]
         assert all(map(control.healthy, ports))
-        assert "reused" in control.start(tmp_path, *ports) and control.read_state(tmp_path)["pid"] == pid
+        assert "reused" in control.start(tmp_path, *ports) and (control.read_state(tmp_path) or {})["pid"] == pid
         moved = closed_port(), closed_port()
         assert "started" in control.start(tmp_path, *moved)  # other ports: the old one is stopped first
         assert not any(map(control.listening, ports)) and not control.is_demo_agents(pid)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pathlib import Path
 
 import pytest
@@ -103,7 +105,7 @@ def test_functions_follow_their_frontmatter(samples) -> None:
 
 
 def test_access_public_private_and_groups(tmp_path: Path) -> None:
-    agents = [
+    agents: list[dict[str, Any]] = [
         {"id": "pub", "name": "P", "access": "public"},
         {"id": "priv", "name": "Q", "access": "private"},
         {"id": "grp", "name": "R", "access": {"groups": ["Legal", "Research"]}},

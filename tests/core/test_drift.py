@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from rich.console import Console
 
@@ -97,14 +98,15 @@ def test_drift_renders_who_and_when_escaped(capsys) -> None:
     markdown = drift_markdown(entries)
     assert "| model `m` | `meta.description` | `Eve \\| [b]x[/b] <e@x>` | 1970-01-01 00:00 UTC |" in markdown
     old = [{**entries[0], "history": False}]
-    assert "no name: Open WebUI keeps no version history before 0.12" in (
-        lambda c: (render_drift_text(old, c, heading=""), c.export_text())[1])(Console(width=200, record=True))
+    console = Console(width=200, record=True)
+    render_drift_text(old, console, heading="")
+    assert "no name: Open WebUI keeps no version history before 0.12" in console.export_text()
 
 
 def test_versions_are_ordered_by_their_parent_links_not_the_listing() -> None:
     from provisioner.openwebui.drift import in_order
 
-    listed = [{"id": "b", "parent_id": "c"}, {"id": "a", "parent_id": None}, {"id": "c", "parent_id": "a"}]
+    listed: list[dict[str, Any]] = [{"id": "b", "parent_id": "c"}, {"id": "a", "parent_id": None}, {"id": "c", "parent_id": "a"}]
     assert [e["id"] for e in in_order(listed, "b")] == ["b", "c", "a"]
     assert [e["id"] for e in in_order(listed, "unknown")] == ["b", "a", "c"]  # no head: as listed
 

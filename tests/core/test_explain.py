@@ -3,6 +3,8 @@ why each other feature does not, what the row will say, and what an instance add
 
 from __future__ import annotations
 
+from typing import Any
+
 import textwrap
 from pathlib import Path
 
@@ -148,7 +150,7 @@ def facts(**overrides) -> Facts:
         {"id": "aihub_feature_filter", "is_active": True, "is_global": False},
         {"id": "aihub_toggle_web_search", "is_active": False, "is_global": False},
     ]
-    values = dict(
+    values: dict[str, Any] = dict(
         version="0.12.4",
         release_problem=None,
         tested=True,

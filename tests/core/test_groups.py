@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from provisioner.errors import BlueprintError
@@ -19,7 +21,7 @@ def test_created_groups_carry_the_marker_and_are_recognised() -> None:
 
 
 def test_prune_deletes_only_own_empty_unnamed_groups() -> None:
-    live = [
+    live: list[dict[str, Any]] = [
         {"id": "1", "name": "Empty", "data": OWN, "member_count": 0},
         {"id": "2", "name": "Busy", "data": OWN, "member_count": 3},
         {"id": "3", "name": "Unknown", "data": OWN},  # a release that does not count: keep
@@ -51,7 +53,7 @@ def test_a_plan_that_only_deletes_a_group_is_not_shown_as_no_changes() -> None:
     from provisioner.render import applied_line, summary_line, group_writes
     from provisioner.render_markdown import render_markdown
 
-    plan_json = {"summary": {"add": 0, "change": 0, "destroy": 0}, "changes": [], "orphans": [], "wrappers": [],
+    plan_json: dict[str, Any] = {"summary": {"add": 0, "change": 0, "destroy": 0}, "changes": [], "orphans": [], "wrappers": [],
                  "notes": [], "groups": [{"name": "Old", "id": "g9", "action": "delete"}, {"name": "Kept", "action": "keep"}]}
     assert summary_line(plan_json["summary"], group_writes(plan_json)) == (
         "Plan: 0 to add, 0 to change, 0 to destroy; groups: 1 to delete."

@@ -84,7 +84,7 @@ def test_an_agents_translations_land_in_open_webuis_shape(tmp_path: Path) -> Non
 
 
 def test_a_blueprints_translations_go_to_agents_that_take_its_text(tmp_path: Path) -> None:
-    agents = [
+    agents: list[dict[str, Any]] = [
         {"id": "plain", "name": "Plain", "access": "public"},
         {"id": "own", "name": "Own", "access": "public", "description": "Mine.", "suggestions": [CARDS[0]]},
     ]
@@ -136,7 +136,7 @@ def test_a_dropped_locale_is_removed_from_the_row_and_an_admins_other_keys_stay(
     live = synced(state(desk(tmp_path, {"de": DE, "fr": FR})))
     raw = dict(live.models[AGENT].raw or {})
     raw["meta"] = {**raw["meta"], "i18n": {**raw["meta"]["i18n"], "fr": {"name": "Service client", "model_controls.x.label": "X"}}}
-    live = observe([raw, *(m.raw for i, m in live.models.items() if i != AGENT)], [f.raw for f in live.functions.values()])
+    live = observe([raw, *(m.raw or {} for i, m in live.models.items() if i != AGENT)], [f.raw or {} for f in live.functions.values()])
     plan = make_plan(state(desk(tmp_path, {"de": DE})), live)
     (change,) = plan.changes
     assert [(f.path, f.before, f.after) for f in change.fields] == [("meta.i18n.fr.name", "Service client", None)]

@@ -76,6 +76,7 @@ def test_update_body_keeps_fields_we_do_not_own() -> None:
     live["name"] = "Renamed by admin"
     [change] = make_plan(desired(desired_row()), observe([live], [])).changes
     body = change.body
+    assert body is not None
     assert body["name"] == "Agent A"
     assert body["params"] == {"temperature": 0.2}
     assert body["meta"]["capabilities"] == {"web_search": False, "admin_own_key": True}
@@ -96,7 +97,7 @@ def test_plan_does_not_mutate_the_observed_record() -> None:
 def test_missing_row_is_created_with_grants() -> None:
     row = desired_row(access_grants=[{"principal_type": "user", "principal_id": "*", "permission": "read"}])
     [change] = make_plan(desired(row), observe([], [])).changes
-    assert change.action is Action.CREATE
+    assert change.action is Action.CREATE and change.body is not None
     assert change.body["access_grants"] == row.fields["access_grants"]
     assert change.body["meta"]["capabilities"] == {"web_search": False}
 
@@ -148,7 +149,7 @@ def test_function_flags_compare_and_content_shows_as_hash() -> None:
     plan = make_plan(InstanceState(functions={fn.id: fn}), observe([], [live]))
     [change] = plan.changes
     assert {f.path for f in change.fields} == {"content", "is_active"}
-    assert "manifest" not in change.body["meta"] and "is_active" not in change.body
+    assert change.body is not None and "manifest" not in change.body["meta"] and "is_active" not in change.body
     fields = plan.to_json()["changes"][0]["fields"]
     content = next(f for f in fields if f["path"] == "content")
     assert content["before"].startswith("sha256:") and content["after"].startswith("sha256:")

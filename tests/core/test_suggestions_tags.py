@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pathlib import Path
 
 from provisioner.desired import build_desired
@@ -19,7 +21,7 @@ def rows(root: Path):
 
 
 def test_blueprint_suggestions_and_tags_land_on_every_agent_in_open_webuis_shape(tmp_path: Path) -> None:
-    agents = [{"id": "a", "name": "A"}, {"id": "b", "name": "B", "tags": ["Billing", "Support"]}]
+    agents: list[dict[str, Any]] = [{"id": "a", "name": "A"}, {"id": "b", "name": "B", "tags": ["Billing", "Support"]}]
     root = write_blueprint_dir(tmp_path, [blueprint("desk", agents=agents, suggestions=[CARD], tags=["Support"])])
     models = rows(root)
     for agent in ("a", "b"):
@@ -32,7 +34,7 @@ def test_blueprint_suggestions_and_tags_land_on_every_agent_in_open_webuis_shape
 
 
 def test_an_agents_suggestions_replace_the_blueprints_and_an_empty_list_means_none(tmp_path: Path) -> None:
-    agents = [
+    agents: list[dict[str, Any]] = [
         {"id": "own", "name": "Own", "suggestions": [{"title": "Refund", "prompt": "Refund order 2"}]},
         {"id": "none", "name": "None", "suggestions": []},
     ]
@@ -80,7 +82,7 @@ def test_a_hand_edited_suggestion_or_tag_is_one_field_in_the_plan_and_reverted(t
             "meta": meta, "access_grants": row.fields["access_grants"]}
     plan = make_plan(InstanceState(models=desired), InstanceState(models={row.id: observed_model(live)}))
     (change,) = plan.changes
-    assert [f.path for f in change.fields] == ["meta.tags"]
+    assert [f.path for f in change.fields] == ["meta.tags"] and change.body is not None
     assert change.body["meta"]["tags"] == [{"name": "Support"}]
     assert change.body["meta"]["suggestion_prompts"] == row.fields["meta.suggestion_prompts"]
 

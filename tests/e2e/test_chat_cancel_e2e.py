@@ -57,7 +57,7 @@ def assert_agent_saw_the_end_at_once(agent: SlowAgent, stopped_at: float) -> Non
 
 
 def test_stop_button_closes_the_agent_request_at_once(owui_with_slow_agent: Any, slow_agent: SlowAgent) -> None:
-    user_message = {"id": str(uuid.uuid4()), "parentId": None, "childrenIds": [], "role": "user", "content": "hi",
+    user_message: dict[str, Any] = {"id": str(uuid.uuid4()), "parentId": None, "childrenIds": [], "role": "user", "content": "hi",
                     "timestamp": int(time.time())}
     body = {
         "model": MODEL, "messages": [{"role": "user", "content": "hi"}], "stream": True,

@@ -190,10 +190,10 @@ def test_quickstart_reuses_its_demo_agents_and_its_stop_leaves_none_listening(
         # take; whatever it finds there, the quick start goes on)
         assert "$ provision doctor" in first.stdout and "\nDoctor: " in first.stdout
         assert first.stdout.count("  backend  ") == 6, first.stdout
-        pid = read_state(tmp_path / "demo")["pid"]
+        pid = (read_state(tmp_path / "demo") or {})["pid"]
         assert all(map(listening, ports))
         again = quickstart()
-        assert "demo agents already running" in again.stderr and read_state(tmp_path / "demo")["pid"] == pid
+        assert "demo agents already running" in again.stderr and (read_state(tmp_path / "demo") or {})["pid"] == pid
         stopped = quickstart("stop", QUICKSTART_NAME=f"absent-{os.getpid()}")
         assert "demo agents stopped" in stopped.stderr
         assert not any(map(listening, ports)) and read_state(tmp_path / "demo") is None

@@ -217,9 +217,9 @@ def test_two_syncs_at_once_both_finish_or_one_fails_clearly(
     results = [(run.wait(timeout=180), (tmp_path / f"{name}.err").read_text()) for run, name in zip(runs, "ab")]
     codes = sorted(code for code, _ in results)
     assert codes in ([0, 0], [0, 1]), results
-    for code, err in results:
+    for code, errors in results:
         if code == 1:  # the loser names the cause: a create that lost the race, or a conflict
-            assert ("Sync stopped" in err or "Sync finished its writes" in err) and ANOTHER_SYNC in err, err
+            assert ("Sync stopped" in errors or "Sync finished its writes" in errors) and ANOTHER_SYNC in errors, errors
     assert_desired_state(owui, capsys, bundle, writes)
 
 

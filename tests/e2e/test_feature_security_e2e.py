@@ -212,7 +212,7 @@ def unmanaged_row(rig: ChatRig) -> None:
     Its agent, added to the pipe's AGENTS valve by hand, supports every feature, so whatever
     reached the metadata key would be forwarded to it.
     """
-    row = {"id": UNMANAGED, "base_model_id": None, "name": "Ad hoc", "meta": {}, "params": {}, "access_grants": []}
+    row: dict[str, Any] = {"id": UNMANAGED, "base_model_id": None, "name": "Ad hoc", "meta": {}, "params": {}, "access_grants": []}
     sub_id = UNMANAGED.partition(".")[2]
     agent = {"id": sub_id, "name": "Ad hoc", "transport": "agui", "url": rig.server.agent_url, "features": FORGED}
     with rig.client() as http:

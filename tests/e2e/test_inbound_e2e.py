@@ -223,7 +223,7 @@ class Chat:
     def turn(self, text: str, files: list[dict[str, Any]], chat_files: list[dict[str, Any]]) -> tuple[str, str, str]:
         """One turn: returns (user message id, assistant message id, the answer's content)."""
         user_id, assistant_id = str(uuid.uuid4()), str(uuid.uuid4())
-        user = {"id": user_id, "parentId": self.last, "childrenIds": [], "role": "user", "content": text,
+        user: dict[str, Any] = {"id": user_id, "parentId": self.last, "childrenIds": [], "role": "user", "content": text,
                 "files": files, "timestamp": int(time.time()), "models": [self.model]}
         if self.last:
             self.messages[self.last]["childrenIds"].append(user_id)
@@ -265,7 +265,9 @@ def _users(request: dict[str, Any]) -> list[Any]:
 
 def _documents_and_images(content: Any, transport: str) -> tuple[list[bytes], list[bytes], list[str]]:
     """(document bytes, image bytes, text lines) of one user message, in either transport's shape."""
-    documents, images, texts = [], [], []
+    documents: list[bytes] = []
+    images: list[bytes] = []
+    texts: list[str] = []
     for part in content if isinstance(content, list) else [{"type": "text", "text": content}]:
         kind = part["type"]
         if kind == "text":

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jwt
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from provisioner.identity_keys import private_key_lines
 
@@ -25,6 +26,7 @@ def _valves(owui) -> dict:
 def _signed(value: str, claims: dict) -> str:
     signing = json.loads(value)["signing"]
     key = serialization.load_pem_private_key(signing["private_key_pem"].encode(), password=None)
+    assert isinstance(key, Ed25519PrivateKey)
     return jwt.encode(claims, key, algorithm="EdDSA", headers={"kid": signing["kid"]})
 
 

@@ -274,12 +274,12 @@ def fill_secrets(value: Any, secrets: Mapping[str, str]) -> str:
     return text
 
 
-def run_github(workflow: dict[str, Any], repo: Path, installed: Installed, home: Path, secrets: Mapping[str, str],
+def run_github(workflow: dict[Any, Any], repo: Path, installed: Installed, home: Path, secrets: Mapping[str, str],
                *, event: str, ref: str, summary: Path, last_step_exit: int = 0) -> list[str]:
     """Run the jobs the event triggers, in file order; return their names. Each job's last step
     must exit `last_step_exit` (2: the drift job reports drift), every other step 0."""
     triggers = workflow.get("on") or workflow.get(True)  # PyYAML reads the key `on` as true
-    assert event in triggers
+    assert triggers and event in triggers
     assert workflow["defaults"]["run"]["shell"] == "bash"  # GitHub runs it as bash -eo pipefail
     ran = []
     for name, job in workflow["jobs"].items():

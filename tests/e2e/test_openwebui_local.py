@@ -110,7 +110,7 @@ def test_server_listens_on_loopback_only(openwebui: OpenWebUIInstance) -> None:
     if not Path("/proc/net/tcp").exists():
         pytest.skip("needs Linux /proc/net/tcp")
     port = httpx.URL(openwebui.url).port
-    assert httpx.URL(openwebui.url).host == "127.0.0.1"
+    assert port is not None and httpx.URL(openwebui.url).host == "127.0.0.1"
     assert listening_addresses(port) == {"127.0.0.1"}
 
 

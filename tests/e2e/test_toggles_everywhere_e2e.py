@@ -158,7 +158,7 @@ def test_each_agent_shows_exactly_its_supported_features_as_toggles(instance: Ch
         assert set(shown) == set(want), (model_id, switches, sorted(shown))
         for title, (filter_id, description, icon) in want.items():
             assert shown[title]["id"] == filter_id and shown[title]["description"] == description
-            assert str(shown[title]["icon"]).startswith(icon), (model_id, title)
+            assert icon is not None and str(shown[title]["icon"]).startswith(icon), (model_id, title)
         assert "memory" not in str(sorted(shown)).lower()
 
 

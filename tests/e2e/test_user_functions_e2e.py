@@ -22,7 +22,7 @@ MODEL = "aihub_agent_pipe.desk.triage"
 
 
 def user_repo(tmp_path: Path, agent_url: str) -> list[str]:
-    agents = [
+    agents: list[dict[str, Any]] = [
         {"id": "triage", "name": "Triage", "access": "public", "actions": ["copy_answer"]},
         {"id": "plain", "name": "Plain", "access": "public"},
     ]

@@ -41,7 +41,7 @@ def _sse(events: list[dict[str, Any]], compact: bool = True) -> bytes:
 
 
 PAYLOAD = {"event": "on_chat_model_stream", "data": {"chunk": {"content": "Hi", "id": "lc-1", "messageId": {"x": 1}}}}
-EVENTS = [
+EVENTS: list[dict[str, Any]] = [
     {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
     {"type": "RAW", "event": PAYLOAD, "source": "langgraph"},
     {"type": "STATE_SNAPSHOT", "snapshot": {"messages": ["x" * 500]}},

@@ -20,7 +20,7 @@ STRIPPED = ("web_search", "image_generation", "code_interpreter", "memory")
 
 def our_model(features: Any = ("user_files", "web_search")) -> dict:
     """A registry entry of a model row the provisioner owns (marker in info.meta.aihub)."""
-    marker = {"managed_by": "aihub-provision", "blueprint": "demo", "agent": "agent"}
+    marker: dict[str, Any] = {"managed_by": "aihub-provision", "blueprint": "demo", "agent": "agent"}
     marker["features"] = list(features) if isinstance(features, tuple) else features
     return {"id": "aihub_agent_pipe.demo.agent", "info": {"meta": {"aihub": marker}}}
 

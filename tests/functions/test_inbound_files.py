@@ -24,7 +24,7 @@ def _openai(url: str, **extra: Any) -> dict[str, Any]:
     return {"id": "docs.analyst", "name": "Analyst", "transport": "openai", "url": url, "model": "m", **extra}
 
 
-def _run(stub: SSEStub, agent: dict[str, Any], store: FakeStore, messages: list[dict[str, Any]], *,
+def _run(stub: SSEStub, agent: dict[str, Any], store: Any, messages: list[dict[str, Any]], *,
          files: list[dict] | None = None, valves: dict[str, Any] | None = None, **kwargs: Any) -> Any:
     stub.behaviour.data = (
         [{"choices": [{"index": 0, "delta": {"content": "ok"}}]}, "[DONE]"]
@@ -272,7 +272,7 @@ def test_an_image_open_webui_inlined_is_not_read_again_one_it_did_not_is(sse_stu
     linked = store.add("f-out", "out.png", "image/png", PNG[::-1])
     store.stored = [[{**inlined, "type": "image"}], [{**linked, "type": "image"}]]
     png = base64.b64encode(PNG).decode()
-    history = [{"role": "user", "content": [{"type": "text", "text": "one"},
+    history: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": "one"},
                                             {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}}]},
                {"role": "assistant", "content": "ok"},
                {"role": "user", "content": "two"}]

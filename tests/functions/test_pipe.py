@@ -58,7 +58,7 @@ def test_valve_defaults_and_names_match_what_provision_writes() -> None:
 
 
 def test_file_starts_with_frontmatter_marked_not_global() -> None:
-    lines = open(P.__file__).read().splitlines()
+    lines = open(str(P.__file__)).read().splitlines()
     assert lines[0] == '"""'
     front = lines[1 : lines.index('"""', 1)]
     keys = dict(line.split(":", 1) for line in front)
@@ -67,7 +67,7 @@ def test_file_starts_with_frontmatter_marked_not_global() -> None:
 
 
 def test_file_imports_only_what_open_webui_ships() -> None:
-    source = open(P.__file__).read()
+    source = open(str(P.__file__)).read()
     imported = {
         line.split()[1].split(".")[0]
         for line in source.splitlines()

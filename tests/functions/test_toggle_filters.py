@@ -45,11 +45,11 @@ def call_inlet(instance: Any, body: Any, *, metadata: Any, model: Any) -> Any:
     result = instance.inlet(
         **({"body": body} | {k: v for k, v in pool.items() if k in sig.parameters})
     )
-    return asyncio.run(result) if inspect.isawaitable(result) else result
+    return asyncio.run(result) if inspect.iscoroutine(result) else result
 
 
 def our_model(features: Any = ("user_files", "web_search")) -> dict:
-    marker = {"managed_by": "aihub-provision", "blueprint": "demo", "agent": "agent"}
+    marker: dict[str, Any] = {"managed_by": "aihub-provision", "blueprint": "demo", "agent": "agent"}
     marker["features"] = list(features) if isinstance(features, tuple) else features
     return {"id": "aihub_agent_pipe.demo.agent", "info": {"meta": {"aihub": marker}}}
 
@@ -239,7 +239,7 @@ def test_nasty_titles_and_descriptions_still_render_valid_python(text):
     front = extract_frontmatter(source)
     assert front["global"] == "false"  # nothing in the text ended or hijacked the frontmatter
     printable = " ".join("".join(c if c.isprintable() else " " for c in text).split())
-    doc_lines = module.__doc__.splitlines()
+    doc_lines = (module.__doc__ or "").splitlines()
     assert f"title: {printable}" in doc_lines
     assert f"description: {printable}" in doc_lines
 

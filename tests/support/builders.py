@@ -6,9 +6,12 @@ import shutil
 import socket
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
+
+if TYPE_CHECKING:
+    from provisioner.openwebui.apply import ApplyReport
 
 REPO = Path(__file__).resolve().parents[2]
 FEATURE_FILTER = REPO / "owui_functions" / "aihub_feature_filter.py"
@@ -111,3 +114,13 @@ def write_function_dir(root: Path, blueprint_dir: Path, *extra: Path) -> Path:
     for path in extra:
         shutil.copy(path, root / path.name)
     return root
+
+
+def report_of(error: BaseException) -> ApplyReport:
+    """An ApplyError's report, as the ApplyReport apply raises it with (errors.py names only the
+    Protocol it needs, to import nothing of the package)."""
+    from provisioner.openwebui.apply import ApplyReport
+
+    report = getattr(error, "report", None)
+    assert isinstance(report, ApplyReport), report
+    return report

@@ -148,7 +148,7 @@ def ui_body(model: str, text: str, *, user_id: str, assistant_id: str, parent_id
             files: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The completion request the 0.12.4 browser posts for one message (no history: the server
     loads it); `files` go on the user message and in the request, as the page sends an attachment."""
-    user_message = {"id": user_id, "parentId": parent_id, "childrenIds": [], "role": "user", "content": text,
+    user_message: dict[str, Any] = {"id": user_id, "parentId": parent_id, "childrenIds": [], "role": "user", "content": text,
                     "timestamp": int(time.time()), "models": [model]}
     if files is not None:
         user_message["files"] = files

@@ -35,4 +35,4 @@ def call_like_openwebui(hook: Any, body: Any, *, metadata: Any, model: Any) -> A
     sig = inspect.signature(hook)
     params = {"body": body} | {k: v for k, v in pool.items() if k in sig.parameters}
     result = hook(**params)
-    return asyncio.run(result) if inspect.isawaitable(result) else result
+    return asyncio.run(result) if inspect.iscoroutine(result) else result

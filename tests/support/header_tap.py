@@ -31,7 +31,7 @@ class HeaderTap:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 tap.headers.append({k.lower(): v for k, v in self.headers.items()})
                 forward = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
-                upstream = http.client.HTTPConnection(tap.upstream.hostname, tap.upstream.port, timeout=60)
+                upstream = http.client.HTTPConnection(tap.upstream.hostname or "", tap.upstream.port, timeout=60)
                 try:
                     upstream.request("POST", self.path, body=body, headers=forward)
                     response = upstream.getresponse()

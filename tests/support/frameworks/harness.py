@@ -259,8 +259,9 @@ class FrameworkServer:
 
     def _read_port(self) -> int:
         assert self.process is not None and self.process.stdout is not None
+        stdout = self.process.stdout
         found: list[str] = []
-        reader = threading.Thread(target=lambda: found.append(self.process.stdout.readline()), daemon=True)
+        reader = threading.Thread(target=lambda: found.append(stdout.readline()), daemon=True)
         reader.start()
         reader.join(START_TIMEOUT_SECONDS)
         line = found[0] if found else ""

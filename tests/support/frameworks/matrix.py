@@ -151,7 +151,8 @@ class Dialog:
     """Open WebUI's __event_call__ as a browser answers it; keeps each question."""
 
     def __init__(self, answer: Any = True, delay: float = 0) -> None:
-        self.answer, self.delay, self.questions = answer, delay, []
+        self.answer, self.delay = answer, delay
+        self.questions: list[dict[str, Any]] = []
 
     async def __call__(self, question: dict[str, Any]) -> Any:
         self.questions.append(question)
