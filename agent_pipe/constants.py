@@ -7,7 +7,6 @@ it from there, and scripts/build-pipe writes its definition into the built file.
 
 # === constants ====================================================================================
 
-
 # The event types only the pipe itself makes.
 CALLS_RAN = "AIHUB_TOOL_CALLS_RAN"  # the pipe's own event: the calls waiting for a result ran (OpenAI)
 USAGE = "AIHUB_USAGE"  # the pipe's own event: an OpenAI stream's usage chunk (the run's total)
@@ -70,6 +69,7 @@ GROUPS_TTL_SECONDS = 30.0
 GROUPS_CACHE_USERS = 4096  # past this many users the cache starts again
 KEEPALIVE_SECONDS = 4.0  # under the idle timeout of common servers (uvicorn's and Node's are 5 s)
 FINISH_GRACE_SECONDS = 0.1  # how long the body's end may lag the run's end and keep the connection
+
 
 # The errors the pipe raises; failure_text (failures) says each one to the user.
 class PipeConfigError(Exception):

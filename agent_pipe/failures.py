@@ -79,8 +79,10 @@ def failure_text(
     if isinstance(exc, TimeoutError):
         return f"The agent did not finish within {timeout:g} seconds, so the run was stopped.{incomplete}"
     if isinstance(exc, EventTooLarge):
-        return (f"The agent sent an event of more than {exc.limit / MB:g} MB (the pipe's MAX_EVENT_MB), "
-                f"so the run was stopped.{incomplete}")
+        return (
+            f"The agent sent an event of more than {exc.limit / MB:g} MB (the pipe's MAX_EVENT_MB), "
+            f"so the run was stopped.{incomplete}"
+        )
     if isinstance(exc, StreamEndedEarly):
         return f"The agent's stream ended before the run finished.{incomplete}"
     if kinds & _TRANSPORT_FAILURES or isinstance(exc, OSError):

@@ -346,7 +346,9 @@ def openai_content(content: Any) -> Any:
         elif part.kind == "image":
             out.append({"type": "image_url", "image_url": {"url": f"data:{part.mime};base64,{part.token}"}})
         else:
-            out.append({"type": "file", "file": {"filename": part.name, "file_data": f"data:{part.mime};base64,{part.token}"}})
+            out.append(
+                {"type": "file", "file": {"filename": part.name, "file_data": f"data:{part.mime};base64,{part.token}"}}
+            )
     return out
 
 

@@ -96,24 +96,33 @@ class Pipe:
             "next turn (written once by provision sync; never shown).",
         )
         QUESTION_TIMEOUT_SECONDS: float = Field(
-            default=120, gt=0, allow_inf_nan=False,
+            default=120,
+            gt=0,
+            allow_inf_nan=False,
             description="How long the pipe waits for the user to answer an agent's question (an approval).",
         )
         MAX_IMAGE_MB: float = Field(
-            default=10, gt=0, allow_inf_nan=False,
+            default=10,
+            gt=0,
+            allow_inf_nan=False,
             description="Largest image an agent may show in a chat, in MB; a larger one gets a line instead.",
         )
         MAX_IMAGES: int = Field(
-            default=MAX_IMAGES, ge=0,
+            default=MAX_IMAGES,
+            ge=0,
             description="Most images (stored, or attached as links) an agent may show in one answer; the rest "
             "get one line instead.",
         )
         MAX_TURN_IMAGES_MB: float = Field(
-            default=MAX_TURN_IMAGES_MB, gt=0, allow_inf_nan=False,
+            default=MAX_TURN_IMAGES_MB,
+            gt=0,
+            allow_inf_nan=False,
             description="Most MB of images an agent may store in one answer; the rest get one line instead.",
         )
         MAX_EVENT_MB: float = Field(
-            default=16, gt=0, allow_inf_nan=False,
+            default=16,
+            gt=0,
+            allow_inf_nan=False,
             description="Largest line or event of an agent's stream, in MB; a larger one ends the run with an "
             "error (keep it above 4/3 of MAX_IMAGE_MB: an image arrives as base64 in one event).",
         )
@@ -127,7 +136,8 @@ class Pipe:
             default=20, gt=0, allow_inf_nan=False, description="Largest attached file sent to an agent, in MB."
         )
         MAX_FILE_REFERENCES: int = Field(
-            default=MAX_FILE_REFERENCES, ge=0,
+            default=MAX_FILE_REFERENCES,
+            ge=0,
             description="Most attached files looked up for one request to an agent; the rest are named in one line.",
         )
         MAX_TURN_FILES_MB: float = Field(
@@ -196,12 +206,19 @@ class Pipe:
     async def probe(self, agent: AgentSpec) -> str:
         """The answer to an admin's probe (probe.py): one JSON object, keys masked."""
         scrubber = self.scrubber()
-        answer: dict[str, Any] = {PROBE_KEY: PROBE_VERSION, "agent": agent.id, "replica": replica_name(),
-                                  "identity": agent.identity, **server_identity(self.valves.IDENTITY_KEYS)}
+        answer: dict[str, Any] = {
+            PROBE_KEY: PROBE_VERSION,
+            "agent": agent.id,
+            "replica": replica_name(),
+            "identity": agent.identity,
+            **server_identity(self.valves.IDENTITY_KEYS),
+        }
         try:
             secret = self._secret(agent) if agent.api_key else None
         except PipeConfigError as exc:
-            answer.update(reached=False, host=_host(agent.url), transport=agent.transport, reason=scrubber.error(str(exc)))
+            answer.update(
+                reached=False, host=_host(agent.url), transport=agent.transport, reason=scrubber.error(str(exc))
+            )
         else:
             answer.update(await probe_backend(agent, secret, scrubber))
         return scrubber.error(json.dumps(answer))
@@ -241,8 +258,15 @@ class Pipe:
         except Exception as exc:  # the stored chat only places files; without it they go on the newest message
             log.warning("aihub_agent_pipe: reading the stored chat failed (%s)", type(exc).__name__)
         placed = place_files(history, chat_files or [], stored)
-        parts = await read_files(placed, store=self.store, user=user, limits=limits, reads=agent.reads, budget=budget,
-                                 max_files=self.valves.MAX_FILE_REFERENCES)
+        parts = await read_files(
+            placed,
+            store=self.store,
+            user=user,
+            limits=limits,
+            reads=agent.reads,
+            budget=budget,
+            max_files=self.valves.MAX_FILE_REFERENCES,
+        )
         found = InboundFiles(with_files(history, parts), left_out=list(inline_left_out))
         for index in sorted(parts):
             for part in parts[index]:
@@ -291,8 +315,17 @@ class Pipe:
         try:
             identity = await self._identity(agent, model, user, turn, settings) if agent.identity != "none" else {}
             delegated = oauth_header(agent, oauth_token)
-            taken = {h.lower() for h in (*turn.headers, *identity, *settings.user_headers, settings.jwt_header,
-                                         settings.chat_header, settings.message_header)}
+            taken = {
+                h.lower()
+                for h in (
+                    *turn.headers,
+                    *identity,
+                    *settings.user_headers,
+                    settings.jwt_header,
+                    settings.chat_header,
+                    settings.message_header,
+                )
+            }
             if any(h.lower() in taken for h in delegated):  # a forwarding header renamed in the server's env
                 raise PipeConfigError(
                     "The agent asks for the user's OAuth token in a header the pipe already sends (Open WebUI's "
@@ -320,11 +353,19 @@ class Pipe:
             try:
                 groups = await self.groups_cache.groups(self.store, turn.user_id)
             except Exception as exc:  # the token still says who; without groups an agent denies more
-                log.warning("aihub_agent_pipe: reading the user's groups failed (%s), trace %s",
-                            type(exc).__name__, turn.trace_id)
+                log.warning(
+                    "aihub_agent_pipe: reading the user's groups failed (%s), trace %s",
+                    type(exc).__name__,
+                    turn.trace_id,
+                )
         claims = identity_claims(
-            user, groups, model=model, chat_id=turn.chat_id, message_id=turn.message_id,
-            now=int(time.time()), lifetime=settings.lifetime,
+            user,
+            groups,
+            model=model,
+            chat_id=turn.chat_id,
+            message_id=turn.message_id,
+            now=int(time.time()),
+            lifetime=settings.lifetime,
         )
         return identity_headers(agent, claims, settings, key)
 
@@ -421,13 +462,15 @@ class Pipe:
             message = failure_text(exc, agent.url, self.valves.TIMEOUT_SECONDS, scrubber, started=recorder.segments)
             message = turn.mask.error(message)
             expected = (PipeConfigError, AgentHTTPError, StreamEndedEarly, EventTooLarge, TimeoutError, OSError)
-            if isinstance(exc, expected) or (
-                _kinds(exc) & (_CONNECT_FAILURES | _TRANSPORT_FAILURES)
-            ):
-                log.warning("aihub_agent_pipe: agent %s, trace %s: %s", agent.id, turn.trace_id, scrubber.error(message))
+            if isinstance(exc, expected) or (_kinds(exc) & (_CONNECT_FAILURES | _TRANSPORT_FAILURES)):
+                log.warning(
+                    "aihub_agent_pipe: agent %s, trace %s: %s", agent.id, turn.trace_id, scrubber.error(message)
+                )
             else:
                 trace = turn.mask.redact(scrubber.redact("".join(traceback.format_exception(exc))))
-                log.error("aihub_agent_pipe: unexpected error for agent %s, trace %s\n%s", agent.id, turn.trace_id, trace)
+                log.error(
+                    "aihub_agent_pipe: unexpected error for agent %s, trace %s\n%s", agent.id, turn.trace_id, trace
+                )
             recorder.finish(error=message)
         for chunk in _safe_chunks(turn.mask.stream(batch.take())):  # held text goes out before the error
             yield chunk

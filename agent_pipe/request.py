@@ -210,8 +210,14 @@ def signing_key(valve: str, environ: Mapping[str, str] | None = None) -> Signing
 
 
 def identity_claims(
-    user: Mapping[str, Any], groups: Iterable[Mapping[str, str]], *, model: str, chat_id: str, message_id: str,
-    now: int, lifetime: int,
+    user: Mapping[str, Any],
+    groups: Iterable[Mapping[str, str]],
+    *,
+    model: str,
+    chat_id: str,
+    message_id: str,
+    now: int,
+    lifetime: int,
 ) -> dict[str, Any]:
     """Open WebUI's claims (``sub, email, name, role, iss, iat, exp``) plus the pipe's own."""
     return {
@@ -429,7 +435,9 @@ def openai_request(
     return payload
 
 
-def agui_request(history: Iterable[Mapping[str, Any]], signer: Signer, turn: Turn, features: list[str]) -> dict[str, Any]:
+def agui_request(
+    history: Iterable[Mapping[str, Any]], signer: Signer, turn: Turn, features: list[str]
+) -> dict[str, Any]:
     """A turn as an AG-UI RunAgentInput: the chat is the thread and Open WebUI's message the run
     (fresh ids for an API client's chat), user context as context, features as forwardedProps."""
     return {

@@ -135,7 +135,9 @@ class TokenMask:
     compile, too much for every chat. ``stream`` holds back a tail that may be a token's start."""
 
     def __init__(self, tokens: Iterable[str] = ()) -> None:
-        self.tokens = sorted({t for t in tokens if isinstance(t, str) and len(t) >= SECRET_FRAGMENT}, key=len, reverse=True)
+        self.tokens = sorted(
+            {t for t in tokens if isinstance(t, str) and len(t) >= SECRET_FRAGMENT}, key=len, reverse=True
+        )
         self._held = ""
 
     def __bool__(self) -> bool:

@@ -41,7 +41,12 @@ from tests.support.loading import load_source  # noqa: E402
 
 FEATURE_FILTER = REPO / "owui_functions" / "aihub_feature_filter.py"
 STUB_PIPE = REPO / "bench" / "fixtures" / "stub_pipe.py"
-MARKER = {"managed_by": "aihub-provision", "blueprint": "bench", "agent": "a", "features": ["code_interpreter", "web_search"]}
+MARKER = {
+    "managed_by": "aihub-provision",
+    "blueprint": "bench",
+    "agent": "a",
+    "features": ["code_interpreter", "web_search"],
+}
 
 EMPTY_FILTER_SOURCE = '''"""
 title: Empty filter (benchmark baseline)
@@ -80,9 +85,23 @@ def registry_entry(model_id: str, *, managed: bool) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "description": "Answers questions about the handbook.",
         "profile_image_url": "/static/favicon.png",
-        "capabilities": {k: k in ("usage", "citations", "status_updates") for k in (
-            "vision", "file_upload", "file_context", "web_search", "image_generation", "code_interpreter",
-            "citations", "status_updates", "usage", "builtin_tools", "memory", "terminal")},
+        "capabilities": {
+            k: k in ("usage", "citations", "status_updates")
+            for k in (
+                "vision",
+                "file_upload",
+                "file_context",
+                "web_search",
+                "image_generation",
+                "code_interpreter",
+                "citations",
+                "status_updates",
+                "usage",
+                "builtin_tools",
+                "memory",
+                "terminal",
+            )
+        },
         "filterIds": ["aihub_feature_filter"],
         "defaultFeatureIds": [],
         "defaultFilterIds": [],
@@ -91,34 +110,73 @@ def registry_entry(model_id: str, *, managed: bool) -> dict[str, Any]:
     if managed:
         meta["aihub"] = dict(MARKER)
     return {
-        "id": model_id, "name": "Agent", "object": "model", "created": 1700000000, "owned_by": "openai",
+        "id": model_id,
+        "name": "Agent",
+        "object": "model",
+        "created": 1700000000,
+        "owned_by": "openai",
         "pipe": {"type": "pipe"},
-        "info": {"id": model_id, "base_model_id": None, "name": "Agent", "params": {}, "meta": meta,
-                 "access_grants": [], "is_active": True, "updated_at": 1700000000, "created_at": 1700000000},
-        "actions": [], "filters": [], "tags": [],
+        "info": {
+            "id": model_id,
+            "base_model_id": None,
+            "name": "Agent",
+            "params": {},
+            "meta": meta,
+            "access_grants": [],
+            "is_active": True,
+            "updated_at": 1700000000,
+            "created_at": 1700000000,
+        },
+        "actions": [],
+        "filters": [],
+        "tags": [],
     }
 
 
 MESSAGES = [
-    {"role": "user" if i % 2 == 0 else "assistant",
-     "content": ("Could you compare the refund policy for annual plans with the monthly one? " * 4)[: 200 + 40 * i]}
+    {
+        "role": "user" if i % 2 == 0 else "assistant",
+        "content": ("Could you compare the refund policy for annual plans with the monthly one? " * 4)[: 200 + 40 * i],
+    }
     for i in range(12)
 ]
 
 
 def make_request(case: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(body, metadata) as the inlet sees them; the features dict is shared, as in Open WebUI."""
-    features: Any = {"web_search": True, "image_generation": True, "code_interpreter": False,
-                     "memory": True, "voice": False}
+    features: Any = {
+        "web_search": True,
+        "image_generation": True,
+        "code_interpreter": False,
+        "memory": True,
+        "voice": False,
+    }
     if case == "odd body":
         features = None
     metadata = {
-        "user_id": "u-1", "chat_id": "c-1", "message_id": "m-1", "session_id": "s-1", "filter_ids": [],
-        "tool_ids": None, "tool_servers": None, "files": None, "features": features, "variables": {},
-        "model": None, "direct": False, "params": {"function_calling": "native"},
+        "user_id": "u-1",
+        "chat_id": "c-1",
+        "message_id": "m-1",
+        "session_id": "s-1",
+        "filter_ids": [],
+        "tool_ids": None,
+        "tool_servers": None,
+        "files": None,
+        "features": features,
+        "variables": {},
+        "model": None,
+        "direct": False,
+        "params": {"function_calling": "native"},
     }
-    body = {"model": "aihub_agent_pipe.bench.a", "messages": MESSAGES, "stream": True,
-            "features": features, "metadata": metadata, "params": {}, "filter_ids": []}
+    body = {
+        "model": "aihub_agent_pipe.bench.a",
+        "messages": MESSAGES,
+        "stream": True,
+        "features": features,
+        "metadata": metadata,
+        "params": {},
+        "filter_ids": [],
+    }
     return body, metadata
 
 
@@ -139,16 +197,25 @@ def dispatch(handler: Callable[..., Any], extra: dict[str, Any], body: dict[str,
     return handler(**params)
 
 
-def inlet_timer(inlet: Callable[..., Any], case: str, model: dict[str, Any], *, via_dispatch: bool,
-                batch: int) -> timeit.Timer:
+def inlet_timer(
+    inlet: Callable[..., Any], case: str, model: dict[str, Any], *, via_dispatch: bool, batch: int
+) -> timeit.Timer:
     """A timer of `batch` calls, each on a fresh request built in setup (outside the timing)."""
-    namespace = {"inlet": inlet, "make_request": make_request, "case": case, "model": model,
-                 "dispatch": dispatch, "n": batch}
+    namespace = {
+        "inlet": inlet,
+        "make_request": make_request,
+        "case": case,
+        "model": model,
+        "dispatch": dispatch,
+        "n": batch,
+    }
     setup = "requests = [make_request(case) for _ in range(n)]"
     if via_dispatch:
-        stmt = ("for body, metadata in requests:\n"
-                "    dispatch(inlet, {'__metadata__': metadata, '__model__': model, '__user__': {}, "
-                "'__chat_id__': 'c-1', '__message_id__': 'm-1'}, body, 'f')")
+        stmt = (
+            "for body, metadata in requests:\n"
+            "    dispatch(inlet, {'__metadata__': metadata, '__model__': model, '__user__': {}, "
+            "'__chat_id__': 'c-1', '__message_id__': 'm-1'}, body, 'f')"
+        )
     else:
         stmt = "for body, metadata in requests:\n    inlet(body, __metadata__=metadata, __model__=model)"
     return timeit.Timer(stmt, setup=setup, globals=namespace)
@@ -181,11 +248,16 @@ def in_process(batch: int, repeat: int) -> dict[str, Any]:
         model = registry_entry("aihub_agent_pipe.bench.a", managed=managed)
         row: dict[str, Any] = {}
         for via, label in ((False, "direct"), (True, "dispatch")):
-            timers = [inlet_timer(inlet, case, model, via_dispatch=via, batch=batch)
-                      for inlet in (feature_inlet, empty_inlet)]
+            timers = [
+                inlet_timer(inlet, case, model, via_dispatch=via, batch=batch) for inlet in (feature_inlet, empty_inlet)
+            ]
             f, e = best_per_call(timers, batch=batch, repeat=repeat)
-            row[label] = {"feature_filter_us": round(f * 1e6, 3), "empty_filter_us": round(e * 1e6, 3),
-                          "ratio": round(f / e, 2), "extra_us": round((f - e) * 1e6, 3)}
+            row[label] = {
+                "feature_filter_us": round(f * 1e6, 3),
+                "empty_filter_us": round(e * 1e6, 3),
+                "ratio": round(f / e, 2),
+                "extra_us": round((f - e) * 1e6, 3),
+            }
         results[case] = row
     return results
 
@@ -204,25 +276,38 @@ def end_to_end(requests_per_model: int, name: str) -> dict[str, Any]:
     }
     with throwaway_instance(name) as owui, owui.client(timeout=60) as http:
         for fid, content in functions.items():
-            http.post("/api/v1/functions/create", json={"id": fid, "name": fid, "content": content,
-                                                        "meta": {"description": ""}}).raise_for_status()
+            http.post(
+                "/api/v1/functions/create",
+                json={"id": fid, "name": fid, "content": content, "meta": {"description": ""}},
+            ).raise_for_status()
             http.post(f"/api/v1/functions/id/{fid}/toggle").raise_for_status()
         ids = {}
         for label, filter_ids in rows.items():
             model_id = f"aihub_agent_pipe.bench.{label.split()[0]}"
             ids[label] = model_id
             meta = registry_entry(model_id, managed=True)["info"]["meta"] | {"filterIds": filter_ids}
-            http.post("/api/v1/models/create", json={
-                "id": model_id, "base_model_id": None, "name": label, "meta": meta, "params": {},
-                "access_grants": [{"principal_type": "user", "principal_id": "*", "permission": "read"}],
-            }).raise_for_status()
+            http.post(
+                "/api/v1/models/create",
+                json={
+                    "id": model_id,
+                    "base_model_id": None,
+                    "name": label,
+                    "meta": meta,
+                    "params": {},
+                    "access_grants": [{"principal_type": "user", "principal_id": "*", "permission": "read"}],
+                },
+            ).raise_for_status()
         http.get("/api/models", params={"refresh": "true"}).raise_for_status()
 
         def chat(model_id: str) -> tuple[float, dict[str, Any]]:
             # Toggles off: with an empty filter (or none) Open WebUI would otherwise run its own web
             # search and memory, and the rows would no longer do the same work.
-            body = {"model": model_id, "messages": MESSAGES, "stream": False,
-                    "features": {"web_search": False, "image_generation": False, "memory": False}}
+            body = {
+                "model": model_id,
+                "messages": MESSAGES,
+                "stream": False,
+                "features": {"web_search": False, "image_generation": False, "memory": False},
+            }
             started = time.perf_counter()
             response = http.post("/api/chat/completions", json=body)
             seconds = time.perf_counter() - started
@@ -260,15 +345,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Feature filter inlet vs an empty inlet, per call (best of {args.repeat} x {args.batch}):")
     for case, row in results.items():
         for how, r in row.items():
-            print(f"  {case:<26} {how:<9} {r['feature_filter_us']:7.2f} us vs {r['empty_filter_us']:6.2f} us"
-                  f"  = {r['ratio']:5.2f}x  (+{r['extra_us']:.2f} us)")
+            print(
+                f"  {case:<26} {how:<9} {r['feature_filter_us']:7.2f} us vs {r['empty_filter_us']:6.2f} us"
+                f"  = {r['ratio']:5.2f}x  (+{r['extra_us']:.2f} us)"
+            )
     if args.e2e:
         figures["end_to_end"] = e2e = end_to_end(args.e2e, args.name)
         print(f"Chat completions through Open WebUI ({args.e2e} per model, non-streaming, stub pipe):")
         for label, ms in e2e["median_ms"].items():
             print(f"  {label:<15} median {ms:7.2f} ms  p90 {e2e['p90_ms'][label]:7.2f} ms")
-        print(f"  feature / empty filter = {e2e['ratio_feature_over_empty']:.3f}x; "
-              f"empty filter / no filter = {e2e['ratio_empty_over_none']:.3f}x")
+        print(
+            f"  feature / empty filter = {e2e['ratio_feature_over_empty']:.3f}x; "
+            f"empty filter / no filter = {e2e['ratio_empty_over_none']:.3f}x"
+        )
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
     return 0

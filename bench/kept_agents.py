@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from provisioner.pipeline import load_inputs  # noqa: E402
 from provisioner.desired import PIPE_AGENTS_VALVE, build_desired  # noqa: E402
 from provisioner.orphans import keep_orphan_agents  # noqa: E402
+from provisioner.pipeline import load_inputs  # noqa: E402
 from provisioner.plan import make_plan  # noqa: E402
 from provisioner.state import InstanceState, ObjectState  # noqa: E402
 from tests.support.builders import REPO, blueprint, write_blueprint_dir  # noqa: E402
@@ -58,8 +58,11 @@ def main() -> int:
     env = {f"KEY_{i:03d}": f"secret-value-{i:03d}-0123456789" for i in range(args.blueprints)}
     with tempfile.TemporaryDirectory(prefix="bench-kept-") as tmp:
         bps = [
-            blueprint(f"bp-{i:03d}", agents=[{"id": f"agent-{j:02d}", "name": f"Agent {j}"} for j in range(args.agents)],
-                      backend={"url": f"http://127.0.0.1:8700/bp-{i:03d}", "api_key_env": f"KEY_{i:03d}"})
+            blueprint(
+                f"bp-{i:03d}",
+                agents=[{"id": f"agent-{j:02d}", "name": f"Agent {j}"} for j in range(args.agents)],
+                backend={"url": f"http://127.0.0.1:8700/bp-{i:03d}", "api_key_env": f"KEY_{i:03d}"},
+            )
             for i in range(args.blueprints)
         ]
         root = write_blueprint_dir(Path(tmp) / "bp", bps)
@@ -75,13 +78,21 @@ def main() -> int:
         plan = make_plan(kept_desired, observed, orphan_notes=notes)
         valve = json.loads(kept_desired.functions["aihub_agent_pipe"].fields[PIPE_AGENTS_VALVE])
         kept = len(notes)
-        ok = plan.is_empty and len(valve) == args.blueprints * args.agents and kept == (args.blueprints + 1) // 2 * args.agents
+        ok = (
+            plan.is_empty
+            and len(valve) == args.blueprints * args.agents
+            and kept == (args.blueprints + 1) // 2 * args.agents
+        )
         with_keep = best(args.repeat, lambda: _plan_with_keep(desired, observed))
         plain = best(args.repeat, lambda: make_plan(desired, observed))
-    print(f"{args.blueprints} blueprints x {args.agents} agents, {kept} kept orphans, AGENTS valve "
-          f"{len(json.dumps(valve))} bytes")
+    print(
+        f"{args.blueprints} blueprints x {args.agents} agents, {kept} kept orphans, AGENTS valve "
+        f"{len(json.dumps(valve))} bytes"
+    )
     print(f"keep_orphan_agents + make_plan: {with_keep * 1000:.1f} ms   make_plan alone: {plain * 1000:.1f} ms")
-    print(f"plan empty (keeping writes nothing): {plan.is_empty}; every agent still served: {len(valve) == args.blueprints * args.agents}")
+    print(
+        f"plan empty (keeping writes nothing): {plan.is_empty}; every agent still served: {len(valve) == args.blueprints * args.agents}"
+    )
     return 0 if ok else 1
 
 

@@ -131,10 +131,19 @@ class Turn:
 
 def start_backend(rate: float, turn: Turn) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, str(BACKEND), "--rate", str(rate), "--tokens", str(turn.tokens),
-         "--think-ms", str(turn.think_ms)]
+        [
+            sys.executable,
+            str(BACKEND),
+            "--rate",
+            str(rate),
+            "--tokens",
+            str(turn.tokens),
+            "--think-ms",
+            str(turn.think_ms),
+        ]
         + ([] if turn.tool_call else ["--no-tool-call"]),
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -147,8 +156,12 @@ def start_backend(rate: float, turn: Turn) -> tuple[subprocess.Popen[str], str]:
 def install_pipe(http: httpx.Client, function_id: str, name: str, path: Path, valves: dict[str, Any]) -> None:
     """Create and activate the pipe function (once per instance) and set its valves."""
     if http.get(f"/api/v1/functions/id/{function_id}").status_code != 200:
-        form = {"id": function_id, "name": name, "content": path.read_text(encoding="utf-8"),
-                "meta": {"description": "bench"}}
+        form = {
+            "id": function_id,
+            "name": name,
+            "content": path.read_text(encoding="utf-8"),
+            "meta": {"description": "bench"},
+        }
         http.post("/api/v1/functions/create", json=form).raise_for_status()
         http.post(f"/api/v1/functions/id/{function_id}/toggle").raise_for_status()
     http.post(f"/api/v1/functions/id/{function_id}/valves/update", json=valves).raise_for_status()
@@ -157,25 +170,55 @@ def install_pipe(http: httpx.Client, function_id: str, name: str, path: Path, va
 def configure(http: httpx.Client, backend: str, rate: float, turn: Turn) -> None:
     """Point Open WebUI's OpenAI connection at the backend; install the pipe with two agents on it,
     the paced pipe (the floor) at the backend's rate, and the minimal relay pipe on the backend's /v1."""
-    http.post("/openai/config/update", json={
-        "ENABLE_OPENAI_API": True,
-        "OPENAI_API_BASE_URLS": [f"{backend}/v1"],
-        "OPENAI_API_KEYS": ["bench-key"],
-        "OPENAI_API_CONFIGS": {"0": {"enable": True}},
-    }).raise_for_status()
+    http.post(
+        "/openai/config/update",
+        json={
+            "ENABLE_OPENAI_API": True,
+            "OPENAI_API_BASE_URLS": [f"{backend}/v1"],
+            "OPENAI_API_KEYS": ["bench-key"],
+            "OPENAI_API_CONFIGS": {"0": {"enable": True}},
+        },
+    ).raise_for_status()
     agents = [
-        {"id": "bench.openai", "name": "Bench (OpenAI)", "transport": "openai", "url": f"{backend}/v1",
-         "model": "bench-agent", "features": []},
+        {
+            "id": "bench.openai",
+            "name": "Bench (OpenAI)",
+            "transport": "openai",
+            "url": f"{backend}/v1",
+            "model": "bench-agent",
+            "features": [],
+        },
         {"id": "bench.agui", "name": "Bench (AG-UI)", "transport": "agui", "url": f"{backend}/agui", "features": []},
-        {"id": "bench.agui_anon", "name": "Bench (AG-UI, no identity)", "transport": "agui", "url": f"{backend}/agui",
-         "features": [], "identity": "none"},
+        {
+            "id": "bench.agui_anon",
+            "name": "Bench (AG-UI, no identity)",
+            "transport": "agui",
+            "url": f"{backend}/agui",
+            "features": [],
+            "identity": "none",
+        },
     ]
-    install_pipe(http, "aihub_agent_pipe", "AI Hub Agent Pipe", PIPE_FILE,
-                 {"AGENTS": json.dumps(agents), "API_KEYS": "{}", "TIMEOUT_SECONDS": 300})
-    install_pipe(http, "bench_paced_pipe", "Bench paced pipe", PACED_PIPE_FILE,
-                 {"RATE": rate, "TOKENS": turn.tokens, "TOOL_CALL": turn.tool_call, "THINK_MS": turn.think_ms})
-    install_pipe(http, "bench_minimal_pipe", "Bench minimal relay pipe", MINIMAL_PIPE_FILE,
-                 {"URL": f"{backend}/v1", "MODEL": "bench-agent"})
+    install_pipe(
+        http,
+        "aihub_agent_pipe",
+        "AI Hub Agent Pipe",
+        PIPE_FILE,
+        {"AGENTS": json.dumps(agents), "API_KEYS": "{}", "TIMEOUT_SECONDS": 300},
+    )
+    install_pipe(
+        http,
+        "bench_paced_pipe",
+        "Bench paced pipe",
+        PACED_PIPE_FILE,
+        {"RATE": rate, "TOKENS": turn.tokens, "TOOL_CALL": turn.tool_call, "THINK_MS": turn.think_ms},
+    )
+    install_pipe(
+        http,
+        "bench_minimal_pipe",
+        "Bench minimal relay pipe",
+        MINIMAL_PIPE_FILE,
+        {"URL": f"{backend}/v1", "MODEL": "bench-agent"},
+    )
     listed = {m["id"] for m in http.get("/api/models", params={"refresh": "true"}).raise_for_status().json()["data"]}
     if IDENTITY_WAY[0] in WAYS:  # --identity: the admin who chats is in two groups, as a platform's users are
         users = http.get("/api/v1/users/").raise_for_status().json()
@@ -256,8 +299,9 @@ class BrowserChats:
 
         socket = socketio.AsyncClient()
         chats = cls(client, socket)
-        await socket.connect(url, socketio_path="/ws/socket.io", transports=["websocket"], auth={"token": jwt},
-                             wait_timeout=30)
+        await socket.connect(
+            url, socketio_path="/ws/socket.io", transports=["websocket"], auth={"token": jwt}, wait_timeout=30
+        )
         return chats
 
     async def close(self) -> None:
@@ -281,10 +325,23 @@ class BrowserChats:
 
     async def ask(self, model: str) -> Answer:
         message_id, now = str(uuid.uuid4()), int(time.time())
-        user_message: dict[str, Any] = {"id": str(uuid.uuid4()), "parentId": None, "childrenIds": [], "role": "user",
-                        "content": MESSAGES[-1]["content"], "timestamp": now}
-        body = {"model": model, "messages": MESSAGES, "stream": True, "parent_id": None, "id": message_id,
-                "session_id": self._socket.get_sid(), "user_message": user_message}
+        user_message: dict[str, Any] = {
+            "id": str(uuid.uuid4()),
+            "parentId": None,
+            "childrenIds": [],
+            "role": "user",
+            "content": MESSAGES[-1]["content"],
+            "timestamp": now,
+        }
+        body = {
+            "model": model,
+            "messages": MESSAGES,
+            "stream": True,
+            "parent_id": None,
+            "id": message_id,
+            "session_id": self._socket.get_sid(),
+            "user_message": user_message,
+        }
         pending = self._pending[message_id] = _Pending()
         try:
             response = await self._client.post("/api/chat/completions", json=body)
@@ -355,8 +412,9 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def concurrency_run(ask: Ask, backend: httpx.AsyncClient, pid: int, concurrency: int,
-                          rounds: int, turn: Turn) -> dict[str, Any]:
+async def concurrency_run(
+    ask: Ask, backend: httpx.AsyncClient, pid: int, concurrency: int, rounds: int, turn: Turn
+) -> dict[str, Any]:
     ways = list(WAYS)
     # one chat at a time: where each chat's first token spent its time, from the backend's timeline
     phases: dict[str, dict[str, list[float]]] = {w: {p: [] for p in PHASES} for w in ways if w != "pipe-floor"}
@@ -370,10 +428,9 @@ async def concurrency_run(ask: Ask, backend: httpx.AsyncClient, pid: int, concur
         # Rotated, so each way is first as often; the cyclic order stays, so whatever Open WebUI
         # still does for a way's chats after their last token (a browser chat's outlet filters
         # and saving it) falls into the next way's window, always the same one.
-        for way in ways[r % len(ways):] + ways[:r % len(ways)]:
+        for way in ways[r % len(ways) :] + ways[: r % len(ways)]:
             before = cpu_seconds(pid)
-            results = await asyncio.gather(*(ask(WAYS[way]) for _ in range(concurrency)),
-                                           return_exceptions=True)
+            results = await asyncio.gather(*(ask(WAYS[way]) for _ in range(concurrency)), return_exceptions=True)
             cpu[way] += cpu_seconds(pid) - before
             for result in results:
                 if isinstance(result, BaseException):
@@ -389,9 +446,10 @@ async def concurrency_run(ask: Ask, backend: httpx.AsyncClient, pid: int, concur
                 [result] = results
                 if way in phases and not isinstance(result, BaseException):
                     f, _, _, _, start = result
-                    (received, first_token), = timeline
-                    for phase, seconds in zip(PHASES, (received - start, first_token - received,
-                                                       start + f - first_token)):
+                    ((received, first_token),) = timeline
+                    for phase, seconds in zip(
+                        PHASES, (received - start, first_token - received, start + f - first_token)
+                    ):
                         phases[way][phase].append(seconds)
     chats = rounds * concurrency
     out: dict[str, Any] = {"concurrency": concurrency, "chats_per_way": chats, "ways": {}}
@@ -432,8 +490,11 @@ def paired_difference(values: list[float], reference: list[float], resamples: in
     differences = [(v - r) * 1000 for v, r in zip(values, reference, strict=True)]
     pick = random.Random(0).choices
     medians = sorted(statistics.median(pick(differences, k=len(differences))) for _ in range(resamples))
-    return [round(statistics.median(differences), 2), round(medians[int(0.025 * resamples)], 2),
-            round(medians[int(0.975 * resamples) - 1], 2)]
+    return [
+        round(statistics.median(differences), 2),
+        round(medians[int(0.025 * resamples)], 2),
+        round(medians[int(0.975 * resamples) - 1], 2),
+    ]
 
 
 def ratio_interval(values: list[float], baseline: list[float], resamples: int = 2000) -> list[float]:
@@ -458,8 +519,7 @@ async def in_a_row(ask: Ask, pid: int, backend_port: int, way: str, count: int, 
     for i in range(count + 1):
         if i % step == 0:
             fds, to_backend = sockets(pid, backend_port)
-            samples.append({"chats": i, "rss_mb": round(rss_mb(pid), 1), "socket_fds": fds,
-                            "to_backend": to_backend})
+            samples.append({"chats": i, "rss_mb": round(rss_mb(pid), 1), "socket_fds": fds, "to_backend": to_backend})
         if i < count:
             _, _, text, _, _ = await ask(WAYS[way])
             if i == 0:
@@ -469,25 +529,33 @@ async def in_a_row(ask: Ask, pid: int, backend_port: int, way: str, count: int, 
 
 def print_concurrency(run: dict[str, Any]) -> None:
     print(f"\n{run['concurrency']} chat(s) at a time, {run['chats_per_way']} chats per way:")
-    print(f"  {'way':<18} {'first ms':>9} {'(p90)':>8} {'ratio [95%]':>17}   {'last ms':>9} {'(p90)':>8}"
-          f" {'ratio [95%]':>17}   {'OWUI CPU ms/chat':>16} {'chunks/chat':>11}")
+    print(
+        f"  {'way':<18} {'first ms':>9} {'(p90)':>8} {'ratio [95%]':>17}   {'last ms':>9} {'(p90)':>8}"
+        f" {'ratio [95%]':>17}   {'OWUI CPU ms/chat':>16} {'chunks/chat':>11}"
+    )
 
     def ratio(value: float, interval: list[float]) -> str:
         return f"{value:.2f} [{interval[0]:.2f}-{interval[1]:.2f}]"
 
     for way, r in run["ways"].items():
-        print(f"  {way:<18} {r['first_ms']:9.1f} {r['first_p90_ms']:8.1f} {ratio(r['first_ratio'], r['first_ratio_95']):>17}   "
-              f"{r['last_ms']:9.1f} {r['last_p90_ms']:8.1f} {ratio(r['last_ratio'], r['last_ratio_95']):>17}   "
-              f"{r['cpu_ms_per_chat']:16.1f} {r['chunks_per_chat']:11.1f}"
-              + (f"   {r['errors']} failed: {r['first_errors']}" if r["errors"] else ""))
+        print(
+            f"  {way:<18} {r['first_ms']:9.1f} {r['first_p90_ms']:8.1f} {ratio(r['first_ratio'], r['first_ratio_95']):>17}   "
+            f"{r['last_ms']:9.1f} {r['last_p90_ms']:8.1f} {ratio(r['last_ratio'], r['last_ratio_95']):>17}   "
+            f"{r['cpu_ms_per_chat']:16.1f} {r['chunks_per_chat']:11.1f}"
+            + (f"   {r['errors']} failed: {r['first_errors']}" if r["errors"] else "")
+        )
     paired = {way: r["first_minus_minimal_ms"] for way, r in run["ways"].items() if "first_minus_minimal_ms" in r}
     if paired:
-        print("  first token minus the minimal relay pipe's in the same round, median ms [95%]: "
-              + "; ".join(f"{way} {d[0]:+.2f} [{d[1]:+.2f} to {d[2]:+.2f}]" for way, d in paired.items()))
+        print(
+            "  first token minus the minimal relay pipe's in the same round, median ms [95%]: "
+            + "; ".join(f"{way} {d[0]:+.2f} [{d[1]:+.2f} to {d[2]:+.2f}]" for way, d in paired.items())
+        )
     if "first_minus_anon_ms" in run["ways"].get("pipe-agui", {}):
         d = run["ways"]["pipe-agui"]["first_minus_anon_ms"]
-        print(f"  identity's cost: pipe-agui minus pipe-agui-anon in the same round, median ms [95%]: "
-              f"{d[0]:+.2f} [{d[1]:+.2f} to {d[2]:+.2f}]")
+        print(
+            f"  identity's cost: pipe-agui minus pipe-agui-anon in the same round, median ms [95%]: "
+            f"{d[0]:+.2f} [{d[1]:+.2f} to {d[2]:+.2f}]"
+        )
     phased = {way: r["first_token_phases_ms"] for way, r in run["ways"].items() if "first_token_phases_ms" in r}
     if phased:
         print(f"  first token in parts, medians in ms: {' / '.join(PHASES)}")
@@ -497,12 +565,14 @@ def print_concurrency(run: dict[str, Any]) -> None:
 
 def print_in_a_row(run: dict[str, Any]) -> None:
     print(f"\n{run['chats']} chats in a row, {run['way']}:  chats / RSS MB / socket fds / connections to the backend")
-    print("  " + "  ".join(f"{s['chats']}:{s['rss_mb']:.0f}/{s['socket_fds']}/{s['to_backend']}"
-                           for s in run["samples"]))
+    print(
+        "  " + "  ".join(f"{s['chats']}:{s['rss_mb']:.0f}/{s['socket_fds']}/{s['to_backend']}" for s in run["samples"])
+    )
 
 
-async def run_all(args: argparse.Namespace, url: str, token: str, pid: int, backend_port: int,
-                  turn: Turn) -> dict[str, Any]:
+async def run_all(
+    args: argparse.Namespace, url: str, token: str, pid: int, backend_port: int, turn: Turn
+) -> dict[str, Any]:
     """``token``: the admin's API key (--via api) or session JWT (--via browser, which the socket needs)."""
     # keep-alive shorter than uvicorn's 5 s, so the client never reuses a connection the server is closing
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=100, keepalive_expiry=2.0)
@@ -540,10 +610,17 @@ def identity_environment() -> dict[str, str]:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    pem = Ed25519PrivateKey.generate().private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
-    return {"ENABLE_FORWARD_USER_INFO_HEADERS": "true", "FORWARD_USER_INFO_HEADER_JWT_SECRET": uuid.uuid4().hex * 2,
-            "AIHUB_IDENTITY_PRIVATE_KEY": pem, "AIHUB_IDENTITY_KEY_ID": "bench"}
+    pem = (
+        Ed25519PrivateKey.generate()
+        .private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        .decode()
+    )
+    return {
+        "ENABLE_FORWARD_USER_INFO_HEADERS": "true",
+        "FORWARD_USER_INFO_HEADER_JWT_SECRET": uuid.uuid4().hex * 2,
+        "AIHUB_IDENTITY_PRIVATE_KEY": pem,
+        "AIHUB_IDENTITY_KEY_ID": "bench",
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -553,22 +630,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-chats", type=int, default=100, help="at least this many chats per way and concurrency")
     parser.add_argument("--rate", type=float, default=200, help="backend tokens per second per stream")
     parser.add_argument("--tokens", type=int, default=40, help="text tokens before and after the tool call")
-    parser.add_argument("--think-ms", type=float, default=0,
-                        help="the agent waits this long before its first token, as an LLM does (default 0: "
-                             "one token's time); not in the chats in a row")
-    parser.add_argument("--via", choices=("api", "browser"), default="api",
-                        help="read answers from the streaming response (api) or, as Open WebUI's page, from its "
-                             "socket (browser)")
-    parser.add_argument("--in-a-row", type=int, default=None,
-                        help="chats one after another per way (0: skip; default 1000 --via api, 0 --via browser, "
-                             "where every chat adds a chat to the database)")
+    parser.add_argument(
+        "--think-ms",
+        type=float,
+        default=0,
+        help="the agent waits this long before its first token, as an LLM does (default 0: "
+        "one token's time); not in the chats in a row",
+    )
+    parser.add_argument(
+        "--via",
+        choices=("api", "browser"),
+        default="api",
+        help="read answers from the streaming response (api) or, as Open WebUI's page, from its socket (browser)",
+    )
+    parser.add_argument(
+        "--in-a-row",
+        type=int,
+        default=None,
+        help="chats one after another per way (0: skip; default 1000 --via api, 0 --via browser, "
+        "where every chat adds a chat to the database)",
+    )
     parser.add_argument("--in-a-row-rate", type=float, default=0, help="backend token rate for those (0: at once)")
-    parser.add_argument("--topology", choices=("single", "ha"), default="single",
-                        help="single: one Open WebUI on SQLite; ha: scripts/openwebui-local's PostgreSQL + Redis + "
-                             "two replicas, every chat on the first replica (whose CPU is measured)")
-    parser.add_argument("--identity", action="store_true",
-                        help="Open WebUI forwards the user with an HS256 JWT, the pipe also signs an EdDSA token, the "
-                             "admin is in two groups; adds pipe-agui-anon (identity: none)")
+    parser.add_argument(
+        "--topology",
+        choices=("single", "ha"),
+        default="single",
+        help="single: one Open WebUI on SQLite; ha: scripts/openwebui-local's PostgreSQL + Redis + "
+        "two replicas, every chat on the first replica (whose CPU is measured)",
+    )
+    parser.add_argument(
+        "--identity",
+        action="store_true",
+        help="Open WebUI forwards the user with an HS256 JWT, the pipe also signs an EdDSA token, the "
+        "admin is in two groups; adds pipe-agui-anon (identity: none)",
+    )
     parser.add_argument("--name", default=f"bench-chat-{os.getpid()}", help="openwebui-local instance name")
     parser.add_argument("--keep", action="store_true", help="keep the instance running afterwards")
     parser.add_argument("--json", type=Path, help="write the figures here as JSON")
@@ -595,11 +690,13 @@ def main(argv: list[str] | None = None) -> int:
             if args.via == "browser" and not owui.admin_jwt:
                 raise SystemExit("--via browser: the instance's state has no admin session (JWT) for the socket")
             token = (owui.admin_jwt if args.via == "browser" else owui.token) or ""
-            print(f"Open WebUI pid {pid} at {owui.url} ({args.topology}), via {args.via}"
-                  f"{', the user forwarded and signed (--identity)' if args.identity else ''}; {2 * args.tokens} text tokens"
-                  f"{' and one tool call' if turn.tool_call else ''} per turn"
-                  f"{f', the first after {turn.think_ms:g} ms' if turn.think_ms else ''}; "
-                  f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+            print(
+                f"Open WebUI pid {pid} at {owui.url} ({args.topology}), via {args.via}"
+                f"{', the user forwarded and signed (--identity)' if args.identity else ''}; {2 * args.tokens} text tokens"
+                f"{' and one tool call' if turn.tool_call else ''} per turn"
+                f"{f', the first after {turn.think_ms:g} ms' if turn.think_ms else ''}; "
+                f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
+            )
             runs = [(args.rate, args.concurrency, 0, turn)]
             if args.in_a_row:
                 runs.append((args.in_a_row_rate, [], args.in_a_row, dataclasses.replace(turn, think_ms=0)))

@@ -177,9 +177,16 @@ def make_pipe(pipe: ModuleType, url: str) -> Any:
 
 
 BODY = {"model": "aihub_agent_pipe.bench.agent", "messages": [{"role": "user", "content": "go"}], "stream": True}
-CHAT_METADATA = {"chat_id": "bench-chat", "message_id": "bench-msg", "user_message_id": "bench-user-msg",
-                 "variables": {"{{USER_LANGUAGE}}": "en-GB", "{{CURRENT_DATETIME}}": "2026-12-02 10:00:00",
-                               "{{CURRENT_TIMEZONE}}": "Europe/London"}}
+CHAT_METADATA = {
+    "chat_id": "bench-chat",
+    "message_id": "bench-msg",
+    "user_message_id": "bench-user-msg",
+    "variables": {
+        "{{USER_LANGUAGE}}": "en-GB",
+        "{{CURRENT_DATETIME}}": "2026-12-02 10:00:00",
+        "{{CURRENT_TIMEZONE}}": "Europe/London",
+    },
+}
 USER = {"id": "u", "email": "ada@example.org", "name": "Ada", "role": "user"}
 
 
@@ -196,8 +203,9 @@ class BenchStore:
         return None
 
     async def file(self, file_id: str) -> Any:
-        return _PIPE.StoredFile(id=file_id, owner="u", name="big.pdf", mime="application/pdf", size=self.size,
-                                path=self.path)
+        return _PIPE.StoredFile(
+            id=file_id, owner="u", name="big.pdf", mime="application/pdf", size=self.size, path=self.path
+        )
 
     async def shared_with(self, file_id: str, user_id: str) -> bool:
         return False
@@ -214,9 +222,11 @@ def with_identity(pipe: ModuleType, instance: Any) -> Any:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    pem = Ed25519PrivateKey.generate().private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
+    pem = (
+        Ed25519PrivateKey.generate()
+        .private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        .decode()
+    )
     os.environ["ENABLE_FORWARD_USER_INFO_HEADERS"] = "true"
     os.environ["FORWARD_USER_INFO_HEADER_JWT_SECRET"] = "bench-forward-secret-0123456789abcdef"
     pipe.server_environment.cache_clear()
@@ -313,7 +323,11 @@ async def bench_network(
             with_httpx.append(await first_token_httpx(other, short.url))
             piped.append(await first_token_pipe(instance))
             identity.append(await first_token_pipe(identified, CHAT_METADATA))
-        e2e = max([await end_to_end(without_identity(make_pipe(pipe, long.url)), count) for _ in range(3)]) if long else 0.0
+        e2e = (
+            max([await end_to_end(without_identity(make_pipe(pipe, long.url)), count) for _ in range(3)])
+            if long
+            else 0.0
+        )
     finally:
         await client.close()
         await other.aclose()
@@ -396,8 +410,14 @@ async def bench_file(pipe: ModuleType, size_mb: float) -> dict[str, float]:
             await shared.close()
         server.close()
     assert "Agent error" not in content and "left out" not in content, content[-300:]
-    return {"size_mb": size_mb, "stall_ms": stall * 1000, "baseline_stall_ms": baseline * 1000, "idle_stall_ms": idle * 1000,
-            "rss_growth_mb": growth / 2**20, "chat_s": elapsed}
+    return {
+        "size_mb": size_mb,
+        "stall_ms": stall * 1000,
+        "baseline_stall_ms": baseline * 1000,
+        "idle_stall_ms": idle * 1000,
+        "rss_growth_mb": growth / 2**20,
+        "chat_s": elapsed,
+    }
 
 
 async def measured_idle(loop: asyncio.AbstractEventLoop, seconds: float = 0.3) -> float:
@@ -453,11 +473,15 @@ def main() -> None:
     if args.file_mb:
         result = asyncio.run(bench_file(pipe, args.file_mb))
         print(f"a {result['size_mb']:g} MB file in one chat:   {result['chat_s']:.2f} s to the answer")
-        print(f"  longest event-loop stall:        {result['stall_ms']:.1f} ms (a 1 ms ticker; "
-              f"{result['baseline_stall_ms']:.1f} ms in the best of 5 chats without a file, "
-              f"{result['idle_stall_ms']:.1f} ms with the loop idle)")
-        print(f"  process memory (RSS) growth:     {result['rss_growth_mb']:.1f} MB "
-              f"({result['rss_growth_mb'] / result['size_mb']:.2f}x the file)")
+        print(
+            f"  longest event-loop stall:        {result['stall_ms']:.1f} ms (a 1 ms ticker; "
+            f"{result['baseline_stall_ms']:.1f} ms in the best of 5 chats without a file, "
+            f"{result['idle_stall_ms']:.1f} ms with the loop idle)"
+        )
+        print(
+            f"  process memory (RSS) growth:     {result['rss_growth_mb']:.1f} MB "
+            f"({result['rss_growth_mb'] / result['size_mb']:.2f}x the file)"
+        )
         return
     if args.first_token_only:
         print(json.dumps(asyncio.run(bench_network(pipe, first_token_body(), None, 0, args.rounds))))
@@ -477,10 +501,10 @@ def main() -> None:
         f"({max(keyed) / max(in_process):.2f}x of no keys)"
     )
     print(f"pipe() end to end over loopback:       {net['e2e_events_per_s']:,.0f} events/s")
+    print(f"first token, aiohttp reading SSE:     {net['direct_ms']:.2f} ms median (p90 {net['direct_p90_ms']:.2f} ms)")
     print(
-        f"first token, aiohttp reading SSE:     {net['direct_ms']:.2f} ms median (p90 {net['direct_p90_ms']:.2f} ms)"
+        f"  same, new connection per request:    {net['fresh_ms']:.2f} ms median (the pipe before it shared a client)"
     )
-    print(f"  same, new connection per request:    {net['fresh_ms']:.2f} ms median (the pipe before it shared a client)")
     print(f"  httpx reading SSE, kept alive:       {net['httpx_ms']:.2f} ms median")
     print(f"first token, through pipe():           {net['pipe_ms']:.2f} ms median (p90 {net['pipe_p90_ms']:.2f} ms)")
     print(
@@ -497,12 +521,18 @@ def main() -> None:
         identity = [run["identity_ms"] / run["direct_ms"] for run in runs]
         print(f"first token in {args.repeat} fresh processes, {args.rounds} interleaved rounds each:")
         for run, ratio, with_id in zip(runs, ratios, identity):
-            print(f"  direct {run['direct_ms']:.2f} ms, pipe() {run['pipe_ms']:.2f} ms: {ratio:.3f}x; "
-                  f"with identity {run['identity_ms']:.2f} ms: {with_id:.3f}x")
-        print(f"pipe / direct, median of the {args.repeat} runs: {statistics.median(ratios):.3f}x "
-              f"(range {min(ratios):.3f}-{max(ratios):.3f}x)")
-        print(f"  with identity, ids, trace, context: {statistics.median(identity):.3f}x "
-              f"(range {min(identity):.3f}-{max(identity):.3f}x)")
+            print(
+                f"  direct {run['direct_ms']:.2f} ms, pipe() {run['pipe_ms']:.2f} ms: {ratio:.3f}x; "
+                f"with identity {run['identity_ms']:.2f} ms: {with_id:.3f}x"
+            )
+        print(
+            f"pipe / direct, median of the {args.repeat} runs: {statistics.median(ratios):.3f}x "
+            f"(range {min(ratios):.3f}-{max(ratios):.3f}x)"
+        )
+        print(
+            f"  with identity, ids, trace, context: {statistics.median(identity):.3f}x "
+            f"(range {min(identity):.3f}-{max(identity):.3f}x)"
+        )
     cost = asyncio.run(turn_cost(pipe))
     print(f"per chat, ids + trace + context:       {cost['plain_us']:.0f} µs of CPU before the request")
     print(f"  same with the HS256 JWT and the EdDSA token (groups from the store): {cost['identity_us']:.0f} µs")

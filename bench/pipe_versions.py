@@ -23,9 +23,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import aiohttp
 
@@ -80,12 +81,18 @@ async def compare(base: ModuleType, other: ModuleType, control: ModuleType, roun
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", default="HEAD", help="git revision of the base version (default HEAD)")
-    parser.add_argument("--file", type=Path, default=ROOT / PIPE, help="the other version (default: the working tree's)")
+    parser.add_argument(
+        "--file", type=Path, default=ROOT / PIPE, help="the other version (default: the working tree's)"
+    )
     parser.add_argument("--rounds", type=int, default=2000, help="rounds; each runs every reader once")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         base_file = at_revision(args.base, Path(directory))
-        base, other, control = load("pipe_base", base_file), load("pipe_other", args.file), load("pipe_control", base_file)
+        base, other, control = (
+            load("pipe_base", base_file),
+            load("pipe_other", args.file),
+            load("pipe_control", base_file),
+        )
     if base._POOL_VERSION != other._POOL_VERSION:
         # the pool lives in sys.modules, shared by every copy of the file; each would drop the
         # other's client as outdated and open a new connection on every chat
@@ -97,8 +104,10 @@ def main() -> None:
     other_name = "working tree" if args.file.resolve() == (ROOT / PIPE).resolve() else args.file.name
     for label, name in (("base", args.base), ("other", other_name), ("control", f"{args.base} again")):
         print(f"  pipe, {name:<28} {us[label]:7.0f} us  {us[label] / direct:.3f}x  (+{us[label] - direct:.0f} us)")
-    print(f"other - base: {us['other'] - us['base']:+.0f} us; the control's distance from the base (noise): "
-          f"{us['control'] - us['base']:+.0f} us")
+    print(
+        f"other - base: {us['other'] - us['base']:+.0f} us; the control's distance from the base (noise): "
+        f"{us['control'] - us['base']:+.0f} us"
+    )
 
 
 if __name__ == "__main__":

@@ -249,8 +249,15 @@ class Result:
             "refreshes": self.count(lambda c: c.is_refresh),
             "by_kind": self.by_kind(),
             "seconds_by_kind": self.seconds_by_kind(),
-            **({"output_lines": self.output_lines, "output_bytes": self.output_bytes,
-                "longest_line": self.longest_line} if self.output_lines else {}),
+            **(
+                {
+                    "output_lines": self.output_lines,
+                    "output_bytes": self.output_bytes,
+                    "longest_line": self.longest_line,
+                }
+                if self.output_lines
+                else {}
+            ),
         }
 
 
@@ -347,33 +354,47 @@ class Checks:
             print(f"INVARIANT BROKEN: {what}", file=sys.stderr)
 
 
-def check_provision_runs(checks: Checks, empty: Result, noop: Result, change: Result, n_models: int,
-                         changed_models: set[str]) -> None:
+def check_provision_runs(
+    checks: Checks, empty: Result, noop: Result, change: Result, n_models: int, changed_models: set[str]
+) -> None:
     for r in (empty, noop, change):
         checks.expect(r.count(lambda c: c.is_row_read) == 0, f"{r.name}: no per-row reads")
         checks.expect(all(c.status < 300 for c in r.calls), f"{r.name}: every call answered 2xx")
         # A sync that writes lists models and functions twice more: the conflict checks before
         # its first write and after its last (apply.py, conflicts.py).
-        checked = {("GET", "/api/v1/models/all"), ("GET", "/api/v1/functions/export")} if r.plan and r.plan["changes"] else set()
+        checked = (
+            {("GET", "/api/v1/models/all"), ("GET", "/api/v1/functions/export")}
+            if r.plan and r.plan["changes"]
+            else set()
+        )
         listings = Counter((c.method, c.kind) for c in r.calls if c.is_listing)
-        checks.expect(all(n == (3 if key in checked else 1) for key, n in listings.items()),
-                      f"{r.name}: each listing read once (models and functions 3 times when it writes)")
+        checks.expect(
+            all(n == (3 if key in checked else 1) for key, n in listings.items()),
+            f"{r.name}: each listing read once (models and functions 3 times when it writes)",
+        )
     creates = [c for c in empty.calls if c.kind == "/api/v1/models/create"]
-    checks.expect(len(creates) == n_models and len({c.target for c in creates}) == n_models,
-                  f"{empty.name}: one create per model ({n_models})")
+    checks.expect(
+        len(creates) == n_models and len({c.target for c in creates}) == n_models,
+        f"{empty.name}: one create per model ({n_models})",
+    )
     checks.expect(empty.count(lambda c: c.is_refresh) == 1, f"{empty.name}: one registry refresh")
-    checks.expect(all(c.is_listing for c in noop.calls) and noop.plan is not None and not noop.plan["changes"],
-                  f"{noop.name}: only the listing calls ({len(noop.calls)}), no writes, no refresh")
+    checks.expect(
+        all(c.is_listing for c in noop.calls) and noop.plan is not None and not noop.plan["changes"],
+        f"{noop.name}: only the listing calls ({len(noop.calls)}), no writes, no refresh",
+    )
     assert change.plan is not None
     planned = {c["id"] for c in change.plan["changes"]}
     planned_models = {c["id"] for c in change.plan["changes"] if c["kind"] == "model"}
     written = [c for c in change.calls if c.is_write]
-    checks.expect(planned_models == changed_models,
-                  f"{change.name}: the plan changes exactly the {len(changed_models)} rows of the edited blueprint")
+    checks.expect(
+        planned_models == changed_models,
+        f"{change.name}: the plan changes exactly the {len(changed_models)} rows of the edited blueprint",
+    )
     checks.expect({c.target for c in written} == planned, f"{change.name}: writes touch only the planned objects")
     model_writes = Counter(c.target for c in written if "/models/" in c.kind)
-    checks.expect(sorted(model_writes.values()) == [1] * len(changed_models),
-                  f"{change.name}: one write per changed row")
+    checks.expect(
+        sorted(model_writes.values()) == [1] * len(changed_models), f"{change.name}: one write per changed row"
+    )
     checks.expect(change.count(lambda c: c.is_refresh) == 1, f"{change.name}: one registry refresh")
 
 
@@ -381,10 +402,14 @@ def check_provision_runs(checks: Checks, empty: Result, noop: Result, change: Re
 
 
 def fmt_row(name: str, r: Result, base: Result | None = None) -> str:
-    ratio = f"  {r.seconds / base.seconds:5.2f}x time  {len(r.calls) / max(len(base.calls), 1):5.2f}x calls" if base else ""
-    return (f"  {name:<34} {len(r.calls):5d} calls {r.count(lambda c: c.is_write):5d} writes "
-            f"{r.count(lambda c: c.is_row_read):4d} row reads {r.seconds:7.2f} s  "
-            f"(HTTP {r.http_seconds:6.2f} s){ratio}")
+    ratio = (
+        f"  {r.seconds / base.seconds:5.2f}x time  {len(r.calls) / max(len(base.calls), 1):5.2f}x calls" if base else ""
+    )
+    return (
+        f"  {name:<34} {len(r.calls):5d} calls {r.count(lambda c: c.is_write):5d} writes "
+        f"{r.count(lambda c: c.is_row_read):4d} row reads {r.seconds:7.2f} s  "
+        f"(HTTP {r.http_seconds:6.2f} s){ratio}"
+    )
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -441,8 +466,11 @@ def run_scenarios(
         check = run_cli(recorder, "verify", "diff", *bundle, "-o", "json")
         checks.expect(check.plan is not None and not check.plan["changes"], f"{label}: instance matches afterwards")
 
-    print(f"Open WebUI {owui.url}; {n_blueprints} blueprints x {n_agents} agents = {n_models} "
-          f"model rows + {n_functions} functions", file=sys.stderr)
+    print(
+        f"Open WebUI {owui.url}; {n_blueprints} blueprints x {n_agents} agents = {n_models} "
+        f"model rows + {n_functions} functions",
+        file=sys.stderr,
+    )
     text_plan = run_cli(recorder, f"diff (text) of the {n_models}-create plan", "diff", *bundle)
     from_empty = run_cli(recorder, "sync from empty", "sync", *bundle, "--yes", "-o", "json")
     verify_matches(from_empty.name)
@@ -452,18 +480,26 @@ def run_scenarios(
     verify_matches(change.name)
     check_provision_runs(checks, from_empty, noop, change, n_models, changed)
     checks.expect(not any(c.is_write for c in text_plan.calls), "diff writes nothing")
-    checks.expect(text_plan.output_lines == n_models + n_functions + 4,
-                  f"text plan: one line per object plus two summary lines ({text_plan.output_lines} lines)")
+    checks.expect(
+        text_plan.output_lines == n_models + n_functions + 4,
+        f"text plan: one line per object plus two summary lines ({text_plan.output_lines} lines)",
+    )
 
     # The naive way, same instance, same three workloads.
     restore_blueprint()
     empty(owui)
     naive_runs: list[Result] = []
-    with recorder.client(timeout=60) as writes, recorder.client(
-        base_url=owui.url, headers={"Authorization": f"Bearer {owui.token}"}, timeout=60
-    ) as reads, OpenWebUIClient(base_url=owui.url, token=owui.token, http=writes) as client:
+    with (
+        recorder.client(timeout=60) as writes,
+        recorder.client(base_url=owui.url, headers={"Authorization": f"Bearer {owui.token}"}, timeout=60) as reads,
+        OpenWebUIClient(base_url=owui.url, token=owui.token, http=writes) as client,
+    ):
         naive = Naive(client, reads)
-        for name, before in (("naive from empty", None), ("naive no-op", None), ("naive one change", edit_one_blueprint)):
+        for name, before in (
+            ("naive from empty", None),
+            ("naive no-op", None),
+            ("naive one change", edit_one_blueprint),
+        ):
             if before:
                 before()
             desired = naive.desired(inputs_as_sync(bp_dir, fn_dir, owui.token), owui.token)  # not timed
@@ -479,8 +515,17 @@ def run_scenarios(
     restore_blueprint()
     for workers in parallel:
         empty(owui)
-        probe = run_cli(recorder, f"sync from empty, model writes {workers} at a time", "sync", *bundle, "--yes",
-                        "-o", "json", "--parallelism", str(workers))
+        probe = run_cli(
+            recorder,
+            f"sync from empty, model writes {workers} at a time",
+            "sync",
+            *bundle,
+            "--yes",
+            "-o",
+            "json",
+            "--parallelism",
+            str(workers),
+        )
         probes.append((workers, probe))
         verify_matches(probe.name)
     return Scenarios(n_models, n_functions, text_plan, from_empty, noop, change, naive_runs, probes, checks)
@@ -490,78 +535,129 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--blueprints", type=int, default=50)
     parser.add_argument("--agents", type=int, default=10, help="agents per blueprint")
-    parser.add_argument("--parallel", type=int, nargs="*", default=[], metavar="N",
-                        help="also run the from-empty sync with --parallelism N (one run per N)")
-    parser.add_argument("--latency-ms", type=float, default=0.0,
-                        help="add this round-trip time to every request (models a remote instance)")
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        nargs="*",
+        default=[],
+        metavar="N",
+        help="also run the from-empty sync with --parallelism N (one run per N)",
+    )
+    parser.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="add this round-trip time to every request (models a remote instance)",
+    )
     parser.add_argument("--name", default=f"bench-sync-{os.getpid()}", help="openwebui-local instance name")
     parser.add_argument("--keep", action="store_true", help="leave the instance running")
-    parser.add_argument("--topology", choices=("single", "ha"), default="single",
-                        help="ha: PostgreSQL + Redis + two replicas (the CLI talks to replica 1)")
+    parser.add_argument(
+        "--topology",
+        choices=("single", "ha"),
+        default="single",
+        help="ha: PostgreSQL + Redis + two replicas (the CLI talks to replica 1)",
+    )
     parser.add_argument("--json", type=Path, help="write the figures here as JSON")
     args = parser.parse_args(argv)
     recorder = Recorder(latency=args.latency_ms / 1000)
     client_module.make_http_client = lambda timeout: recorder.client(timeout=timeout)
     figures: dict[str, Any] = {
-        "workload": {"blueprints": args.blueprints, "agents_per_blueprint": args.agents,
-                     "models": args.blueprints * args.agents, "added_latency_ms": args.latency_ms,
-                     "topology": args.topology},
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "load_average_at_start": round(os.getloadavg()[0], 2)},
+        "workload": {
+            "blueprints": args.blueprints,
+            "agents_per_blueprint": args.agents,
+            "models": args.blueprints * args.agents,
+            "added_latency_ms": args.latency_ms,
+            "topology": args.topology,
+        },
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_average_at_start": round(os.getloadavg()[0], 2),
+        },
     }
     total_started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp, throwaway_instance(
-        args.name, keep=args.keep, topology=None if args.topology == "single" else args.topology
-    ) as owui:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp,
+        throwaway_instance(
+            args.name, keep=args.keep, topology=None if args.topology == "single" else args.topology
+        ) as owui,
+    ):
         os.environ.update({"OPENWEBUI_URL": owui.url, "OPENWEBUI_TOKEN": owui.token, "CI": "true"})
         os.environ.pop("OPENWEBUI_TOKEN_FILE", None)
-        run = run_scenarios(owui, recorder, Path(tmp), n_blueprints=args.blueprints, n_agents=args.agents,
-                            parallel=args.parallel)
+        run = run_scenarios(
+            owui, recorder, Path(tmp), n_blueprints=args.blueprints, n_agents=args.agents, parallel=args.parallel
+        )
     n_models, n_functions, text_plan, empty, noop, change = (
-        run.n_models, run.n_functions, run.text_plan, run.empty, run.noop, run.change)
+        run.n_models,
+        run.n_functions,
+        run.text_plan,
+        run.empty,
+        run.noop,
+        run.change,
+    )
     naive_runs, probes, checks = run.naive, run.probes, run.checks
 
-    scenarios = [("sync from empty", empty, naive_runs[0]), ("no-op re-sync", noop, naive_runs[1]),
-                 ("re-sync, one blueprint changed", change, naive_runs[2])]
+    scenarios = [
+        ("sync from empty", empty, naive_runs[0]),
+        ("no-op re-sync", noop, naive_runs[1]),
+        ("re-sync, one blueprint changed", change, naive_runs[2]),
+    ]
     writes = [c.seconds for c in empty.calls if c.kind == "/api/v1/models/create"]
     latency = f", {args.latency_ms:g} ms added per request" if args.latency_ms else ""
-    print(f"\nSync at scale: {n_models} model rows + {n_functions} functions "
-          f"({os.cpu_count()} CPUs, Open WebUI and the CLI on the same machine{latency})")
+    print(
+        f"\nSync at scale: {n_models} model rows + {n_functions} functions "
+        f"({os.cpu_count()} CPUs, Open WebUI and the CLI on the same machine{latency})"
+    )
     label = f"diff (text), {n_models}-create plan"
-    print(f"  {label:<34} {len(text_plan.calls):5d} calls {text_plan.seconds:38.2f} s; "
-          f"{text_plan.output_lines} lines, {text_plan.output_bytes} bytes, longest {text_plan.longest_line} chars")
+    print(
+        f"  {label:<34} {len(text_plan.calls):5d} calls {text_plan.seconds:38.2f} s; "
+        f"{text_plan.output_lines} lines, {text_plan.output_bytes} bytes, longest {text_plan.longest_line} chars"
+    )
     for name, mine, theirs in scenarios:
         print(fmt_row(name, mine))
         print(fmt_row("  naive: GET + write per object", theirs, base=mine))
     for workers, probe in probes:
         print(fmt_row(f"from empty, --parallelism {workers}", probe, base=empty))
-    print(f"  model create latency: median {statistics.median(writes) * 1000:.1f} ms, "
-          f"p95 {percentile(writes, 0.95) * 1000:.1f} ms; registry refresh "
-          f"{sum(c.seconds for c in empty.calls if c.is_refresh):.2f} s")
+    print(
+        f"  model create latency: median {statistics.median(writes) * 1000:.1f} ms, "
+        f"p95 {percentile(writes, 0.95) * 1000:.1f} ms; registry refresh "
+        f"{sum(c.seconds for c in empty.calls if c.is_refresh):.2f} s"
+    )
     print(f"  no-op re-sync calls: {', '.join(f'{k} x{v}' for k, v in noop.by_kind().items())}")
-    print(f"  invariants: {len(checks.passed)} held, {len(checks.failures)} broken; "
-          f"total bench time {time.perf_counter() - total_started:.0f} s")
+    print(
+        f"  invariants: {len(checks.passed)} held, {len(checks.failures)} broken; "
+        f"total bench time {time.perf_counter() - total_started:.0f} s"
+    )
 
-    figures.update({
-        "diff_text_plan": text_plan.to_json(),
-        "provision": {name: r.to_json() for name, r, _ in scenarios},
-        "naive": {name: r.to_json() for name, _, r in scenarios},
-        "ratios_naive_over_provision": {
-            name: {"seconds": round(n.seconds / p.seconds, 2), "calls": round(len(n.calls) / max(len(p.calls), 1), 2)}
-            for name, p, n in scenarios
-        },
-        "model_create_ms": {"median": round(statistics.median(writes) * 1000, 1),
-                            "p95": round(percentile(writes, 0.95) * 1000, 1)},
-        "invariants": {"held": checks.passed, "broken": checks.failures},
-    })
+    figures.update(
+        {
+            "diff_text_plan": text_plan.to_json(),
+            "provision": {name: r.to_json() for name, r, _ in scenarios},
+            "naive": {name: r.to_json() for name, _, r in scenarios},
+            "ratios_naive_over_provision": {
+                name: {
+                    "seconds": round(n.seconds / p.seconds, 2),
+                    "calls": round(len(n.calls) / max(len(p.calls), 1), 2),
+                }
+                for name, p, n in scenarios
+            },
+            "model_create_ms": {
+                "median": round(statistics.median(writes) * 1000, 1),
+                "p95": round(percentile(writes, 0.95) * 1000, 1),
+            },
+            "invariants": {"held": checks.passed, "broken": checks.failures},
+        }
+    )
     if probes:
         figures["parallel_probe"] = {
             str(workers): {**probe.to_json(), "speedup_vs_sequential": round(empty.seconds / probe.seconds, 2)}
             for workers, probe in probes
         }
     figures["machine"]["load_average_at_end"] = round(os.getloadavg()[0], 2)
-    print(f"  load average (1 min): {figures['machine']['load_average_at_start']} at start, "
-          f"{figures['machine']['load_average_at_end']} at end")
+    print(
+        f"  load average (1 min): {figures['machine']['load_average_at_start']} at start, "
+        f"{figures['machine']['load_average_at_end']} at end"
+    )
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
     return 1 if checks.failures else 0

@@ -190,36 +190,51 @@ def document_analyst(request: Request) -> Turn:
                 "e.g. *Summarise the document I shared in five key points.*"
             ),
         )
-    read = Call(f"read-{ids}", "read_user_files", {"files": names},
-                json.dumps([{"name": f.name, "type": f.mime, "bytes": len(f.data)} for f in request.files]))
+    read = Call(
+        f"read-{ids}",
+        "read_user_files",
+        {"files": names},
+        json.dumps([{"name": f.name, "type": f.mime, "bytes": len(f.data)} for f in request.files]),
+    )
     texts = [(f, f.text) for f in request.files]
     readable = [(f, t) for f, t in texts if t and t.strip()]
-    unread = [f"*{f.name}* ({f.mime or 'unknown type'}, {len(f.data):,} bytes)" for f, t in texts if not (t and t.strip())]
+    unread = [
+        f"*{f.name}* ({f.mime or 'unknown type'}, {len(f.data):,} bytes)" for f, t in texts if not (t and t.strip())
+    ]
     parts: list[str] = []
     ask = request.text.lower()
     if ("compare" in ask or "changed" in ask) and len(readable) >= 2:
         (old, old_text), (new, new_text) = readable[-2], readable[-1]
-        diff = [line for line in difflib.unified_diff(_lines(old_text), _lines(new_text), lineterm="", n=0)
-                if line[:1] in "+-" and not line.startswith(("+++", "---"))]
-        changes = [f"- {'added' if d[0] == '+' else 'removed'}: \"{d[1:].strip()}\"" for d in diff[:10]]
+        diff = [
+            line
+            for line in difflib.unified_diff(_lines(old_text), _lines(new_text), lineterm="", n=0)
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))
+        ]
+        changes = [f'- {"added" if d[0] == "+" else "removed"}: "{d[1:].strip()}"' for d in diff[:10]]
         parts.append(f"What changed from *{old.name}* to *{new.name}*:\n" + ("\n".join(changes) or "- nothing"))
     elif "deadline" in ask or "obligation" in ask:
         for f, text in readable:
             found = [s for s in _sentences(text) if DATE.search(s)]
-            listed = "\n".join(f"- \"{s}\"" for s in found[:10]) or "- none found"
+            listed = "\n".join(f'- "{s}"' for s in found[:10]) or "- none found"
             parts.append(f"Deadlines and obligations in *{f.name}*:\n{listed}")
     else:
         for f, text in readable:
             points = _sentences(text)[:5]
-            listed = "\n".join(f"{i}. \"{s}\"" for i, s in enumerate(points, 1))
+            listed = "\n".join(f'{i}. "{s}"' for i, s in enumerate(points, 1))
             parts.append(f"*{f.name}* ({len(text.split()):,} words), its key points in its own words:\n{listed}")
     if unread:
         parts.append("I could not read " + ", ".join(unread) + " as text: this demo agent reads text files only.")
     quote = next((s for _, t in readable for s in _sentences(t)), "")
-    summary = Call(f"condense-{ids}", "summarise", {"files": [f.name for f, _ in readable]},
-                   json.dumps({"quote": quote[:200]})) if readable else None
-    return Turn(lead=f"Reading {', '.join(names)}.", calls=[read] + ([summary] if summary else []),
-                answer="\n\n".join(parts))
+    summary = (
+        Call(
+            f"condense-{ids}", "summarise", {"files": [f.name for f, _ in readable]}, json.dumps({"quote": quote[:200]})
+        )
+        if readable
+        else None
+    )
+    return Turn(
+        lead=f"Reading {', '.join(names)}.", calls=[read] + ([summary] if summary else []), answer="\n\n".join(parts)
+    )
 
 
 def _doubling(text: str) -> tuple[float, float] | None:
@@ -235,13 +250,25 @@ def research_assistant(request: Request) -> Turn:
     """A web search (tool call), cited sources, token usage; a calculation and a chart for numbers."""
     ids, question = _ids(request), request.text.strip() or "your question"
     sources = [
-        Source("https://example.org/demo-research/overview", "Demo source: an overview",
-               f"What the scripted web search found for: {question[:120]}"),
-        Source("https://example.com/demo-research/figures", "Demo source: the figures",
-               "Numbers and dates the demo answer quotes."),
+        Source(
+            "https://example.org/demo-research/overview",
+            "Demo source: an overview",
+            f"What the scripted web search found for: {question[:120]}",
+        ),
+        Source(
+            "https://example.com/demo-research/figures",
+            "Demo source: the figures",
+            "Numbers and dates the demo answer quotes.",
+        ),
     ]
-    calls = [Call(f"search-{ids}", "web_research", {"query": question[:200]},
-                  json.dumps([{"title": s.title, "url": s.url} for s in sources]))]
+    calls = [
+        Call(
+            f"search-{ids}",
+            "web_research",
+            {"query": question[:200]},
+            json.dumps([{"title": s.title, "url": s.url} for s in sources]),
+        )
+    ]
     answer = (
         f"Here is what the (scripted) search found about *{question[:200]}*: the overview [1] explains the "
         "background and the figures page [2] has the numbers. The source chips below the answer link both, "
@@ -262,30 +289,54 @@ def research_assistant(request: Request) -> Turn:
 
 
 HANDBOOK = {
-    "leave": ("Handbook §4 Leave", "Full-time staff get 28 days of paid leave a year; book them in the HR portal "
-                                   "at least two weeks ahead."),
-    "travel": ("Handbook §7 Travel", "Book work trips through the travel desk; hotels up to 150 EUR a night, "
-                                     "economy class for flights under six hours."),
-    "expense": ("Handbook §8 Expenses", "Client dinners up to 60 EUR a person with an itemised receipt and the "
-                                        "guests' names."),
-    "security": ("Handbook §9 Security", "Lock your screen when you leave your desk and report lost devices "
-                                         "within an hour."),
+    "leave": (
+        "Handbook §4 Leave",
+        "Full-time staff get 28 days of paid leave a year; book them in the HR portal at least two weeks ahead.",
+    ),
+    "travel": (
+        "Handbook §7 Travel",
+        "Book work trips through the travel desk; hotels up to 150 EUR a night, "
+        "economy class for flights under six hours.",
+    ),
+    "expense": (
+        "Handbook §8 Expenses",
+        "Client dinners up to 60 EUR a person with an itemised receipt and the guests' names.",
+    ),
+    "security": (
+        "Handbook §9 Security",
+        "Lock your screen when you leave your desk and report lost devices within an hour.",
+    ),
 }
 
 
 def policy_faq(request: Request) -> Turn:
     ids, ask = _ids(request), request.text.lower()
-    topic = next((t for t in HANDBOOK if t in ask), "expense" if "dinner" in ask else
-                 "travel" if "trip" in ask else "leave" if "days" in ask or "holiday" in ask else "security")
+    topic = next(
+        (t for t in HANDBOOK if t in ask),
+        "expense"
+        if "dinner" in ask
+        else "travel"
+        if "trip" in ask
+        else "leave"
+        if "days" in ask or "holiday" in ask
+        else "security",
+    )
     title, rule = HANDBOOK[topic]
     calls = [
-        Call(f"retrieve-{ids}", "retrieve_policies", {"query": request.text[:200]},
-             json.dumps({"section": title, "text": rule})),
+        Call(
+            f"retrieve-{ids}",
+            "retrieve_policies",
+            {"query": request.text[:200]},
+            json.dumps({"section": title, "text": rule}),
+        ),
         Call(f"reply-{ids}", "draft_reply", {"section": title}, "drafted"),
     ]
-    return Turn(lead="Looking it up in the policy handbook.", calls=calls,
-                answer=f"From *{title}* (a demo handbook): {rule}",
-                sources=[Source("", title, rule)])
+    return Turn(
+        lead="Looking it up in the policy handbook.",
+        calls=calls,
+        answer=f"From *{title}* (a demo handbook): {rule}",
+        sources=[Source("", title, rule)],
+    )
 
 
 def support_desk(request: Request) -> Turn:
@@ -297,14 +348,32 @@ def support_desk(request: Request) -> Turn:
     order = asked.group(1) if asked else "10023"
     lowered = ask.lower()
     refund = "refund" in lowered or "charged twice" in lowered or "double charge" in lowered
-    topic = "billing" if refund or "invoice" in lowered else "delivery" if "order" in lowered or "parcel" in lowered \
+    topic = (
+        "billing"
+        if refund or "invoice" in lowered
+        else "delivery"
+        if "order" in lowered or "parcel" in lowered
         else "account"
-    calls = [Call(f"triage-{ids}", "classify_ticket", {"text": ask[:200]},
-                  json.dumps({"topic": topic, "urgency": "high" if refund else "normal"}))]
+    )
+    calls = [
+        Call(
+            f"triage-{ids}",
+            "classify_ticket",
+            {"text": ask[:200]},
+            json.dumps({"topic": topic, "urgency": "high" if refund else "normal"}),
+        )
+    ]
     if re.search(r"\b\d{4,6}\b", ask) or refund:
-        calls.append(Call(f"order-{ids}", "lookup_order", {"order_id": order},
-                          json.dumps({"order_id": order, "status": "delivered", "charged": 2 if refund else 1,
-                                      "amount_eur": 49.9})))
+        calls.append(
+            Call(
+                f"order-{ids}",
+                "lookup_order",
+                {"order_id": order},
+                json.dumps(
+                    {"order_id": order, "status": "delivered", "charged": 2 if refund else 1, "amount_eur": 49.9}
+                ),
+            )
+        )
     if refund:
         call = Call(f"refund-{ids}", REFUND_TOOL, {"order_id": order, "amount_eur": 49.9}, None)
         return Turn(
@@ -316,8 +385,8 @@ def support_desk(request: Request) -> Turn:
     answer = (
         f"Order {order} shows as delivered. Here is a reply you can send:\n\n> Thank you for getting in touch "
         "about your order. I have checked it and will keep you posted."
-        if len(calls) > 2 else
-        f"Topic: *{topic}*, urgency normal. Here is a reply you can send:\n\n> Thank you for getting in touch. "
+        if len(calls) > 2
+        else f"Topic: *{topic}*, urgency normal. Here is a reply you can send:\n\n> Thank you for getting in touch. "
         "I am sorry for the trouble and will sort it out today."
     )
     return Turn(lead="Let me triage that.", calls=calls, answer=answer)
@@ -333,14 +402,19 @@ def _refund_resumed(request: Request) -> Turn:
     call_id = interrupt.removeprefix("approve-") or f"refund-{_ids(request)}"
     if approved:
         call = Call(call_id, REFUND_TOOL, {}, json.dumps({"refunded_eur": 49.9, "status": "done"}))
-        return Turn(lead="", calls=[call], answer="Done: the duplicate charge of 49.90 EUR is refunded. "
-                                                  "The customer sees it in three to five working days.")
+        return Turn(
+            lead="",
+            calls=[call],
+            answer="Done: the duplicate charge of 49.90 EUR is refunded. "
+            "The customer sees it in three to five working days.",
+        )
     # Not approved: declined, or nobody answered (the pipe sends both as approved: false, since
     # Agent Framework ends a run whose approval is "cancelled" in an error), so say neither.
     reason = "not approved" if entry.get("status") == "resolved" else "no answer"
     call = Call(call_id, REFUND_TOOL, {}, json.dumps({"status": "not run", "reason": reason}))
-    return Turn(lead="", calls=[call], answer="I did not refund anything: the refund was not approved. "
-                                              "Nothing was changed.")
+    return Turn(
+        lead="", calls=[call], answer="I did not refund anything: the refund was not approved. Nothing was changed."
+    )
 
 
 SCRIPTS = {
@@ -354,9 +428,14 @@ SCRIPTS = {
 def answer(request: Request) -> Turn:
     """The agent's turn, with its token usage (words in and out, as a demo's tokens)."""
     turn = SCRIPTS[request.agent](request)
-    words_out = len(f"{turn.lead} {turn.answer}".split()) + sum(len(json.dumps(c.arguments).split()) for c in turn.calls)
-    turn.usage = {"input_tokens": request.words_in, "output_tokens": words_out,
-                  "total_tokens": request.words_in + words_out}
+    words_out = len(f"{turn.lead} {turn.answer}".split()) + sum(
+        len(json.dumps(c.arguments).split()) for c in turn.calls
+    )
+    turn.usage = {
+        "input_tokens": request.words_in,
+        "output_tokens": words_out,
+        "total_tokens": request.words_in + words_out,
+    }
     return turn
 
 
@@ -382,4 +461,9 @@ def growth_chart(rate: float, years: int, width: int = 360, height: int = 180) -
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"".join(rows))) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"".join(rows)))
+        + chunk(b"IEND", b"")
+    )

@@ -27,7 +27,8 @@ _HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback
 
 def default_dir() -> Path:
     cache = os.environ.get("AIHUB_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "aihub-provision")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "aihub-provision"
+    )
     return Path(cache) / "demo-agents"
 
 
@@ -60,7 +61,11 @@ def read_state(state_dir: Path) -> dict | None:
         state = json.loads((state_dir / "state.json").read_text())
     except (OSError, ValueError):
         return None
-    return state if isinstance(state, dict) and isinstance(state.get("pid"), int) and is_demo_agents(state["pid"]) else None
+    return (
+        state
+        if isinstance(state, dict) and isinstance(state.get("pid"), int) and is_demo_agents(state["pid"])
+        else None
+    )
 
 
 def stop(state_dir: Path) -> str:
@@ -98,9 +103,21 @@ def start(state_dir: Path, agui_port: int, openai_port: int) -> str:
     log = state_dir / "server.log"
     with log.open("ab") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "demo_agents", "serve", "--agui-port", str(agui_port),
-             "--openai-port", str(openai_port)],
-            cwd=REPO, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "demo_agents",
+                "serve",
+                "--agui-port",
+                str(agui_port),
+                "--openai-port",
+                str(openai_port),
+            ],
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     deadline = time.monotonic() + 15
     while not all(map(healthy, ports)):

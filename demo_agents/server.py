@@ -13,8 +13,8 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 
 from demo_agents.answers import AGENTS, answer, parse_request
-from demo_agents.wire import to_agui, to_openai
 from demo_agents.sse_handler import SSEHandler
+from demo_agents.wire import to_agui, to_openai
 
 
 class DemoHandler(SSEHandler):
@@ -23,8 +23,14 @@ class DemoHandler(SSEHandler):
         if path == "/health":
             self.send_json({"status": "ok", "agents": list(AGENTS)})
         elif path == "/v1/models":
-            self.send_json({"object": "list", "data": [
-                {"id": agent, "object": "model", "owned_by": "demo-agents", "created": 0} for agent in AGENTS]})
+            self.send_json(
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": agent, "object": "model", "owned_by": "demo-agents", "created": 0} for agent in AGENTS
+                    ],
+                }
+            )
         else:
             self.send_json({"detail": "not found"}, 404)
 
@@ -52,8 +58,9 @@ class DemoHandler(SSEHandler):
             self.send_json({"detail": f"no demo agent at {path!r}; try one of {['/' + a for a in AGENTS]}"}, 404)
             return
         turn = answer(parse_request(agent, body.get("messages"), body.get("resume")))
-        self.stream(to_agui(turn, str(body.get("threadId") or "demo-thread"), str(body.get("runId") or "demo-run"),
-                            agent))
+        self.stream(
+            to_agui(turn, str(body.get("threadId") or "demo-thread"), str(body.get("runId") or "demo-run"), agent)
+        )
 
     def stream(self, events: list[Any]) -> None:
         self.start_stream()

@@ -84,7 +84,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 # --- begin agent_pipe/constants.py ---
 # === constants ====================================================================================
 
-
 # The event types only the pipe itself makes.
 CALLS_RAN = "AIHUB_TOOL_CALLS_RAN"  # the pipe's own event: the calls waiting for a result ran (OpenAI)
 USAGE = "AIHUB_USAGE"  # the pipe's own event: an OpenAI stream's usage chunk (the run's total)
@@ -147,6 +146,7 @@ GROUPS_TTL_SECONDS = 30.0
 GROUPS_CACHE_USERS = 4096  # past this many users the cache starts again
 KEEPALIVE_SECONDS = 4.0  # under the idle timeout of common servers (uvicorn's and Node's are 5 s)
 FINISH_GRACE_SECONDS = 0.1  # how long the body's end may lag the run's end and keep the connection
+
 
 # The errors the pipe raises; failure_text (failures) says each one to the user.
 class PipeConfigError(Exception):
@@ -653,7 +653,9 @@ class TokenMask:
     compile, too much for every chat. ``stream`` holds back a tail that may be a token's start."""
 
     def __init__(self, tokens: Iterable[str] = ()) -> None:
-        self.tokens = sorted({t for t in tokens if isinstance(t, str) and len(t) >= SECRET_FRAGMENT}, key=len, reverse=True)
+        self.tokens = sorted(
+            {t for t in tokens if isinstance(t, str) and len(t) >= SECRET_FRAGMENT}, key=len, reverse=True
+        )
         self._held = ""
 
     def __bool__(self) -> bool:
@@ -1254,7 +1256,9 @@ def openai_content(content: Any) -> Any:
         elif part.kind == "image":
             out.append({"type": "image_url", "image_url": {"url": f"data:{part.mime};base64,{part.token}"}})
         else:
-            out.append({"type": "file", "file": {"filename": part.name, "file_data": f"data:{part.mime};base64,{part.token}"}})
+            out.append(
+                {"type": "file", "file": {"filename": part.name, "file_data": f"data:{part.mime};base64,{part.token}"}}
+            )
     return out
 
 
@@ -1506,8 +1510,18 @@ async def _notify(emitter: Any, text: str) -> None:
 METADATA_KEY = "aihub_requested_features"
 RESERVED_HEADER_PREFIX = "x-openwebui-"
 RESERVED_HEADERS = (
-    "authorization", "proxy-authorization", "cookie", "host", "content-type", "content-length",
-    "transfer-encoding", "connection", "accept", "traceparent", "tracestate", "x-aihub-identity",
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "host",
+    "content-type",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "accept",
+    "traceparent",
+    "tracestate",
+    "x-aihub-identity",
 )
 
 
@@ -1687,8 +1701,14 @@ def signing_key(valve: str, environ: Mapping[str, str] | None = None) -> Signing
 
 
 def identity_claims(
-    user: Mapping[str, Any], groups: Iterable[Mapping[str, str]], *, model: str, chat_id: str, message_id: str,
-    now: int, lifetime: int,
+    user: Mapping[str, Any],
+    groups: Iterable[Mapping[str, str]],
+    *,
+    model: str,
+    chat_id: str,
+    message_id: str,
+    now: int,
+    lifetime: int,
 ) -> dict[str, Any]:
     """Open WebUI's claims (``sub, email, name, role, iss, iat, exp``) plus the pipe's own."""
     return {
@@ -1906,7 +1926,9 @@ def openai_request(
     return payload
 
 
-def agui_request(history: Iterable[Mapping[str, Any]], signer: Signer, turn: Turn, features: list[str]) -> dict[str, Any]:
+def agui_request(
+    history: Iterable[Mapping[str, Any]], signer: Signer, turn: Turn, features: list[str]
+) -> dict[str, Any]:
     """A turn as an AG-UI RunAgentInput: the chat is the thread and Open WebUI's message the run
     (fresh ids for an API client's chat), user context as context, features as forwardedProps."""
     return {
@@ -4256,8 +4278,10 @@ def failure_text(
     if isinstance(exc, TimeoutError):
         return f"The agent did not finish within {timeout:g} seconds, so the run was stopped.{incomplete}"
     if isinstance(exc, EventTooLarge):
-        return (f"The agent sent an event of more than {exc.limit / MB:g} MB (the pipe's MAX_EVENT_MB), "
-                f"so the run was stopped.{incomplete}")
+        return (
+            f"The agent sent an event of more than {exc.limit / MB:g} MB (the pipe's MAX_EVENT_MB), "
+            f"so the run was stopped.{incomplete}"
+        )
     if isinstance(exc, StreamEndedEarly):
         return f"The agent's stream ended before the run finished.{incomplete}"
     if kinds & _TRANSPORT_FAILURES or isinstance(exc, OSError):
@@ -4457,24 +4481,33 @@ class Pipe:
             "next turn (written once by provision sync; never shown).",
         )
         QUESTION_TIMEOUT_SECONDS: float = Field(
-            default=120, gt=0, allow_inf_nan=False,
+            default=120,
+            gt=0,
+            allow_inf_nan=False,
             description="How long the pipe waits for the user to answer an agent's question (an approval).",
         )
         MAX_IMAGE_MB: float = Field(
-            default=10, gt=0, allow_inf_nan=False,
+            default=10,
+            gt=0,
+            allow_inf_nan=False,
             description="Largest image an agent may show in a chat, in MB; a larger one gets a line instead.",
         )
         MAX_IMAGES: int = Field(
-            default=MAX_IMAGES, ge=0,
+            default=MAX_IMAGES,
+            ge=0,
             description="Most images (stored, or attached as links) an agent may show in one answer; the rest "
             "get one line instead.",
         )
         MAX_TURN_IMAGES_MB: float = Field(
-            default=MAX_TURN_IMAGES_MB, gt=0, allow_inf_nan=False,
+            default=MAX_TURN_IMAGES_MB,
+            gt=0,
+            allow_inf_nan=False,
             description="Most MB of images an agent may store in one answer; the rest get one line instead.",
         )
         MAX_EVENT_MB: float = Field(
-            default=16, gt=0, allow_inf_nan=False,
+            default=16,
+            gt=0,
+            allow_inf_nan=False,
             description="Largest line or event of an agent's stream, in MB; a larger one ends the run with an "
             "error (keep it above 4/3 of MAX_IMAGE_MB: an image arrives as base64 in one event).",
         )
@@ -4488,7 +4521,8 @@ class Pipe:
             default=20, gt=0, allow_inf_nan=False, description="Largest attached file sent to an agent, in MB."
         )
         MAX_FILE_REFERENCES: int = Field(
-            default=MAX_FILE_REFERENCES, ge=0,
+            default=MAX_FILE_REFERENCES,
+            ge=0,
             description="Most attached files looked up for one request to an agent; the rest are named in one line.",
         )
         MAX_TURN_FILES_MB: float = Field(
@@ -4557,12 +4591,19 @@ class Pipe:
     async def probe(self, agent: AgentSpec) -> str:
         """The answer to an admin's probe (probe.py): one JSON object, keys masked."""
         scrubber = self.scrubber()
-        answer: dict[str, Any] = {PROBE_KEY: PROBE_VERSION, "agent": agent.id, "replica": replica_name(),
-                                  "identity": agent.identity, **server_identity(self.valves.IDENTITY_KEYS)}
+        answer: dict[str, Any] = {
+            PROBE_KEY: PROBE_VERSION,
+            "agent": agent.id,
+            "replica": replica_name(),
+            "identity": agent.identity,
+            **server_identity(self.valves.IDENTITY_KEYS),
+        }
         try:
             secret = self._secret(agent) if agent.api_key else None
         except PipeConfigError as exc:
-            answer.update(reached=False, host=_host(agent.url), transport=agent.transport, reason=scrubber.error(str(exc)))
+            answer.update(
+                reached=False, host=_host(agent.url), transport=agent.transport, reason=scrubber.error(str(exc))
+            )
         else:
             answer.update(await probe_backend(agent, secret, scrubber))
         return scrubber.error(json.dumps(answer))
@@ -4602,8 +4643,15 @@ class Pipe:
         except Exception as exc:  # the stored chat only places files; without it they go on the newest message
             log.warning("aihub_agent_pipe: reading the stored chat failed (%s)", type(exc).__name__)
         placed = place_files(history, chat_files or [], stored)
-        parts = await read_files(placed, store=self.store, user=user, limits=limits, reads=agent.reads, budget=budget,
-                                 max_files=self.valves.MAX_FILE_REFERENCES)
+        parts = await read_files(
+            placed,
+            store=self.store,
+            user=user,
+            limits=limits,
+            reads=agent.reads,
+            budget=budget,
+            max_files=self.valves.MAX_FILE_REFERENCES,
+        )
         found = InboundFiles(with_files(history, parts), left_out=list(inline_left_out))
         for index in sorted(parts):
             for part in parts[index]:
@@ -4652,8 +4700,17 @@ class Pipe:
         try:
             identity = await self._identity(agent, model, user, turn, settings) if agent.identity != "none" else {}
             delegated = oauth_header(agent, oauth_token)
-            taken = {h.lower() for h in (*turn.headers, *identity, *settings.user_headers, settings.jwt_header,
-                                         settings.chat_header, settings.message_header)}
+            taken = {
+                h.lower()
+                for h in (
+                    *turn.headers,
+                    *identity,
+                    *settings.user_headers,
+                    settings.jwt_header,
+                    settings.chat_header,
+                    settings.message_header,
+                )
+            }
             if any(h.lower() in taken for h in delegated):  # a forwarding header renamed in the server's env
                 raise PipeConfigError(
                     "The agent asks for the user's OAuth token in a header the pipe already sends (Open WebUI's "
@@ -4681,11 +4738,19 @@ class Pipe:
             try:
                 groups = await self.groups_cache.groups(self.store, turn.user_id)
             except Exception as exc:  # the token still says who; without groups an agent denies more
-                log.warning("aihub_agent_pipe: reading the user's groups failed (%s), trace %s",
-                            type(exc).__name__, turn.trace_id)
+                log.warning(
+                    "aihub_agent_pipe: reading the user's groups failed (%s), trace %s",
+                    type(exc).__name__,
+                    turn.trace_id,
+                )
         claims = identity_claims(
-            user, groups, model=model, chat_id=turn.chat_id, message_id=turn.message_id,
-            now=int(time.time()), lifetime=settings.lifetime,
+            user,
+            groups,
+            model=model,
+            chat_id=turn.chat_id,
+            message_id=turn.message_id,
+            now=int(time.time()),
+            lifetime=settings.lifetime,
         )
         return identity_headers(agent, claims, settings, key)
 
@@ -4782,13 +4847,15 @@ class Pipe:
             message = failure_text(exc, agent.url, self.valves.TIMEOUT_SECONDS, scrubber, started=recorder.segments)
             message = turn.mask.error(message)
             expected = (PipeConfigError, AgentHTTPError, StreamEndedEarly, EventTooLarge, TimeoutError, OSError)
-            if isinstance(exc, expected) or (
-                _kinds(exc) & (_CONNECT_FAILURES | _TRANSPORT_FAILURES)
-            ):
-                log.warning("aihub_agent_pipe: agent %s, trace %s: %s", agent.id, turn.trace_id, scrubber.error(message))
+            if isinstance(exc, expected) or (_kinds(exc) & (_CONNECT_FAILURES | _TRANSPORT_FAILURES)):
+                log.warning(
+                    "aihub_agent_pipe: agent %s, trace %s: %s", agent.id, turn.trace_id, scrubber.error(message)
+                )
             else:
                 trace = turn.mask.redact(scrubber.redact("".join(traceback.format_exception(exc))))
-                log.error("aihub_agent_pipe: unexpected error for agent %s, trace %s\n%s", agent.id, turn.trace_id, trace)
+                log.error(
+                    "aihub_agent_pipe: unexpected error for agent %s, trace %s\n%s", agent.id, turn.trace_id, trace
+                )
             recorder.finish(error=message)
         for chunk in _safe_chunks(turn.mask.stream(batch.take())):  # held text goes out before the error
             yield chunk

@@ -63,7 +63,13 @@ def check_attachments(
                     path = ("agents", a, field, i)
                     if ident in first:
                         problems.append(
-                            _duplicate(lb, path, ident, lb.source.line(field, first[ident]), "the blueprint attaches it to every agent")
+                            _duplicate(
+                                lb,
+                                path,
+                                ident,
+                                lb.source.line(field, first[ident]),
+                                "the blueprint attaches it to every agent",
+                            )
                         )
                         continue
                     if ident in mine:
@@ -101,7 +107,11 @@ def _check_one(
     function = by_id.get(ident)
     if function is None:
         if functions_dir is None or not functions_dir.is_dir():
-            return [lb.source.problem(path, f"no function {ident!r}: the folder {folder} does not exist (--functions DIR names it)")]
+            return [
+                lb.source.problem(
+                    path, f"no function {ident!r}: the folder {folder} does not exist (--functions DIR names it)"
+                )
+            ]
         same_kind = sorted(f.id for f in by_id.values() if f.kind == want)
         have = ", ".join(same_kind) or "none"
         return [

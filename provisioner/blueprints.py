@@ -24,20 +24,12 @@ from .urls import credential_in_url
 
 # Blueprint and agent ids become parts of a model id `<pipe>.<blueprint>.<agent>`: no dots,
 # no whitespace, short enough for Open WebUI's 256-character limit.
-Identifier = Annotated[
-    str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]*$", min_length=1, max_length=64)
-]
+Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]*$", min_length=1, max_length=64)]
 # Custom feature names become function ids (`aihub_toggle_<name>`): Python identifiers.
-FeatureName = Annotated[
-    str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", min_length=1, max_length=48)
-]
-CapabilityName = Annotated[
-    str, StringConstraints(pattern=r"^[a-z][a-z0-9_.-]*$", min_length=1, max_length=128)
-]
+FeatureName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", min_length=1, max_length=48)]
+CapabilityName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_.-]*$", min_length=1, max_length=128)]
 # A function id in the user's functions folder (`filters:` / `actions:`): the file's stem.
-FunctionId = Annotated[
-    str, StringConstraints(pattern=r"^[a-z_][a-z0-9_]*$", min_length=1, max_length=128)
-]
+FunctionId = Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_]*$", min_length=1, max_length=128)]
 # Variables that hold the Open WebUI admin token (or say where it is), and Open WebUI's own
 # signing and database secrets: a backend must never receive them, whoever reads the variable.
 TOKEN_VARIABLES = frozenset({"OPENWEBUI_TOKEN", "OPENWEBUI_TOKEN_FILE"})
@@ -51,7 +43,9 @@ def _not_a_token_variable(name: str) -> str:
             "backend a key of its own in another variable"
         )
     if name in SERVER_SECRET_VARIABLES:
-        raise ValueError(f"{name} is one of Open WebUI's own secrets; give the backend a key of its own in another variable")
+        raise ValueError(
+            f"{name} is one of Open WebUI's own secrets; give the backend a key of its own in another variable"
+        )
     return name
 
 
@@ -213,6 +207,7 @@ BackendUrl = Annotated[
 
 ModelName = Annotated[str, StringConstraints(min_length=1, max_length=256), AfterValidator(_no_hidden_characters)]
 
+
 def _own_header(name: str) -> str:
     """Not a header the pipe or HTTP sets itself (contract.RESERVED_HEADERS; the pipe checks the same)."""
     lowered = name.lower()
@@ -337,7 +332,9 @@ class BlueprintText(_Strict):
     @field_validator("name", mode="before")
     @classmethod
     def _no_name(cls, value: object) -> object:
-        raise ValueError("a blueprint's name is shown nowhere in Open WebUI: translate each agent's name in the agent's own i18n")
+        raise ValueError(
+            "a blueprint's name is shown nowhere in Open WebUI: translate each agent's name in the agent's own i18n"
+        )
 
 
 AgentI18n = dict[Locale, AgentText]

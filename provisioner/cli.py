@@ -18,20 +18,19 @@ import time
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
+from .contract import PIPE_FUNCTION_ID
+from .desired import build_desired, insecure_backends
+from .errors import ApplyError, BlueprintError, ConfigError, ProvisionError, Report
+from .identity_keys import SERVER_KEY_ID
+from .loader import Catalog, load_catalog
 from .openwebui import client as client_module
 from .openwebui.apply import ApplyReport, apply_plan
 from .openwebui.client import OpenWebUIClient, check_url, http_log
-from .desired import build_desired, insecure_backends
-from .errors import ApplyError, BlueprintError, ConfigError, ProvisionError, Report
-from .toggle_filters import write_toggle_files
-from .contract import PIPE_FUNCTION_ID
-from .identity_keys import SERVER_KEY_ID
-from .loader import Catalog, load_catalog
 from .openwebui.observed import observe
 from .pipeline import (
     Connection,
@@ -52,6 +51,7 @@ from .stopping import exit_code as signal_exit_code
 from .stopping import stop_requests
 from .targets import TARGETS_FILE, Target, select_target, targets_problems
 from .text import counted, visible
+from .toggle_filters import write_toggle_files
 from .variables import Variables
 from .version import __version__
 from .wrappers import find_wrappers
@@ -89,7 +89,7 @@ FunctionsOpt = Annotated[
     typer.Option("--functions", metavar="DIR", help="Your own Open WebUI functions (used only if the folder exists)."),
 ]
 BundleOpt = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(
         "--bundle",
         metavar="DIR",
@@ -105,11 +105,11 @@ PlanOutputOpt = Annotated[
     ),
 ]
 UrlOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--url", envvar="OPENWEBUI_URL", metavar="URL", help="Open WebUI base URL."),
 ]
 TokenFileOpt = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(
         "--token-file",
         envvar="OPENWEBUI_TOKEN_FILE",
@@ -117,14 +117,10 @@ TokenFileOpt = Annotated[
         help="File holding the admin API key; otherwise OPENWEBUI_TOKEN is used.",
     ),
 ]
-InsecureOpt = Annotated[
-    bool, typer.Option("--insecure", help="Allow plain HTTP to a host that is not loopback.")
-]
-PruneOpt = Annotated[
-    bool, typer.Option("--prune", help="Delete managed objects the blueprints no longer define.")
-]
+InsecureOpt = Annotated[bool, typer.Option("--insecure", help="Allow plain HTTP to a host that is not loopback.")]
+PruneOpt = Annotated[bool, typer.Option("--prune", help="Delete managed objects the blueprints no longer define.")]
 AdoptOpt = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--adopt",
         metavar="KIND/ID",
@@ -132,7 +128,10 @@ AdoptOpt = Annotated[
     ),
 ]
 DetailedOpt = Annotated[
-    bool, typer.Option("--detailed-exitcode", help="Exit 2 when the plan has changes, 0 when none (sync: only with --dry-run).")
+    bool,
+    typer.Option(
+        "--detailed-exitcode", help="Exit 2 when the plan has changes, 0 when none (sync: only with --dry-run)."
+    ),
 ]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Seconds per HTTP request.")]
 ParallelismOpt = Annotated[
@@ -147,7 +146,7 @@ ParallelismOpt = Annotated[
 ]
 NoColorOpt = Annotated[bool, typer.Option("--no-color", help="No colours (also NO_COLOR).")]
 TargetOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--target",
         envvar="PROVISION_TARGET",
@@ -180,8 +179,8 @@ def _connect(conn: Connection) -> OpenWebUIClient:
 
 
 def _select_target(
-    ctx: typer.Context, name: Optional[str], targets_file: Path, conn: Connection
-) -> tuple[Connection, Optional[Target]]:
+    ctx: typer.Context, name: str | None, targets_file: Path, conn: Connection
+) -> tuple[Connection, Target | None]:
     """With --target (or PROVISION_TARGET), the target's URL and token replace the defaults.
 
     An explicit --url or --token-file as well is a usage error: two answers to where to connect.
@@ -192,12 +191,14 @@ def _select_target(
     for param, flag in (("url", "--url"), ("token_file", "--token-file")):
         source = ctx.get_parameter_source(param) if param in ctx.params else None
         if source is not None and source.name == "COMMANDLINE":
-            raise typer.BadParameter("--target says where to connect already; use one of the two", param_hint=f"'{flag}'")
+            raise typer.BadParameter(
+                "--target says where to connect already; use one of the two", param_hint=f"'{flag}'"
+            )
     target = select_target(name, targets_file)
     return conn.for_target(target), target
 
 
-def _parse_adopt(values: Optional[list[str]]) -> set[tuple[Kind, str]]:
+def _parse_adopt(values: list[str] | None) -> set[tuple[Kind, str]]:
     adopted: set[tuple[Kind, str]] = set()
     for value in values or []:
         kind, _, ident = value.partition("/")
@@ -207,13 +208,13 @@ def _parse_adopt(values: Optional[list[str]]) -> set[tuple[Kind, str]]:
     return adopted
 
 
-def _build_plan(opts: "RunOptions", conn: Connection, err: Console) -> tuple[Plan, OpenWebUIClient]:
+def _build_plan(opts: RunOptions, conn: Connection, err: Console) -> tuple[Plan, OpenWebUIClient]:
     """The pipeline's steps in the order a user sees their effects: the blueprints' own problems
     and notes before a missing token, the release warning before any planning error."""
     adopted = _parse_adopt(opts.adopt)
-    missing: Optional[ConfigError] = None
+    missing: ConfigError | None = None
     try:
-        creds: Optional[tuple[str, str]] = credentials(conn, _warn)
+        creds: tuple[str, str] | None = credentials(conn, _warn)
     except ConfigError as exc:  # reported after the blueprints' own problems
         creds, missing = None, exc
     inputs = load_inputs(opts.path, opts.functions, opts.bundle, with_token_secret(opts.variables, creds and creds[1]))
@@ -253,21 +254,24 @@ def print_notes(catalog: Catalog, err: Console) -> None:
         )
 
 
-def _print_plan(plan: Plan, opts: "RunOptions", out: Console, err: Console) -> None:
+def _print_plan(plan: Plan, opts: RunOptions, out: Console, err: Console) -> None:
     data = plan.to_json()
     if opts.output is PlanOutput.json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     elif opts.output is PlanOutput.markdown:
-        from .render_markdown import render_markdown
-
         from .render_drift import drift_markdown
+        from .render_markdown import render_markdown
 
         sys.stdout.write(render_markdown(data, target=opts.target) + drift_markdown(data["drift"]))
     else:
         from .render_drift import render_drift_text
 
         render_plan(data, out)
-        render_drift_text(data["drift"], out, heading="Changed in Open WebUI since the last sync (sync puts the blueprints' values back):")
+        render_drift_text(
+            data["drift"],
+            out,
+            heading="Changed in Open WebUI since the last sync (sync puts the blueprints' values back):",
+        )
     render_notes(data, err)
     if opts.output is not PlanOutput.markdown:  # the Markdown carries them itself
         render_orphans(data, err)
@@ -302,7 +306,10 @@ def validate(
         if extra:
             raise BlueprintError(extra)
         desired = build_desired(
-            catalog, files, groups=None, token_variables=token_variables(selected.token_env if selected else None, variables)
+            catalog,
+            files,
+            groups=None,
+            token_variables=token_variables(selected.token_env if selected else None, variables),
         )
     except BlueprintError as exc:
         if output is Output.json:  # the machine form of the problems; the text still goes to stderr
@@ -388,7 +395,7 @@ def sync(
     no_color: NoColorOpt = False,
     bundle: BundleOpt = None,
     message: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--message",
             "-m",
@@ -405,7 +412,7 @@ def sync(
         ),
     ] = False,
     revoke_identity_key: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--revoke-identity-key",
             metavar="KID",
@@ -451,18 +458,18 @@ class RunOptions:
     output: PlanOutput
     detailed_exitcode: bool
     prune: bool
-    adopt: Optional[list[str]]
+    adopt: list[str] | None
     no_color: bool
     dry_run: bool
     yes: bool
     parallelism: int = 1
-    bundle: Optional[Path] = None  # None: the bundle installed with provision
-    variables: Optional[Variables] = None  # None: ${NAME} syntax checked, nothing resolved
-    target: Optional[str] = None  # its name, for the Markdown title
-    message: Optional[str] = None  # sync --message: the history's commit message
+    bundle: Path | None = None  # None: the bundle installed with provision
+    variables: Variables | None = None  # None: ${NAME} syntax checked, nothing resolved
+    target: str | None = None  # its name, for the Markdown title
+    message: str | None = None  # sync --message: the history's commit message
     missing_groups: str = "fail"  # the target's missing_groups (groups.py)
     rotate_identity_key: bool = False  # stage a new IDENTITY_KEYS signing key (sync --rotate-identity-key)
-    revoke_identity_key: Optional[str] = None  # the kid to drop at once (sync --revoke-identity-key)
+    revoke_identity_key: str | None = None  # the kid to drop at once (sync --revoke-identity-key)
 
 
 def _run(opts: RunOptions, conn: Connection) -> int:
@@ -513,8 +520,10 @@ def _apply(plan: Plan, client: OpenWebUIClient, opts: RunOptions, err: Console) 
             markup=False,
         )
 
-    with progress_reporter(err, total=len(plan.changes), enabled=opts.output is PlanOutput.text) as tick, \
-            stop_requests(notice) as stopping:
+    with (
+        progress_reporter(err, total=len(plan.changes), enabled=opts.output is PlanOutput.text) as tick,
+        stop_requests(notice) as stopping,
+    ):
         try:
             return apply_plan(plan, client, parallelism=opts.parallelism, on_progress=tick, stopping=stopping)
         except ApplyError as exc:
@@ -558,7 +567,14 @@ def list_managed(
         table.add_column(column, overflow="fold")
     for a in agents:  # rows come from the instance: show what a reader cannot see
         served = {True: "yes", False: "NO: chats fail", None: "no pipe"}[a["served"]]
-        cells = (a["agent"], a["name"], ", ".join(a["features"]) or "-", ", ".join(a["defaults"]) or "-", a["access"], served)
+        cells = (
+            a["agent"],
+            a["name"],
+            ", ".join(a["features"]) or "-",
+            ", ".join(a["defaults"]) or "-",
+            a["access"],
+            served,
+        )
         table.add_row(*(shown(str(c)) for c in cells))
     out.print(table)
     table = Table(title=f"Functions ({len(functions)})", title_justify="left")
@@ -574,8 +590,10 @@ def list_managed(
 @app.command("dump", short_help="Write the instance's agent rows as blueprint YAML.")
 def dump_command(
     ctx: typer.Context,
-    out_dir: Annotated[Path, typer.Option("--out", metavar="DIR", help="Folder for the blueprints (created if needed).")],
-    rows: Annotated[Optional[list[str]], typer.Argument(metavar="ID_OR_PATTERN", show_default=False, hidden=True)] = None,
+    out_dir: Annotated[
+        Path, typer.Option("--out", metavar="DIR", help="Folder for the blueprints (created if needed).")
+    ],
+    rows: Annotated[list[str] | None, typer.Argument(metavar="ID_OR_PATTERN", show_default=False, hidden=True)] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace files that already exist in DIR.")] = False,
     output: OutputOpt = Output.text,
     target: TargetOpt = None,
@@ -601,7 +619,11 @@ def dump_command(
     written = write_dump(out_dir, dumped, force=force)
     for report in dumped.rows:
         where = f"{out_dir / report.file}" if report.file else "not written"
-        err.print(f"{shown(report.id)}: {shown(where)}{'' if report.owned else ' (hand-made: --adopt model/' + shown(report.id) + ')'}", soft_wrap=True, markup=False)
+        err.print(
+            f"{shown(report.id)}: {shown(where)}{'' if report.owned else ' (hand-made: --adopt model/' + shown(report.id) + ')'}",
+            soft_wrap=True,
+            markup=False,
+        )
         for note in report.not_expressed:
             err.print(f"  not expressed: {shown(note)}", soft_wrap=True, markup=False)
     if output is Output.json:
@@ -613,7 +635,11 @@ def dump_command(
         }
         sys.stdout.write(json.dumps(body, indent=2) + "\n")
     else:
-        err.print(f"Wrote {len(written)} file(s) for {len(dumped.rows)} row(s) into {shown(str(out_dir))}.", soft_wrap=True, markup=False)
+        err.print(
+            f"Wrote {len(written)} file(s) for {len(dumped.rows)} row(s) into {shown(str(out_dir))}.",
+            soft_wrap=True,
+            markup=False,
+        )
     return EXIT_OK
 
 
@@ -622,7 +648,7 @@ def jwks(
     ctx: typer.Context,
     output: OutputOpt = Output.text,
     key_file: Annotated[
-        Optional[Path],
+        Path | None,
         typer.Option(
             "--key-file",
             metavar="PEM",
@@ -700,7 +726,7 @@ def drift_command(
 def token_command(
     ctx: typer.Context,
     out_file: Annotated[
-        Optional[Path], typer.Option("--out", metavar="FILE", help="Write the key to FILE (mode 0600) instead of stdout.")
+        Path | None, typer.Option("--out", metavar="FILE", help="Write the key to FILE (mode 0600) instead of stdout.")
     ] = None,
     target: TargetOpt = None,
     targets_file: TargetsFileOpt = Path(TARGETS_FILE),
@@ -729,7 +755,8 @@ def token_command(
         write_secret_file(out_file, key)
         _consoles(True)[1].print(
             f"{'Created' if created else 'Reused'} the API key of {login.email}; written to {out_file} (mode 0600).",
-            soft_wrap=True, markup=False,
+            soft_wrap=True,
+            markup=False,
         )
     else:
         sys.stdout.write(key + "\n")
@@ -832,9 +859,11 @@ def doctor_command(
     no_color: NoColorOpt = False,
     bundle: BundleOpt = None,
     replica: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option(
-            "--replica", metavar="URL", help="Probe the backends through this replica's own URL (repeatable; default: the target's replicas)."
+            "--replica",
+            metavar="URL",
+            help="Probe the backends through this replica's own URL (repeatable; default: the target's replicas).",
         ),
     ] = None,
 ) -> int:
@@ -852,7 +881,9 @@ def doctor_command(
     expected = None
     source = ctx.get_parameter_source("path")
     if path.exists() or (source is not None and source.name == "COMMANDLINE"):  # else: the instance alone
-        inputs = load_inputs(path, functions, bundle, target_variables(selected, strict=selected is not None, targets_file=targets_file))
+        inputs = load_inputs(
+            path, functions, bundle, target_variables(selected, strict=selected is not None, targets_file=targets_file)
+        )
         print_notes(inputs.catalog, err)
         expected = expected_from(inputs.catalog, inputs.functions)
     creds = credentials(conn, _warn)
@@ -890,7 +921,7 @@ def _print_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-_verbose_handler: Optional[logging.Handler] = None
+_verbose_handler: logging.Handler | None = None
 
 
 def _log_http_calls() -> None:
@@ -927,7 +958,7 @@ def _root(
         _log_http_calls()
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app and map every outcome to 0, 1 or 2 in this one place (and a sync
     stopped by a signal to the shell's code for it: 130 for SIGINT, 143 for SIGTERM)."""
     err = Console(stderr=True, highlight=False, emoji=False, no_color=bool(os.environ.get("NO_COLOR")))

@@ -40,7 +40,9 @@ class CommitInfo:
         CI (CI_COMMIT_SHA, CI_PIPELINE_URL); elsewhere neither is known."""
         commit = (env.get("GITHUB_SHA") or env.get("CI_COMMIT_SHA") or "").strip() or None
         run_url = None
-        server, repo, run = (env.get(k, "").strip() for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
+        server, repo, run = (
+            env.get(k, "").strip() for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")
+        )
         if server and repo and run:
             run_url = f"{server.rstrip('/')}/{repo}/actions/runs/{run}"
         elif env.get("CI_PIPELINE_URL", "").strip():

@@ -64,7 +64,9 @@ class Conflict:
             return f"{self.kind} {self.id} was deleted {since}"
         shown = ", ".join(self.paths[:SHOWN_PATHS]) + (", …" if len(self.paths) > SHOWN_PATHS else "")
         fields = f" ({shown})" if shown else ""
-        before = f"; the plan read it as last changed{_at(self.read_at)}" if self.read_at and not self.after_write else ""
+        before = (
+            f"; the plan read it as last changed{_at(self.read_at)}" if self.read_at and not self.after_write else ""
+        )
         return f"{self.kind} {self.id} was changed{fields}{_at(self.changed_at)} {since}{before}"
 
     def to_json(self) -> dict[str, Any]:
@@ -93,11 +95,7 @@ def seen(obj: ObjectState) -> Seen:
 
 def read_by_plan(observed: InstanceState, also: Collection[Key] = ()) -> dict[Key, Seen]:
     """What a plan must remember of its read: every managed object, and `also` (adopted rows)."""
-    return {
-        (obj.kind, obj.id): seen(obj)
-        for obj in _objects(observed)
-        if obj.managed or (obj.kind, obj.id) in also
-    }
+    return {(obj.kind, obj.id): seen(obj) for obj in _objects(observed) if obj.managed or (obj.kind, obj.id) in also}
 
 
 def changed_since_read(read: Mapping[Key, Seen], now: InstanceState, creates: Collection[Key]) -> list[Conflict]:

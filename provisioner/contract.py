@@ -41,8 +41,18 @@ IDENTITY_VALVE = "IDENTITY_KEYS"  # the Ed25519 keys the pipe signs who is askin
 # replace one or be replaced. Checked by provision at validate and by the pipe at chat time (a
 # valve can be edited by hand). Lower case; every name starting with the prefix is Open WebUI's.
 RESERVED_HEADERS = (
-    "authorization", "proxy-authorization", "cookie", "host", "content-type", "content-length",
-    "transfer-encoding", "connection", "accept", "traceparent", "tracestate", "x-aihub-identity",
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "host",
+    "content-type",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "accept",
+    "traceparent",
+    "tracestate",
+    "x-aihub-identity",
 )
 RESERVED_HEADER_PREFIX = "x-openwebui-"
 

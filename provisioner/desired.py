@@ -10,10 +10,8 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .version import __version__
 from .attachments import attached
 from .blueprints import Agent, Blueprint, GroupAccess, Suggestion, agent_backend
-from .owui_capabilities import model_capabilities
 from .contract import (  # noqa: F401  (ids re-exported: callers import them from here)
     AGENTS_VALVE,
     API_KEYS_VALVE,
@@ -29,9 +27,11 @@ from .errors import BlueprintError, Problem
 from .function_files import FunctionFile
 from .grants import PUBLIC_GRANT, normalize_grants
 from .loader import Catalog, LoadedBlueprint
+from .owui_capabilities import model_capabilities
 from .state import BUNDLE_PREFIX, I18N_KEY, MANAGED_BY, MARKER_KEY, InstanceState, ObjectState
 from .toggle_filters import toggle_filter_id
 from .urls import plain_http_host
+from .version import __version__
 
 
 def build_desired(
@@ -124,9 +124,7 @@ def i18n_leaves(table: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """locale -> {key: value} as flat fields `meta.i18n.<locale>.<key>`: a plan shows each one
     that changes on its own line (a locale tag holds no dot: locales.py)."""
     return {
-        f"{I18N_KEY}.{locale}.{key}": value
-        for locale, entry in sorted(table.items())
-        for key, value in entry.items()
+        f"{I18N_KEY}.{locale}.{key}": value for locale, entry in sorted(table.items()) for key, value in entry.items()
     }
 
 
@@ -281,7 +279,9 @@ def _pipe_valves(
                 keys[name] = value
                 continue
             problems.append(
-                lb.source.problem(_key_path(lb, index), f"environment variable {name} is not set (it holds this backend's API key)")
+                lb.source.problem(
+                    _key_path(lb, index), f"environment variable {name} is not set (it holds this backend's API key)"
+                )
             )
     return {
         PIPE_AGENTS_VALVE: json.dumps(agents, ensure_ascii=False, separators=(",", ":")),
@@ -340,7 +340,11 @@ def _model_row(
     if translations is not None:
         fields.update(i18n_leaves(translations))
     return ObjectState(
-        kind="model", id=model_id(bp.id, agent.id), fields=fields, written_by=__version__, source=lb.source.path,
+        kind="model",
+        id=model_id(bp.id, agent.id),
+        fields=fields,
+        written_by=__version__,
+        source=lb.source.path,
         owned_maps=frozenset({I18N_KEY}) if translations is not None else frozenset(),
     )
 
@@ -351,7 +355,11 @@ def suggestion_prompt(suggestion: Suggestion) -> dict[str, Any]:
 
 
 def _grants(
-    lb: LoadedBlueprint, index: int, groups: Mapping[str, str] | None, problems: list[Problem], skip_missing: bool = False
+    lb: LoadedBlueprint,
+    index: int,
+    groups: Mapping[str, str] | None,
+    problems: list[Problem],
+    skip_missing: bool = False,
 ) -> list[dict[str, str]]:
     access = lb.blueprint.agents[index].access
     if access == "public":

@@ -18,7 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .blueprints import GroupAccess
-from .openwebui.client import OpenWebUIClient, check_url
 from .contract import AGENTS_VALVE, PIPE_FUNCTION_ID, agent_key, model_id, split_agent_key, valve_path
 from .desired import build_desired
 from .doctor import Check, Expected, Facts, Probe, run_checks
@@ -26,6 +25,7 @@ from .errors import ApiError, ConfigError, ProvisionError
 from .explain import instance_notes
 from .function_files import FunctionFile
 from .loader import Catalog
+from .openwebui.client import OpenWebUIClient, check_url
 from .orphans import agent_entries
 from .pipeline import Connection, connect
 

@@ -29,13 +29,13 @@ from typing import Any
 
 import yaml
 
-from .owui_capabilities import ALWAYS_OFF, OVERRIDABLE_DEFAULTS, READS_CAPABILITIES, model_capabilities
 from .contract import FEATURE_FILTER_ID, PIPE_FUNCTION_ID, TOGGLE_FILTER_PREFIX, agent_of_model, split_agent_key
 from .errors import ProvisionError
 from .features import is_native
 from .icons import resolve_icon, sniff_image_type
 from .locales import locale_problem
 from .orphans import agent_entries
+from .owui_capabilities import ALWAYS_OFF, OVERRIDABLE_DEFAULTS, READS_CAPABILITIES, model_capabilities
 from .paths import blocked_paths, make_dirs
 from .state import MARKER_KEY, is_managed
 from .toggle_filters import render_toggle_filter, toggle_filter_id
@@ -49,7 +49,13 @@ _PATH_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _READ_CAPABILITY = {"images": "read_images", "documents": "read_documents"}
 _PLAIN_CAPABILITY = "answer"  # a blueprint needs one step that calls something
 _STUB = "Written by provision dump: say what the agent does here."
-_EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp", "image/svg+xml": "svg"}
+_EXTENSIONS = {
+    "image/png": "png",
+    "image/jpeg": "jpg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+    "image/svg+xml": "svg",
+}
 # What `diff --adopt` sets on a hand-made row besides the fields the dump wrote: provision's own.
 OWNED_PATHS = ("meta.aihub", "meta.filterIds", "meta.defaultFeatureIds", "meta.capabilities.", "is_active")
 
@@ -243,8 +249,13 @@ def _blueprint(
 
 
 _BACKEND_DEFAULTS: dict[str, Any] = {
-    "transport": "agui", "model": None, "api_key_env": None, "api_key_from": "sync", "insecure": False,
-    "identity": "auto", "oauth_token_header": None,
+    "transport": "agui",
+    "model": None,
+    "api_key_env": None,
+    "api_key_from": "sync",
+    "insecure": False,
+    "identity": "auto",
+    "oauth_token_header": None,
 }
 
 
@@ -274,7 +285,11 @@ def _features(row: Mapping[str, Any]) -> list[str]:
     marker = meta.get(MARKER_KEY)
     if is_managed(meta) and isinstance(marker, dict) and isinstance(marker.get("features"), list):
         return sorted(str(f) for f in marker["features"] if _FEATURE.fullmatch(str(f)))
-    found = [str(f).removeprefix(TOGGLE_FILTER_PREFIX) for f in meta.get("filterIds") or [] if str(f).startswith(TOGGLE_FILTER_PREFIX)]
+    found = [
+        str(f).removeprefix(TOGGLE_FILTER_PREFIX)
+        for f in meta.get("filterIds") or []
+        if str(f).startswith(TOGGLE_FILTER_PREFIX)
+    ]
     return sorted({f for f in found if _FEATURE.fullmatch(f)})
 
 
@@ -291,10 +306,14 @@ def _reads_and_overrides(row: Mapping[str, Any], supported: list[str]) -> tuple[
     """What the agent reads (from vision/file_upload) and the openwebui_capabilities that give
     the row's other capability values."""
     caps = (row.get("meta") or {}).get("capabilities") or {}
-    reads = sorted(read for read, keys in READS_CAPABILITIES.items() if all(caps.get(k) is True for k, v in keys.items() if v))
+    reads = sorted(
+        read for read, keys in READS_CAPABILITIES.items() if all(caps.get(k) is True for k, v in keys.items() if v)
+    )
     derived = model_capabilities(supported, None, reads)
     overrides = {
-        key: bool(caps[key]) for key in OVERRIDABLE_DEFAULTS if isinstance(caps.get(key), bool) and caps[key] != derived[key]
+        key: bool(caps[key])
+        for key in OVERRIDABLE_DEFAULTS
+        if isinstance(caps.get(key), bool) and caps[key] != derived[key]
     }
     return reads, overrides
 
@@ -333,7 +352,9 @@ def _agent(
     defaults = [str(f).removeprefix(TOGGLE_FILTER_PREFIX) for f in meta.get("defaultFilterIds") or []]
     kept = [f for f in defaults if f in supported]
     if len(kept) < len(defaults):
-        report.not_expressed.append(f"default toggles {', '.join(sorted(set(defaults) - set(kept)))} are not toggles it shows")
+        report.not_expressed.append(
+            f"default toggles {', '.join(sorted(set(defaults) - set(kept)))} are not toggles it shows"
+        )
     if kept:
         agent["defaults"] = kept
     if meta.get("defaultFeatureIds"):
@@ -341,7 +362,11 @@ def _agent(
             f"meta.defaultFeatureIds {meta['defaultFeatureIds']}: Open WebUI's own toggles are not used on agents"
         )
     ours = {FEATURE_FILTER_ID, *(toggle_filter_id(f) for f in supported)}
-    own_filters = [str(f) for f in meta.get("filterIds") or [] if str(f) not in ours and not str(f).startswith(TOGGLE_FILTER_PREFIX)]
+    own_filters = [
+        str(f)
+        for f in meta.get("filterIds") or []
+        if str(f) not in ours and not str(f).startswith(TOGGLE_FILTER_PREFIX)
+    ]
     if own_filters:
         agent["filters"] = own_filters
         report.not_expressed.append(f"filters {', '.join(own_filters)}: put their files in your functions folder")
@@ -386,7 +411,9 @@ def _agent_translations(meta: Mapping[str, Any], agent: Mapping[str, Any], repor
             value = entry.get(key)
             if isinstance(value, str) and value.strip():
                 if key == "description" and "description" not in agent:
-                    report.not_expressed.append(f"the {locale} description: the row has no description of its own to translate")
+                    report.not_expressed.append(
+                        f"the {locale} description: the row has no description of its own to translate"
+                    )
                     continue
                 text[key] = value
         prompts = entry.get("suggestion_prompts")
@@ -456,11 +483,15 @@ def _icon(value: Any, stem: str, files: dict[str, bytes], report: RowReport, *, 
     return None
 
 
-def _feature(feature: str, functions: Mapping[str, Mapping[str, Any]], files: dict[str, bytes], report: RowReport) -> dict[str, Any]:
+def _feature(
+    feature: str, functions: Mapping[str, Mapping[str, Any]], files: dict[str, bytes], report: RowReport
+) -> dict[str, Any]:
     """The features.yaml entry for a custom toggle, read from its toggle filter on the instance."""
     function = functions.get(toggle_filter_id(feature))
     if function is None:
-        report.not_expressed.append(f"toggle {feature}: its toggle filter is not on the instance; features.yaml has a stub")
+        report.not_expressed.append(
+            f"toggle {feature}: its toggle filter is not on the instance; features.yaml has a stub"
+        )
         return {"title": feature.replace("_", " ").capitalize(), "description": _STUB}
     title = str(function.get("name") or feature)
     description = str((function.get("meta") or {}).get("description") or "")
@@ -484,7 +515,9 @@ def _feature(feature: str, functions: Mapping[str, Mapping[str, Any]], files: di
         path = _icon(icon, f"icons/{feature}", files, report, allow_svg=True)
         if path:
             entry["icon"] = path
-    if render_toggle_filter(feature=feature, title=title, description=description, icon=icon) != function.get("content"):
+    if render_toggle_filter(feature=feature, title=title, description=description, icon=icon) != function.get(
+        "content"
+    ):
         report.not_expressed.append(f"toggle {feature}: its filter was edited; features.yaml renders provision's own")
     return entry
 
@@ -501,7 +534,9 @@ def write_dump(directory: Path, dumped: Dumped, *, force: bool = False) -> list[
     unsafe = [name for name in dumped.files if _unsafe_name(name)]
     if unsafe:
         names = "\n".join(f"  {name!r}" for name in unsafe)
-        raise ProvisionError(f"provision dump wrote nothing: these names cannot be file names inside {directory}:\n{names}")
+        raise ProvisionError(
+            f"provision dump wrote nothing: these names cannot be file names inside {directory}:\n{names}"
+        )
     targets = [directory / name for name in dumped.files]
     blocked = blocked_paths(directory, targets)
     if blocked:

@@ -18,8 +18,9 @@ Layer: vocabulary.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable, Protocol
+from typing import Any, Protocol
 
 
 class ProvisionError(Exception):

@@ -69,7 +69,14 @@ def bundle_dir() -> Path:
         if (candidate / "aihub_feature_filter.py").is_file():
             return candidate
     raise BlueprintError(
-        [Problem(str(package / "bundle"), None, "", "the function bundle is missing from this installation; reinstall aihub-provision")]
+        [
+            Problem(
+                str(package / "bundle"),
+                None,
+                "",
+                "the function bundle is missing from this installation; reinstall aihub-provision",
+            )
+        ]
     )
 
 
@@ -96,7 +103,9 @@ def _load_one(path: Path, problems: list[Problem]) -> FunctionFile | None:
         why = f" (it holds {describe(foreign)}, which is not ASCII)" if foreign else ""
         problems.append(
             Problem(
-                display, None, "id",
+                display,
+                None,
+                "id",
                 f"{function_id!r} is not a valid function id{why}: use a lowercase ASCII Python identifier as the file name",
             )
         )
@@ -107,7 +116,12 @@ def _load_one(path: Path, problems: list[Problem]) -> FunctionFile | None:
         inside = path  # a symlink loop: is_file() below says so
     if inside is None:
         problems.append(
-            Problem(display, None, "", f"a symlink to {path.resolve()}, outside the functions folder; keep function files in it")
+            Problem(
+                display,
+                None,
+                "",
+                f"a symlink to {path.resolve()}, outside the functions folder; keep function files in it",
+            )
         )
         return None
     if not path.is_file():  # follows symlinks; never opens a FIFO or a device
@@ -126,7 +140,9 @@ def _load_one(path: Path, problems: list[Problem]) -> FunctionFile | None:
         content = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        problems.append(Problem(display, line, "", f"not UTF-8 text (byte {raw[exc.start]:#04x}); save the file as UTF-8"))
+        problems.append(
+            Problem(display, line, "", f"not UTF-8 text (byte {raw[exc.start]:#04x}); save the file as UTF-8")
+        )
         return None
     return parse_function(content, display, function_id, problems)
 
@@ -166,12 +182,19 @@ def parse_function(content: str, display: str, function_id: str, problems: list[
         return None
     manifest = extract_frontmatter(content)
     if not manifest:
-        problems.append(Problem(display, 1, "frontmatter", 'missing: the file must start with a """ docstring of key: value lines'))
+        problems.append(
+            Problem(display, 1, "frontmatter", 'missing: the file must start with a """ docstring of key: value lines')
+        )
         return None
     global_value = manifest.get("global", "false").lower()
     if global_value not in ("true", "false"):
         problems.append(
-            Problem(display, _frontmatter_line(content, "global"), "frontmatter.global", f"must be true or false, not {manifest['global']!r}")
+            Problem(
+                display,
+                _frontmatter_line(content, "global"),
+                "frontmatter.global",
+                f"must be true or false, not {manifest['global']!r}",
+            )
         )
         return None
     return FunctionFile(
@@ -198,7 +221,11 @@ def valves_priority(tree: ast.Module) -> int | None:
             if not (isinstance(inner, ast.ClassDef) and inner.name == "Valves"):
                 continue
             for item in inner.body:
-                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id == "priority":
+                if (
+                    isinstance(item, ast.AnnAssign)
+                    and isinstance(item.target, ast.Name)
+                    and item.target.id == "priority"
+                ):
                     return _int_default(item.value)
     return None
 

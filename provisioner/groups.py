@@ -94,7 +94,9 @@ def missing_group_notes(missing: Iterable[str], mode: str) -> list[str]:
                 "the agents it would open stay private until the group exists and sync runs again"
             )
         else:
-            notes.append(f"group {name!r} does not exist in Open WebUI: sync creates it, empty (missing_groups: create)")
+            notes.append(
+                f"group {name!r} does not exist in Open WebUI: sync creates it, empty (missing_groups: create)"
+            )
     return notes
 
 

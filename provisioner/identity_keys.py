@@ -131,7 +131,10 @@ def _parsed(value: Any) -> dict[str, Any] | None:
 
 
 def _valve(
-    kid: str, key: Ed25519PrivateKey, retired: list[dict[str, Any]], staged: tuple[str, Ed25519PrivateKey, int] | None = None
+    kid: str,
+    key: Ed25519PrivateKey,
+    retired: list[dict[str, Any]],
+    staged: tuple[str, Ed25519PrivateKey, int] | None = None,
 ) -> str:
     data: dict[str, Any] = {"signing": {"kid": kid, "private_key_pem": _private_pem(key)}, "retired": retired}
     if staged is not None:
@@ -355,7 +358,9 @@ def describe_jwks(keys: Mapping[str, list[dict[str, str]]], from_file: bool, val
                 f"{_utc(staged[2] + STAGED_KEY_SECONDS)} on makes it sign"
             )
         else:
-            lines.append(f"kid {e['kid']}: retired, still verifies tokens it signed (kept {RETIRED_KEY_SECONDS // 3600} hours)")
+            lines.append(
+                f"kid {e['kid']}: retired, still verifies tokens it signed (kept {RETIRED_KEY_SECONDS // 3600} hours)"
+            )
     return lines
 
 
@@ -365,7 +370,9 @@ def private_key_lines(value: Any) -> list[str]:
     server's echo applies; the PEM's armour lines, the kids and the public keys are not secret)."""
     data = _parsed(value)
     entries = (data.get("signing"), data.get("staged")) if data else ()
-    pems = [e["private_key_pem"] for e in entries if isinstance(e, Mapping) and isinstance(e.get("private_key_pem"), str)]
+    pems = [
+        e["private_key_pem"] for e in entries if isinstance(e, Mapping) and isinstance(e.get("private_key_pem"), str)
+    ]
     if not pems:
         return [value] if isinstance(value, str) and value else []
     return [line.strip() for pem in pems for line in pem.splitlines() if line.strip() and not line.startswith("-----")]

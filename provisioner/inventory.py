@@ -27,7 +27,7 @@ def managed_agents(
         entries.append(
             {
                 "id": row.get("id"),
-                "agent": agent_key(str(marker.get('blueprint')), str(marker.get('agent'))),
+                "agent": agent_key(str(marker.get("blueprint")), str(marker.get("agent"))),
                 "name": row.get("name"),
                 "features": list(marker.get("features") or []),
                 "defaults": [

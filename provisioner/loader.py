@@ -90,9 +90,7 @@ def load_catalog(root: Path, variables: Variables | None = None) -> Catalog:
     problems: list[Problem] = []
     files = _yaml_files(root, problems)
     if not any(is_yaml_name(p.name) and Path(p.name).stem.lower() == "capabilities" for p in _entries(root)):
-        problems.append(
-            Problem(str(root / CAPABILITIES_FILE), None, "", "missing: the capability catalog is required")
-        )
+        problems.append(Problem(str(root / CAPABILITIES_FILE), None, "", "missing: the capability catalog is required"))
     blueprint_files = [f for f in files if f.name not in RESERVED_FILES]
     if not blueprint_files:
         problems.append(Problem(display_root, None, "", "no blueprint files (*.yaml) found"))
@@ -181,7 +179,9 @@ def _yaml_files(root: Path, problems: list[Problem]) -> list[Path]:
             continue  # named in a note by unread_files
         stem = Path(entry.name).stem
         if stem.lower() in ("capabilities", "features") and entry.name not in RESERVED_FILES:
-            problems.append(Problem(str(entry), None, "", f"rename to {stem.lower()}.yaml (provision reads only that name)"))
+            problems.append(
+                Problem(str(entry), None, "", f"rename to {stem.lower()}.yaml (provision reads only that name)")
+            )
             continue
         if not entry.is_file():  # follows symlinks; never opens a FIFO or a device
             problems.append(Problem(str(entry), None, "", not_a_file(entry)))
@@ -216,12 +216,8 @@ def unread_files(
         here = Path(directory)
         hidden = sorted(d for d in dirnames if d.startswith("."))
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in ignored)
-        unread = [
-            (here / d, "hidden directory, not read") for d in hidden
-        ] + [
-            (here / f, explain(here / f))
-            for f in sorted(filenames)
-            if _resolved(here / f) not in read
+        unread = [(here / d, "hidden directory, not read") for d in hidden] + [
+            (here / f, explain(here / f)) for f in sorted(filenames) if _resolved(here / f) not in read
         ]
         for path, reason in unread:
             if len(notes) < MAX_NOTES:
@@ -300,7 +296,11 @@ def _load_model(
         kept = [p for p in found_problems if p.field not in placeholders]
         if not kept:
             where, name = next(iter(expanded.unresolved.items()))
-            kept = [source.problem(where, f"cannot be checked until ${{{name}}} is known; run `provision validate --target NAME`")]
+            kept = [
+                source.problem(
+                    where, f"cannot be checked until ${{{name}}} is known; run `provision validate --target NAME`"
+                )
+            ]
         problems.extend(kept)
         return source, None
 
@@ -420,9 +420,13 @@ def _check_blueprint(
         if isinstance(agent.access, GroupAccess):
             check_no_repeats(agent.access.groups, ("agents", a, "access", "groups"), source, problems)
         if not blueprint.backend and not (agent.backend and agent.backend.url):
-            problems.append(source.problem(("agents", a), "no backend: set backend.url on the blueprint or on this agent"))
+            problems.append(
+                source.problem(("agents", a), "no backend: set backend.url on the blueprint or on this agent")
+            )
         for d, feature in enumerate(agent.defaults):
-            if feature not in supported and capabilities and not calls_bad_serves:  # without a catalog nothing is supported
+            if (
+                feature not in supported and capabilities and not calls_bad_serves
+            ):  # without a catalog nothing is supported
                 have = ", ".join(sorted(supported)) or "none"
                 problems.append(
                     source.problem(
@@ -448,14 +452,20 @@ def _check_translations(blueprint: Blueprint, source: SourceFile, problems: list
     for locale, text in (blueprint.i18n or {}).items():
         where: PathKey = ("i18n", locale)
         if text.description and not blueprint.description:
-            problems.append(source.problem((*where, "description"), "translates a description the blueprint does not have"))
-        _check_translated_suggestions(text.suggestions, blueprint.suggestions, "the blueprint's", where, source, problems)
+            problems.append(
+                source.problem((*where, "description"), "translates a description the blueprint does not have")
+            )
+        _check_translated_suggestions(
+            text.suggestions, blueprint.suggestions, "the blueprint's", where, source, problems
+        )
     for a, agent in enumerate(blueprint.agents):
         for locale, agent_text in (agent.i18n or {}).items():
             where = ("agents", a, "i18n", locale)
             if agent_text.description and not (agent.description or blueprint.description):
                 problems.append(
-                    source.problem((*where, "description"), "translates a description neither the agent nor its blueprint has")
+                    source.problem(
+                        (*where, "description"), "translates a description neither the agent nor its blueprint has"
+                    )
                 )
             own = agent.suggestions is not None
             default = agent.suggestions if own else blueprint.suggestions
@@ -489,13 +499,14 @@ def _check_translated_suggestions(
     for index, (mine, theirs) in enumerate(zip(translated, default)):
         if mine.subtitle and not theirs.subtitle:
             problems.append(
-                source.problem((*path, index, "subtitle"), f"translates a subtitle that suggestion {index + 1} of {whose} default does not have")
+                source.problem(
+                    (*path, index, "subtitle"),
+                    f"translates a subtitle that suggestion {index + 1} of {whose} default does not have",
+                )
             )
 
 
-def _icon(
-    value: str | None, path: PathKey, source: SourceFile, root: Path, problems: list[Problem]
-) -> str | None:
+def _icon(value: str | None, path: PathKey, source: SourceFile, root: Path, problems: list[Problem]) -> str | None:
     if not value:
         return None
     try:
@@ -536,8 +547,13 @@ def _check_backends(blueprint: Blueprint, source: SourceFile, problems: list[Pro
             continue
         merged = agent_backend(base, over)
         _check_backend(
-            merged["url"], merged["insecure"], merged["api_key_from"], merged["api_key_env"],
-            ("agents", a, "backend"), source, problems,
+            merged["url"],
+            merged["insecure"],
+            merged["api_key_from"],
+            merged["api_key_env"],
+            ("agents", a, "backend"),
+            source,
+            problems,
         )
 
 
@@ -580,7 +596,13 @@ def _check_uploads_are_read(blueprint: Blueprint, reads: set[str], source: Sourc
 
 
 def _check_backend(
-    url: str | None, insecure: bool, key_from: str, key_env: str | None, path: PathKey, source: SourceFile, problems: list[Problem]
+    url: str | None,
+    insecure: bool,
+    key_from: str,
+    key_env: str | None,
+    path: PathKey,
+    source: SourceFile,
+    problems: list[Problem],
 ) -> None:
     host = plain_http_host(url) if url else None
     if host and not insecure:

@@ -59,7 +59,9 @@ def keep_orphan_agents(
         synced_key = entry.get("key_from", "sync") == "sync"  # "server": Open WebUI's environment holds it
         if synced_key and isinstance(key_name, str) and key_name and key_name not in keys and key_name in live_keys:
             keys[key_name] = live_keys[key_name]
-        notes[ident] = f"kept and still served by the pipe from {entry.get('url') or '(no url)'} (its last backend) until --prune"
+        notes[ident] = (
+            f"kept and still served by the pipe from {entry.get('url') or '(no url)'} (its last backend) until --prune"
+        )
     if not kept:
         return desired, notes
     # The live valve's order (new entries after), so a sync that only keeps agents writes nothing.

@@ -36,7 +36,9 @@ def blocked_paths(directory: Path, targets: list[Path]) -> list[tuple[Path, str]
         for parent in reversed(target.relative_to(directory).parents[:-1]):
             path = directory / parent
             if path.is_symlink():
-                blocked.setdefault(path, f"a symlink (to {os.readlink(path)}); provision writes only into real directories")
+                blocked.setdefault(
+                    path, f"a symlink (to {os.readlink(path)}); provision writes only into real directories"
+                )
                 break
             if path.exists() and not path.is_dir():
                 blocked.setdefault(path, "exists and is not a directory")

@@ -24,30 +24,30 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
-from .openwebui import client as client_module
 from .attachments import check_attachments
-from .openwebui.client import OpenWebUIClient, check_url
 from .commit_message import CommitInfo
-from .openwebui.compat import TESTED, Compat
 from .contract import BUNDLE_PREFIX, FEATURE_FILTER_ID, PIPE_FUNCTION_ID
 from .desired import build_desired, history_signing_key
 from .doctor import every_agent_fails
 from .errors import BlueprintError, ConfigError, Problem
 from .features import NATIVE_FEATURES
 from .function_files import FunctionFile, bundle_dir, load_function_files, skipped_function_files
-from .identity_keys import KeyPlan, live_identity_keys, plan_identity_keys
-from .orphans import keep_orphan_agents
-from .loader import Catalog, load_catalog
-from .openwebui.observed import observe
-from .plan import GroupAction, Plan, make_plan
 from .groups import missing_group_notes, missing_groups, named_groups, placeholder_id, stale_own_groups
+from .identity_keys import KeyPlan, live_identity_keys, plan_identity_keys
+from .loader import Catalog, load_catalog
+from .openwebui import client as client_module
+from .openwebui.client import OpenWebUIClient, check_url
+from .openwebui.compat import TESTED, Compat
+from .openwebui.observed import observe
+from .openwebui.token_file import read_token_file
+from .orphans import keep_orphan_agents
+from .plan import GroupAction, Plan, make_plan
 from .state import InstanceState, Kind, is_managed
 from .targets import TARGETS_FILE, Target, load_targets_config
 from .text import visible
 from .toggle_filters import rendered_toggle_functions, toggle_filter_id, toggle_translations
-from .openwebui.token_file import read_token_file
 from .variables import TOKEN_IN_USE, Variables, variables_for
 from .version import __version__
 from .wrappers import find_wrappers, with_owner_names
@@ -66,7 +66,7 @@ class Inputs(NamedTuple):
 
 
 def target_variables(
-    target: Optional[Target], strict: bool, targets_file: Path = Path(TARGETS_FILE), env: Mapping[str, str] | None = None
+    target: Target | None, strict: bool, targets_file: Path = Path(TARGETS_FILE), env: Mapping[str, str] | None = None
 ) -> Variables:
     """What ${NAME} resolves from: the target's variables, then the environment names the
     targets file allows. `strict` (diff, sync, validate --target): a broken targets file is an
@@ -83,9 +83,9 @@ def target_variables(
 
 def load_inputs(
     path: Path,
-    functions_dir: Optional[Path] = None,
-    bundle: Optional[Path] = None,
-    variables: Optional[Variables] = None,
+    functions_dir: Path | None = None,
+    bundle: Path | None = None,
+    variables: Variables | None = None,
 ) -> Inputs:
     """Offline checks shared by every command: blueprints, the bundle, the user's functions.
 
@@ -108,7 +108,12 @@ def load_inputs(
     else:
         if not any(f.id == FEATURE_FILTER_ID for f in files):
             problems.append(
-                Problem(str(source / f"{FEATURE_FILTER_ID}.py"), None, "", "missing: every agent row uses the feature filter")
+                Problem(
+                    str(source / f"{FEATURE_FILTER_ID}.py"),
+                    None,
+                    "",
+                    "missing: every agent row uses the feature filter",
+                )
             )
     bundle_ids = {f.id for f in files}
     if catalog is not None:
@@ -138,21 +143,24 @@ def _reserved_ids(own: tuple[FunctionFile, ...], bundle_ids: set[str]) -> list[P
     """A user's function may not take a bundle id or the prefix the bundle's ids use."""
     return [
         Problem(
-            f.path, None, "id", f"{f.id!r} is reserved for the bundle (ids starting with {BUNDLE_PREFIX!r}); rename the file"
+            f.path,
+            None,
+            "id",
+            f"{f.id!r} is reserved for the bundle (ids starting with {BUNDLE_PREFIX!r}); rename the file",
         )
         for f in own
         if f.id in bundle_ids or f.id.startswith(BUNDLE_PREFIX)
     ]
 
 
-def with_token_secret(variables: Optional[Variables], token: Optional[str]) -> Optional[Variables]:
+def with_token_secret(variables: Variables | None, token: str | None) -> Variables | None:
     """`variables` with the token in use among the secrets: no expanded value may hold it."""
     if variables is None or token is None:
         return variables
     return dataclasses.replace(variables, secrets={TOKEN_IN_USE: token, **variables.secrets})
 
 
-def token_variables(token_env: Optional[str], variables: Optional[Variables] = None) -> set[str]:
+def token_variables(token_env: str | None, variables: Variables | None = None) -> set[str]:
     """The token variable in use and every target's (`Variables.secret_names`); OPENWEBUI_TOKEN
     and OPENWEBUI_TOKEN_FILE are refused by name in every blueprint already (TOKEN_VARIABLES)."""
     return ({token_env} if token_env else set()) | set(variables.secret_names if variables else ())
@@ -163,22 +171,26 @@ def token_variables(token_env: Optional[str], variables: Optional[Variables] = N
 
 @dataclass(frozen=True)
 class Connection:
-    url: Optional[str]
-    token_file: Optional[Path]
+    url: str | None
+    token_file: Path | None
     insecure: bool
     timeout: float
-    token_env: Optional[str] = "OPENWEBUI_TOKEN"  # a target's token_env; None: only the file
+    token_env: str | None = "OPENWEBUI_TOKEN"  # a target's token_env; None: only the file
     allow_http: tuple[str, ...] = ()  # a target's hosts reached over plain http without --insecure
 
     def for_target(self, target: Target) -> Connection:
         """Where a target says to connect; --insecure and --timeout stay."""
         return Connection(
-            target.url, target.token_file, self.insecure, self.timeout, token_env=target.token_env,
+            target.url,
+            target.token_file,
+            self.insecure,
+            self.timeout,
+            token_env=target.token_env,
             allow_http=target.allow_http,
         )
 
 
-def read_token(token_file: Optional[Path], token_env: Optional[str], warn: Warn) -> str:
+def read_token(token_file: Path | None, token_env: str | None, warn: Warn) -> str:
     env_token = os.environ.get(token_env, "").strip() if token_env else ""
     if token_file is not None:
         if env_token:
@@ -215,8 +227,8 @@ class PlanOptions:
     adopt: Collection[tuple[Kind, str]] = ()
     missing_groups: str = "fail"  # the target's missing_groups (groups.py)
     rotate_identity_key: bool = False  # stage a new IDENTITY_KEYS signing key (sync --rotate-identity-key)
-    revoke_identity_key: Optional[str] = None  # the kid to drop at once (sync --revoke-identity-key)
-    message: Optional[str] = None  # sync --message: the history's commit message
+    revoke_identity_key: str | None = None  # the kid to drop at once (sync --revoke-identity-key)
+    message: str | None = None  # sync --message: the history's commit message
     token_variables: Collection[str] = ()  # variables that hold an admin token (token_variables())
 
 
@@ -253,7 +265,9 @@ def prepare_plan(
             on_warning(message)
     observed = observe(rows, functions, compat)
     keys = plan_identity_keys(
-        live_identity_keys(observed), now=time.time(), rotate=options.rotate_identity_key,
+        live_identity_keys(observed),
+        now=time.time(),
+        rotate=options.rotate_identity_key,
         revoke=options.revoke_identity_key,
     )
     if keys.waiting and on_warning:
@@ -264,8 +278,18 @@ def prepare_plan(
     agent_ids = set(desired.models) | {i for i, m in observed.models.items() if m.managed}
     wrappers = named_wrappers(client, find_wrappers(rows, agent_ids))
     plan = make_plan(
-        desired, observed, prune=options.prune, adopt=set(options.adopt), orphan_notes=kept_notes, wrappers=wrappers,
-        notes=[*native_toggle_notes(inputs.catalog), *translation_notes(inputs.catalog, compat), *group_notes(group_actions), *keys.notes],
+        desired,
+        observed,
+        prune=options.prune,
+        adopt=set(options.adopt),
+        orphan_notes=kept_notes,
+        wrappers=wrappers,
+        notes=[
+            *native_toggle_notes(inputs.catalog),
+            *translation_notes(inputs.catalog, compat),
+            *group_notes(group_actions),
+            *keys.notes,
+        ],
         commit=CommitInfo.from_env(__version__, env, options.message),
     )
     from .openwebui.drift import plan_drift
@@ -300,7 +324,9 @@ def desired_state(
     signing_key = history_signing_key(observed, fresh=secrets.token_urlsafe(32))
     if identity_keys is None:
         identity_keys = plan_identity_keys(
-            live_identity_keys(observed), now=time.time(), rotate=options.rotate_identity_key,
+            live_identity_keys(observed),
+            now=time.time(),
+            rotate=options.rotate_identity_key,
             revoke=options.revoke_identity_key,
         )
     desired = build_desired(
@@ -355,9 +381,13 @@ def group_notes(actions: list[GroupAction]) -> list[str]:
         if a.action in ("skip", "create"):
             notes += missing_group_notes([a.name], a.action)
         elif a.action == "delete":
-            notes.append(f"group {a.name!r} was created by provision, is empty and no blueprint names it: --prune deletes it")
+            notes.append(
+                f"group {a.name!r} was created by provision, is empty and no blueprint names it: --prune deletes it"
+            )
         else:
-            notes.append(f"group {a.name!r} was created by provision and no blueprint names it, but it has members: kept")
+            notes.append(
+                f"group {a.name!r} was created by provision and no blueprint names it, but it has members: kept"
+            )
     return notes
 
 
@@ -382,10 +412,12 @@ def translation_notes(catalog: Catalog, compat: Compat) -> list[str]:
     if not agents and not features:
         return []
     what = ", ".join(
-        part for part in (
+        part
+        for part in (
             f"{agents} agent{'s' if agents != 1 else ''}" if agents else "",
             f"{features} custom feature{'s' if features != 1 else ''}" if features else "",
-        ) if part
+        )
+        if part
     )
     return [
         f"translations (i18n) of {what} are not written: Open WebUI {visible(compat.version)} shows the default "

@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal
 
-from .version import __version__
 from .commit_message import CommitInfo
 from .conflicts import Key, Seen, read_by_plan
 from .errors import OwnershipError, PruneRefusedError
-from .redaction import SENSITIVE
 from .fingerprint import fingerprint, origin, recorded
 from .hashing import content_hash
+from .redaction import SENSITIVE
 from .state import (
     BUNDLE_PREFIX,
     FINGERPRINT_KEY,
@@ -35,6 +34,7 @@ from .state import (
     get_path,
     set_path,
 )
+from .version import __version__
 
 FORMAT_VERSION = "1"
 
@@ -65,7 +65,9 @@ class GroupAction:
 
     def __post_init__(self) -> None:
         if (self.id is not None) != (self.action in ("delete", "keep")):
-            raise ValueError(f"group {self.name!r}: {self.action} {'needs' if self.id is None else 'takes no'} group id")
+            raise ValueError(
+                f"group {self.name!r}: {self.action} {'needs' if self.id is None else 'takes no'} group id"
+            )
 
     def to_json(self) -> dict[str, str]:
         return {"name": self.name, **({"id": self.id} if self.id is not None else {}), "action": self.action}
@@ -255,16 +257,18 @@ def make_plan(
     changes.sort(key=lambda c: (_KIND_ORDER[c.kind], c.id))
     kept_notes = {i: n for i, n in (orphan_notes or {}).items() if ("model", i) in orphans}
     return Plan(
-        tuple(changes), tuple(sorted(orphans)), tuple(sorted(adopted)), kept_notes, tuple(wrappers), tuple(notes),
+        tuple(changes),
+        tuple(sorted(orphans)),
+        tuple(sorted(adopted)),
+        kept_notes,
+        tuple(wrappers),
+        tuple(notes),
         read=read_by_plan(observed, also=adopted),
     )
 
 
 def _create(target: ObjectState, commit: CommitInfo) -> Change:
-    fields = tuple(
-        FieldChange(path, None, value, path in target.sensitive)
-        for path, value in target.fields.items()
-    )
+    fields = tuple(FieldChange(path, None, value, path in target.sensitive) for path, value in target.fields.items())
     body = _write_body(target, base=None, message=commit.message(target.source))
     return Change(target.kind, target.id, Action.CREATE, fields, body, is_global=_runs_everywhere(target))
 
@@ -274,7 +278,10 @@ def _update(target: ObjectState, live: ObjectState, commit: CommitInfo) -> Chang
     removed = _removed(target, live)
     fields = tuple(
         FieldChange(
-            path, live.fields.get(path), value, path in target.sensitive,
+            path,
+            live.fields.get(path),
+            value,
+            path in target.sensitive,
             origin(path, live.fields.get(path), value, written),
         )
         for path, value in target.fields.items()
@@ -297,7 +304,13 @@ def _update(target: ObjectState, live: ObjectState, commit: CommitInfo) -> Chang
     body = _write_body(target, base=live.raw, message=commit.message(target.source), removed=removed)
     rewrite = written is not None and written != fingerprint(target)
     return Change(
-        target.kind, target.id, Action.UPDATE, fields, body, upgrade, is_global=_runs_everywhere(target),
+        target.kind,
+        target.id,
+        Action.UPDATE,
+        fields,
+        body,
+        upgrade,
+        is_global=_runs_everywhere(target),
         rewrite_marker=rewrite,
     )
 
@@ -308,7 +321,8 @@ def _removed(target: ObjectState, live: ObjectState) -> list[str]:
     return [
         path
         for path in sorted(live.fields)
-        if path not in target.fields and live.fields[path] is not None
+        if path not in target.fields
+        and live.fields[path] is not None
         and any(path.startswith(prefix + ".") for prefix in target.owned_maps)
     ]
 
@@ -329,7 +343,11 @@ def remerge_model_form(live: Mapping[str, Any], change: Change, *, with_access: 
     for field_change in change.fields:
         if field_change.path == "access_grants":
             continue
-        if field_change.after is None and field_change.before is not None and field_change.path.startswith(I18N_KEY + "."):
+        if (
+            field_change.after is None
+            and field_change.before is not None
+            and field_change.path.startswith(I18N_KEY + ".")
+        ):
             delete_path(body, field_change.path)  # a translation the blueprint dropped (plan._removed)
         else:
             set_path(body, field_change.path, copy.deepcopy(field_change.after))

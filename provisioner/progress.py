@@ -29,9 +29,7 @@ def bar_enabled(err: Console, *, total: int, enabled: bool) -> bool:
 
 
 @contextmanager
-def progress_reporter(
-    err: Console, *, total: int, enabled: bool
-) -> Iterator[Callable[[ChangeResult], None]]:
+def progress_reporter(err: Console, *, total: int, enabled: bool) -> Iterator[Callable[[ChangeResult], None]]:
     """Yield the `on_progress` callback for apply_plan: advances a bar, or does nothing."""
     if not bar_enabled(err, total=total, enabled=enabled):
         yield lambda _result: None

@@ -74,7 +74,10 @@ def redact(text: str, secrets: Iterable[str]) -> str:
 
 def _base64_forms(secret: str) -> set[str]:
     raw = secret.encode("utf-8")
-    return {base64.b64encode(raw).decode("ascii").rstrip("="), base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")}
+    return {
+        base64.b64encode(raw).decode("ascii").rstrip("="),
+        base64.urlsafe_b64encode(raw).decode("ascii").rstrip("="),
+    }
 
 
 def _decoded_views(text: str) -> set[str]:

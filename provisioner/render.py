@@ -84,8 +84,7 @@ def render_plan(plan_json: dict[str, Any], out: Console) -> None:
         if change.get("global"):
             note += f"  ({GLOBAL_NOTE})"
         out.print(
-            f"  [{style}]{SYMBOL[action]}[/{style}] {change['kind']:<9} "
-            f"{shown(change['id']):<{width}}  {action}{note}",
+            f"  [{style}]{SYMBOL[action]}[/{style}] {change['kind']:<9} {shown(change['id']):<{width}}  {action}{note}",
             soft_wrap=True,
         )
         if action != "update":
@@ -227,8 +226,13 @@ def _keyed(value: Any) -> dict[str, Any] | None:
 def short_pair(before: Any, after: Any) -> tuple[str, str]:
     """Both sides of a change; when long, each cut to the span that differs plus some context."""
     b, a = _text(before), _text(after)
-    if (len(b) <= MAX_VALUE_CHARS and len(a) <= MAX_VALUE_CHARS) or before is _ABSENT or after is _ABSENT \
-            or before is None or after is None:
+    if (
+        (len(b) <= MAX_VALUE_CHARS and len(a) <= MAX_VALUE_CHARS)
+        or before is _ABSENT
+        or after is _ABSENT
+        or before is None
+        or after is None
+    ):
         return _cut_middle(b), _cut_middle(a)
     prefix = 0
     limit = min(len(a), len(b))
@@ -270,7 +274,7 @@ def render_wrappers(wrappers: list[dict[str, Any]], err: Console) -> None:
     err.print(
         f"Warning: {len(wrappers)} workspace model(s) wrap an agent. The feature filter does not run "
         "for them, so Open WebUI's own toggles are not stripped and the agent gets no toggles from "
-        "them (docs/features.md, \"Models that wrap an agent\"):",
+        'them (docs/features.md, "Models that wrap an agent"):',
         soft_wrap=True,
     )
     for w in wrappers:

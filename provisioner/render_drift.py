@@ -56,12 +56,16 @@ def drift_markdown(entries: Sequence[Mapping[str, Any]], *, title: str | None = 
         for f in entry["fields"]:
             by = f.get("changed_by")
             if by:
-                who = _code(str(by.get("name") or "unknown") + (f" <{by['email']}>" if by.get("email") else ""), cell=True)
+                who = _code(
+                    str(by.get("name") or "unknown") + (f" <{by['email']}>" if by.get("email") else ""), cell=True
+                )
                 at = by.get("at_text") or ""
             else:
                 who = NOT_IN_HISTORY if entry.get("history") else "not known (no history before 0.12)"
                 at = ""
-            lines.append(f"| {entry['kind']} {_code(entry['id'], cell=True)} | {_code(f['path'], cell=True)} | {who} | {at} |")
+            lines.append(
+                f"| {entry['kind']} {_code(entry['id'], cell=True)} | {_code(f['path'], cell=True)} | {who} | {at} |"
+            )
     return "\n".join([*lines, ""]) + "\n"
 
 
@@ -80,9 +84,16 @@ def render_drift_report(
             sys.stdout.write(f"### {_html(title)}\n\n**No drift.** Open WebUI holds what the last sync wrote.\n")
     elif entries:
         count = sum(len(e["fields"]) for e in entries)
-        out.print(f"Drift: {count} field(s) in {len(entries)} object(s) changed in Open WebUI since the last sync.", soft_wrap=True)
+        out.print(
+            f"Drift: {count} field(s) in {len(entries)} object(s) changed in Open WebUI since the last sync.",
+            soft_wrap=True,
+        )
         render_drift_text(entries, out, heading="")
-        out.print("`provision sync` puts the blueprints' values back; change the blueprints to keep an edit.", soft_wrap=True, markup=False)
+        out.print(
+            "`provision sync` puts the blueprints' values back; change the blueprints to keep an edit.",
+            soft_wrap=True,
+            markup=False,
+        )
     else:
         out.print("No drift. Open WebUI holds what the last sync wrote.", soft_wrap=True)
     untracked = report.get("untracked") or []

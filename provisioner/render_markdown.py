@@ -47,8 +47,11 @@ def render_markdown(plan_json: dict[str, Any], title: str = "provision plan", ta
     everywhere = [c for c in changes if c.get("global")]
     if everywhere:
         ids = ", ".join(_code(c["id"]) for c in everywhere)
-        lines += [f"> **Global:** {ids} {'runs' if len(everywhere) == 1 else 'run'} on every model of the instance "
-                  "(`global: true`).", ""]
+        lines += [
+            f"> **Global:** {ids} {'runs' if len(everywhere) == 1 else 'run'} on every model of the instance "
+            "(`global: true`).",
+            "",
+        ]
 
     table = ["| | kind | id | action |", "|---|---|---|---|"]
     for change in changes:
@@ -120,7 +123,9 @@ def result_markdown(result: dict[str, Any]) -> str:
     if result.get("stopped_by"):
         lines += [f"Stopped part-way by {_code(result['stopped_by'])}: run `provision sync` again to finish.", ""]
     for failure in result.get("failed") or []:
-        lines.append(f"- failed: {failure['kind']} {_code(failure['id'])} ({failure['action']}): {_code(failure['error'])}")
+        lines.append(
+            f"- failed: {failure['kind']} {_code(failure['id'])} ({failure['action']}): {_code(failure['error'])}"
+        )
     failed = {(f["kind"], f["id"]) for f in result.get("failed") or []}
     for conflict in result.get("conflicts") or []:  # another writer's change (apply.py, conflicts.py)
         if (conflict["kind"], conflict["id"]) not in failed:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from .version import __version__
 from .errors import ProvisionError
 from .paths import blocked_paths, make_dirs
+from .version import __version__
 
 VERSION_PLACEHOLDER = "@PROVISION_VERSION@"
 
@@ -75,7 +75,9 @@ def init_repo(directory: Path) -> list[Path]:
                 handle.write(text)
     except OSError as exc:
         _remove(made)
-        raise ProvisionError(f"cannot write {exc.filename or directory}: {exc.strerror or exc}; wrote nothing") from None
+        raise ProvisionError(
+            f"cannot write {exc.filename or directory}: {exc.strerror or exc}; wrote nothing"
+        ) from None
     return targets
 
 

@@ -18,11 +18,16 @@ from .errors import Problem
 from .yaml_source import PathKey, SourceFile
 
 # Every field name a blueprint, catalog or targets file may hold, for "did you mean" hints.
-_ALL_FIELDS = {
-    name
-    for model in (Blueprint, Agent, CapabilityCatalog, Capability, FeatureCatalog, FeatureDef, Suggestion)
-    for name in model.model_fields
-} | {"groups", "transport", "url", "model", "api_key_env", "api_key_from", "insecure", "calls"} | {"identity", "oauth_token_header"} | {"targets", "token_env", "token_file", "variables"}
+_ALL_FIELDS = (
+    {
+        name
+        for model in (Blueprint, Agent, CapabilityCatalog, Capability, FeatureCatalog, FeatureDef, Suggestion)
+        for name in model.model_fields
+    }
+    | {"groups", "transport", "url", "model", "api_key_env", "api_key_from", "insecure", "calls"}
+    | {"identity", "oauth_token_header"}
+    | {"targets", "token_env", "token_file", "variables"}
+)
 
 
 def pydantic_problems(exc: ValidationError, source: SourceFile) -> list[Problem]:

@@ -68,8 +68,10 @@ class InstanceState:
 
 def is_managed(meta: Any) -> bool:
     """True when a record's meta carries our ownership marker."""
-    return isinstance(meta, dict) and isinstance(meta.get(MARKER_KEY), dict) and (
-        meta[MARKER_KEY].get("managed_by") == MANAGED_BY
+    return (
+        isinstance(meta, dict)
+        and isinstance(meta.get(MARKER_KEY), dict)
+        and (meta[MARKER_KEY].get("managed_by") == MANAGED_BY)
     )
 
 

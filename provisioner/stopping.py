@@ -12,8 +12,8 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
 from contextlib import contextmanager
+from typing import Any
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

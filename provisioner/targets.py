@@ -18,7 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, StringConstraints, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 
 from .blueprints import SERVER_SECRET_VARIABLES, TOKEN_VARIABLES
 from .errors import BlueprintError, ConfigError, Problem, TargetsError
@@ -48,15 +58,21 @@ class TargetDef(_Strict):
     env_allow: list[EnvName] = Field(default_factory=list)
     # Hosts this target may reach over plain http without --insecure: cluster-internal names
     # such as `*.svc.cluster.local` (fnmatch patterns; the token then crosses only that network).
-    allow_http: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9*.-]+$", max_length=253)]] = Field(default_factory=list)
+    allow_http: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9*.-]+$", max_length=253)]] = Field(
+        default_factory=list
+    )
     # Each Open WebUI replica's own URL behind the load balancer: `provision doctor` probes the
     # agents' backends through every one (a backend one replica cannot reach shows as such).
-    replicas: list[Annotated[str, StringConstraints(pattern=r"^https?://\S+$", max_length=2000)]] = Field(default_factory=list)
+    replicas: list[Annotated[str, StringConstraints(pattern=r"^https?://\S+$", max_length=2000)]] = Field(
+        default_factory=list
+    )
 
     @model_validator(mode="after")
-    def _one_token_source(self) -> "TargetDef":
+    def _one_token_source(self) -> TargetDef:
         if (self.token_env is None) == (self.token_file is None):
-            raise ValueError("set exactly one of token_env (an environment variable) or token_file (a file) for the admin token")
+            raise ValueError(
+                "set exactly one of token_env (an environment variable) or token_file (a file) for the admin token"
+            )
         return self
 
 
@@ -144,7 +160,11 @@ def _check_env_allow(parsed: TargetsFile, source: SourceFile) -> None:
         source.problem(
             (*where, index),
             f"{name} holds "
-            + ("an Open WebUI admin token (a target's token_env)" if name in tokens | TOKEN_VARIABLES else "a server secret")
+            + (
+                "an Open WebUI admin token (a target's token_env)"
+                if name in tokens | TOKEN_VARIABLES
+                else "a server secret"
+            )
             + "; secrets never go through variables, so it cannot be allowed",
         )
         for where, names in lists

@@ -192,7 +192,9 @@ def expected_toggle_files(catalog: Catalog) -> dict[str, str]:
         if name in supported:
             looks[name] = (native.title, native.description, native.icon)
     return {
-        toggle_filter_filename(name): render_toggle_filter(feature=name, title=title, description=description, icon=icon)
+        toggle_filter_filename(name): render_toggle_filter(
+            feature=name, title=title, description=description, icon=icon
+        )
         for name, (title, description, icon) in sorted(looks.items())
     }
 
@@ -204,11 +206,7 @@ def toggle_translations(catalog: Catalog) -> dict[str, dict[str, dict[str, str]]
     table: dict[str, dict[str, dict[str, str]]] = {}
     for name, feature in catalog.features.items():
         table[toggle_filter_id(name)] = {
-            locale: {
-                key: value
-                for key, value in (("name", text.title), ("description", text.description))
-                if value
-            }
+            locale: {key: value for key, value in (("name", text.title), ("description", text.description)) if value}
             for locale, text in sorted(feature.i18n.items())
             if text.title or text.description
         }
@@ -248,7 +246,11 @@ def write_toggle_files(catalog: Catalog, directory: Path) -> list[tuple[str, str
             tmp.replace(path)
             done.append(("created" if old is None else "updated", str(path)))
     for path in sorted(directory.glob(f"{TOGGLE_FILTER_PREFIX}*.py")):
-        if path.name not in expected and path.is_file() and GENERATED_MARKER in path.read_text(encoding="utf-8", errors="replace"):
+        if (
+            path.name not in expected
+            and path.is_file()
+            and GENERATED_MARKER in path.read_text(encoding="utf-8", errors="replace")
+        ):
             path.unlink()
             done.append(("deleted", str(path)))
     return done

@@ -16,11 +16,32 @@ from urllib.parse import parse_qsl, urlsplit
 # Words that make a query parameter a credential (`api_key`, `apiKey`, `access_token`,
 # `X-Amz-Signature`, `sig`, `client_secret`, `password`): any word of the name, split at `-`, `_`,
 # `.` and camelCase, or the whole name run together.
-_SECRET_WORDS = frozenset({
-    "key", "apikey", "token", "accesstoken", "apitoken", "authtoken", "secret", "clientsecret",
-    "sig", "signature", "password", "passwd", "pwd", "pass", "auth", "authorization",
-    "credential", "credentials", "jwt", "session", "sessionid", "bearer",
-})
+_SECRET_WORDS = frozenset(
+    {
+        "key",
+        "apikey",
+        "token",
+        "accesstoken",
+        "apitoken",
+        "authtoken",
+        "secret",
+        "clientsecret",
+        "sig",
+        "signature",
+        "password",
+        "passwd",
+        "pwd",
+        "pass",
+        "auth",
+        "authorization",
+        "credential",
+        "credentials",
+        "jwt",
+        "session",
+        "sessionid",
+        "bearer",
+    }
+)
 _WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
 

@@ -35,6 +35,8 @@ def with_owner_names(wrappers: list[dict[str, str]], users: Mapping[str, Mapping
     named = []
     for wrapper in wrappers:
         user = users.get(wrapper["owner"]) or {}
-        label = " ".join(p for p in (str(user.get("name") or ""), f"<{user['email']}>" if user.get("email") else "") if p)
+        label = " ".join(
+            p for p in (str(user.get("name") or ""), f"<{user['email']}>" if user.get("email") else "") if p
+        )
         named.append({**wrapper, "owner": label or wrapper["owner"] or "(unknown)"})
     return named

@@ -112,7 +112,9 @@ def read_yaml(path: Path, display: str) -> tuple[SourceFile | None, list[Problem
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        return None, [Problem(display, line, "", f"not UTF-8 text (byte {raw[exc.start]:#04x}); save the file as UTF-8")]
+        return None, [
+            Problem(display, line, "", f"not UTF-8 text (byte {raw[exc.start]:#04x}); save the file as UTF-8")
+        ]
     loader: _Loader | None = None
     try:
         loader = _Loader(text)  # the reader checks for control characters here
@@ -158,7 +160,9 @@ def _syntax_problem(display: str, exc: yaml.MarkedYAMLError) -> Problem:
         start = exc.context_mark.line + 1 if exc.context_mark else None
         reason += f" ({exc.context}{f' started on line {start}' if start and start != line else ''})"
     if "expected a single document" in reason:
-        return Problem(display, line, "", "a second YAML document starts here ('---'); put each blueprint in a file of its own")
+        return Problem(
+            display, line, "", "a second YAML document starts here ('---'); put each blueprint in a file of its own"
+        )
     if "'\\t'" in reason:
         reason += "; indent with spaces, not tabs"
     hint = syntax_hint(reason)
@@ -170,16 +174,28 @@ _HINTS: tuple[tuple[str, str], ...] = (
     ("'\\t'", ""),  # the reason already says it
     ("flow sequence", "a [list] written on one line must end with ] on that line; quote items that hold : , [ or ]"),
     ("flow mapping", "a {mapping} written on one line must end with } on that line; quote values that hold : , { or }"),
-    ("mapping values are not allowed", "a value holds ': ' (quote the whole value) or this line is indented deeper than its key"),
+    (
+        "mapping values are not allowed",
+        "a value holds ': ' (quote the whole value) or this line is indented deeper than its key",
+    ),
     ("could not find expected ':'", "a line inside a mapping lacks 'key: value', or a quoted value is not closed"),
     ("did not find expected key", "this line is not indented like the keys above it"),
     ("did not find expected '-' indicator", "this line is not indented like the list items above it"),
     ("expected <block end>", "this line is not indented like the lines above it"),
     ("unexpected end of stream", "a quote, [ or { is opened but never closed"),
-    ("found undefined alias", "*name refers to an anchor &name that is not defined; quote the value if * is meant as text"),
-    ("expected alphabetic or numeric character", "* and & start YAML aliases and anchors; quote the value if it is text"),
+    (
+        "found undefined alias",
+        "*name refers to an anchor &name that is not defined; quote the value if * is meant as text",
+    ),
+    (
+        "expected alphabetic or numeric character",
+        "* and & start YAML aliases and anchors; quote the value if it is text",
+    ),
     ("cannot start any token", "a value cannot start with this character; put the value in quotes"),
-    ("found unknown escape character", "inside \"double quotes\" a backslash starts an escape; use 'single quotes' or write \\\\"),
+    (
+        "found unknown escape character",
+        "inside \"double quotes\" a backslash starts an escape; use 'single quotes' or write \\\\",
+    ),
 )
 
 
@@ -210,7 +226,11 @@ class _Walker:
         line = node.start_mark.line + 1
         self.count += 1
         if self.count > MAX_NODES:
-            raise _Stop(self.lines.get(path[:1], line), path[:1], f"YAML expands to more than {MAX_NODES} values; an alias bomb?")
+            raise _Stop(
+                self.lines.get(path[:1], line),
+                path[:1],
+                f"YAML expands to more than {MAX_NODES} values; an alias bomb?",
+            )
         if node in self.open:
             raise _Stop(line, path, "recursive alias: this value contains itself")
         if depth > MAX_DEPTH:
@@ -219,7 +239,9 @@ class _Walker:
         if node.tag not in _SAFE_TAGS or id(node) in self.tagged:
             # Any tag, even `!!str`: a blueprint is plain text, numbers, booleans, lists and mappings.
             tag = self.tagged.get(id(node), node.tag).replace(_TAG_PREFIX, "!!")
-            self._problem(node, path, f"YAML tag {tag!r} is not allowed; write plain values (text, numbers, lists, mappings)")
+            self._problem(
+                node, path, f"YAML tag {tag!r} is not allowed; write plain values (text, numbers, lists, mappings)"
+            )
         elif isinstance(node, yaml.ScalarNode) and node.tag != _TAG_PREFIX + "str":
             try:  # e.g. a timestamp out of range would only fail later, without a line
                 self.constructor.construct_object(node)
@@ -247,7 +269,11 @@ class _Walker:
             if key_node.tag != _TAG_PREFIX + "str":
                 tag = key_node.tag.replace(_TAG_PREFIX, "")
                 kind = _KEY_KINDS.get(tag, f"a {tag!r} value")
-                self._problem(key_node, child, f"key {key_node.value!r} reads as {kind}, but keys must be text; quote it if you meant it")
+                self._problem(
+                    key_node,
+                    child,
+                    f"key {key_node.value!r} reads as {kind}, but keys must be text; quote it if you meant it",
+                )
                 continue
             if key_node.value in seen:
                 if not merged:  # a merged key (`<<: *anchor`) is meant to be overridden

@@ -17,11 +17,10 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from itertools import islice
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, Literal
 
-from .client import OpenWebUIClient
 from ..conflicts import ANOTHER_WRITER, Conflict, Key, changed_since_read, changed_since_write
 from ..desired import PIPE_IDENTITY_VALVE
 from ..errors import ApplyError, ProvisionError
@@ -29,9 +28,10 @@ from ..fingerprint import digest
 from ..grants import normalize_grants
 from ..groups import group_form, placeholder_id, with_group_ids
 from ..identity_keys import private_key_lines
-from .observed import observe
 from ..plan import Action, Change, Plan, remerge_model_form
 from ..state import FINGERPRINT_KEY, MARKER_KEY, InstanceState
+from .client import OpenWebUIClient
+from .observed import observe
 
 Outcome = Literal["applied", "failed", "not attempted"]
 
@@ -70,9 +70,7 @@ class ApplyReport:
         return [r for r in self.results if r.outcome == "failed"]
 
     def count(self, outcome: Outcome, action: Action | None = None) -> int:
-        return sum(
-            1 for r in self.results if r.outcome == outcome and (action is None or r.change.action is action)
-        )
+        return sum(1 for r in self.results if r.outcome == outcome and (action is None or r.change.action is action))
 
     def to_json(self) -> dict[str, Any]:
         return {

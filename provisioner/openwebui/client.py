@@ -21,11 +21,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from . import compat
-from .compat import Compat
 from ..errors import ApiError, ConfigError, UnreachableError
 from ..redaction import SENSITIVE, WITHHELD, redact  # noqa: F401  (re-exported: callers import them from here)
 from ..urls import is_loopback
+from . import compat
+from .compat import Compat
 
 # `provision -v` shows this logger on stderr: one line per HTTP call, method, path (no query),
 # status and time. Never headers, bodies, query strings or the token.
@@ -50,9 +50,7 @@ def make_http_client(timeout: float) -> httpx.Client:
     Plain http:// is only allowed to loopback (or with --insecure), so it never goes through an
     environment proxy: the token would cross the network in clear text. https:// may.
     """
-    return httpx.Client(
-        timeout=timeout, follow_redirects=False, mounts={"http://": httpx.HTTPTransport()}
-    )
+    return httpx.Client(timeout=timeout, follow_redirects=False, mounts={"http://": httpx.HTTPTransport()})
 
 
 def check_url(url: str, *, insecure: bool, allow_http: Collection[str] = ()) -> str:
@@ -63,8 +61,12 @@ def check_url(url: str, *, insecure: bool, allow_http: Collection[str] = ()) -> 
         raise ConfigError(f"Open WebUI URL must look like https://host[:port], got {url!r}")
     if parts.username or parts.password:
         raise ConfigError("put credentials in OPENWEBUI_TOKEN or --token-file, not in the URL")
-    if parts.scheme == "http" and not insecure and not is_loopback(parts.hostname) \
-            and not any(fnmatch.fnmatchcase(parts.hostname.lower(), p.lower()) for p in allow_http):
+    if (
+        parts.scheme == "http"
+        and not insecure
+        and not is_loopback(parts.hostname)
+        and not any(fnmatch.fnmatchcase(parts.hostname.lower(), p.lower()) for p in allow_http)
+    ):
         raise ConfigError(
             f"refusing plain HTTP to {parts.hostname}: the token would travel in clear text. "
             "Use https, name the host in the target's allow_http (a cluster-internal name), "
@@ -202,8 +204,12 @@ class OpenWebUIClient:
         a chat completion without a chat (nothing is stored) whose body carries `aihub_probe`.
         Returns the pipe's answer; ApiError when Open WebUI refuses, ValueError when the answer is
         not a probe's (a pipe that predates probes would have run the agent)."""
-        body = {"model": model, "messages": [{"role": "user", "content": "aihub probe"}], "stream": False,
-                "aihub_probe": {"version": 1}}
+        body = {
+            "model": model,
+            "messages": [{"role": "user", "content": "aihub probe"}],
+            "stream": False,
+            "aihub_probe": {"version": 1},
+        }
         response = self._request("POST", "/api/chat/completions", json=body)
         try:
             answer = jsonlib.loads(response["choices"][0]["message"]["content"])
@@ -334,9 +340,7 @@ class OpenWebUIClient:
         self, function_id: str, valves: Mapping[str, Any], *, secrets: Collection[str] = ()
     ) -> dict[str, Any]:
         """Replace the stored valves; `secrets` are values in them that no error may repeat."""
-        return self._request(
-            "POST", f"/api/v1/functions/id/{function_id}/valves/update", json=valves, secrets=secrets
-        )
+        return self._request("POST", f"/api/v1/functions/id/{function_id}/valves/update", json=valves, secrets=secrets)
 
     def delete_function(self, function_id: str) -> None:
         self._request("DELETE", f"/api/v1/functions/id/{function_id}/delete", missing_ok=True)
@@ -385,8 +389,7 @@ class OpenWebUIClient:
                     attempt = self._wait(attempt)
                     continue
                 raise UnreachableError(
-                    f"{method} {path} timed out {attempt + 1} times ({type(exc).__name__}); "
-                    "is Open WebUI overloaded?"
+                    f"{method} {path} timed out {attempt + 1} times ({type(exc).__name__}); is Open WebUI overloaded?"
                 ) from None
             except httpx.TransportError as exc:
                 if attempt < self._retries and not isinstance(exc, httpx.UnsupportedProtocol):
@@ -499,8 +502,11 @@ def sign_in(base_url: str, email: str, password: str, *, http: httpx.Client) -> 
     path = "/api/v1/auths/signin"
     hidden = (password,)
     try:
-        response = http.post(base_url.rstrip("/") + path, json={"email": email, "password": password},
-                             headers={"Accept": "application/json"})
+        response = http.post(
+            base_url.rstrip("/") + path,
+            json={"email": email, "password": password},
+            headers={"Accept": "application/json"},
+        )
     except httpx.TransportError as exc:
         raise UnreachableError(
             redact(f"cannot reach Open WebUI at {base_url} ({type(exc).__name__}: {exc})", hidden)

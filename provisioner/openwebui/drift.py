@@ -158,7 +158,7 @@ def when(at: int | None) -> str | None:
     """Epoch seconds as `2026-12-02 07:10 UTC`."""
     if at is None:
         return None
-    return datetime.datetime.fromtimestamp(at, tz=datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return datetime.datetime.fromtimestamp(at, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def drift_entry(
@@ -170,9 +170,7 @@ def drift_entry(
         "kind": kind,
         "id": ident,
         "history": history,
-        "fields": [
-            {"path": p, "changed_by": authors[p].to_json() if p in authors else None} for p in paths
-        ],
+        "fields": [{"path": p, "changed_by": authors[p].to_json() if p in authors else None} for p in paths],
     }
 
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..owui_capabilities import CAPABILITY_KEYS
-from .compat import Compat
 from ..grants import normalize_grants
+from ..owui_capabilities import CAPABILITY_KEYS
 from ..state import (
     FUNCTION_I18N_FIELDS,
     MARKER_KEY,
@@ -22,6 +21,7 @@ from ..state import (
     is_managed,
     split_marker,
 )
+from .compat import Compat
 
 MODEL_PATHS: tuple[str, ...] = (
     "name",

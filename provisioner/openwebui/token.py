@@ -46,7 +46,9 @@ def admin_login(env: Mapping[str, str]) -> AdminLogin:
         text = read_secret_file(Path(file), name=PASSWORD_FILE_ENV, holds="the password")
         password = text.removesuffix("\n").removesuffix("\r")
     if not password:
-        raise ConfigError(f"no admin password: set {PASSWORD_ENV} or {PASSWORD_FILE_ENV} (a file, e.g. a mounted Secret)")
+        raise ConfigError(
+            f"no admin password: set {PASSWORD_ENV} or {PASSWORD_FILE_ENV} (a file, e.g. a mounted Secret)"
+        )
     return AdminLogin(email, password)
 
 

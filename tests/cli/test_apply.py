@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
 import respx
 
-from provisioner.openwebui.apply import apply_plan
-from provisioner.openwebui.client import OpenWebUIClient
 from provisioner.desired import build_desired
 from provisioner.errors import ApplyError
 from provisioner.function_files import load_function_files
 from provisioner.loader import load_catalog
+from provisioner.openwebui.apply import apply_plan
+from provisioner.openwebui.client import OpenWebUIClient
 from provisioner.openwebui.observed import observe
 from provisioner.plan import make_plan
 from tests.support.builders import REPO, report_of
@@ -40,7 +39,9 @@ def sample_plan(client: OpenWebUIClient, **kwargs):
     return make_plan(desired, observe(client.list_models(), client.list_functions()), **kwargs)
 
 
-def test_sync_from_empty_creates_functions_before_models_then_refreshes(fake: FakeOpenWebUI, client: OpenWebUIClient) -> None:
+def test_sync_from_empty_creates_functions_before_models_then_refreshes(
+    fake: FakeOpenWebUI, client: OpenWebUIClient
+) -> None:
     fake.calls.clear()
     apply_plan(sample_plan(client), client)
     paths = [p for _, p in fake.calls]
@@ -89,9 +90,11 @@ def test_access_change_uses_the_access_endpoint_only(fake: FakeOpenWebUI, client
 def test_failure_report_lists_applied_failed_and_not_attempted(fake: FakeOpenWebUI, client: OpenWebUIClient) -> None:
     plan = sample_plan(client)
     fake.faults.append(
-        lambda method, path, body: httpx.Response(500, json={"detail": "db locked"})
-        if path == "/api/v1/models/create" and body["id"].endswith("research-assistant.default")
-        else None
+        lambda method, path, body: (
+            httpx.Response(500, json={"detail": "db locked"})
+            if path == "/api/v1/models/create" and body["id"].endswith("research-assistant.default")
+            else None
+        )
     )
     with pytest.raises(ApplyError) as info:
         apply_plan(plan, client)
@@ -106,9 +109,7 @@ def test_failure_report_lists_applied_failed_and_not_attempted(fake: FakeOpenWeb
 
 
 def test_the_next_sync_after_a_failure_repairs_without_duplicates(fake: FakeOpenWebUI, client: OpenWebUIClient) -> None:
-    fake.faults.append(
-        lambda method, path, body: httpx.Response(503) if path == "/api/v1/models/create" else None
-    )
+    fake.faults.append(lambda method, path, body: httpx.Response(503) if path == "/api/v1/models/create" else None)
     with pytest.raises(ApplyError):
         apply_plan(sample_plan(client), client)
     fake.faults.clear()
@@ -116,7 +117,9 @@ def test_the_next_sync_after_a_failure_repairs_without_duplicates(fake: FakeOpen
     assert len(fake.models) == 6 and sample_plan(client).is_empty
 
 
-def test_a_409_on_update_rereads_the_row_so_a_concurrent_admin_edit_survives(fake: FakeOpenWebUI, client: OpenWebUIClient) -> None:
+def test_a_409_on_update_rereads_the_row_so_a_concurrent_admin_edit_survives(
+    fake: FakeOpenWebUI, client: OpenWebUIClient
+) -> None:
     apply_plan(sample_plan(client), client)
     model_id = "aihub_agent_pipe.policy-faq.default"
     fake.models[model_id]["meta"]["capabilities"]["web_search"] = True  # drift: our field
@@ -152,9 +155,11 @@ def test_parallel_apply_starts_nothing_after_a_failure(fake: FakeOpenWebUI, clie
     plan = sample_plan(client)
     models = [c.id for c in plan.changes if c.kind == "model"]
     fake.faults.append(
-        lambda method, path, body: httpx.Response(500, json={"detail": "db locked"})
-        if path == "/api/v1/models/create" and body["id"] == models[0]
-        else None
+        lambda method, path, body: (
+            httpx.Response(500, json={"detail": "db locked"})
+            if path == "/api/v1/models/create" and body["id"] == models[0]
+            else None
+        )
     )
     with pytest.raises(ApplyError) as info:
         apply_plan(plan, client, parallelism=2)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from provisioner.pipeline import load_inputs
 from provisioner.errors import BlueprintError
 from provisioner.loader import load_catalog
+from provisioner.pipeline import load_inputs
 from tests.support.bad_inputs import ARGS, BUILDERS, CASES_DIR, Case, check_stderr, load_cases, make_workspace
 from tests.support.builders import write_function_dir
 from tests.support.owui_instance import unavailable
@@ -37,7 +37,6 @@ def workspace(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
     root = make_workspace(case, tmp_path / "ws")
     monkeypatch.chdir(root)
     return root
-
 
 
 def test_the_corpus_is_complete() -> None:
@@ -77,9 +76,7 @@ def _names_a_function(field: str) -> bool:
 
 
 BLUEPRINT_CASES = [
-    c
-    for c in OFFLINE
-    if all(e.file.startswith("blueprints") and not _names_a_function(e.field) for e in c.errors)
+    c for c in OFFLINE if all(e.file.startswith("blueprints") and not _names_a_function(e.field) for e in c.errors)
 ]
 
 
@@ -138,9 +135,20 @@ def test_an_unreadable_file_is_a_located_error_for_root_too(tmp_path: Path) -> N
     write_function_dir(root / "functions", root / "blueprints")
     (root / "blueprints" / "demo.yaml").chmod(0)
     result = subprocess.run(
-        [setpriv, "--bounding-set=-dac_override,-dac_read_search", "--",
-         sys.executable, "-m", "provisioner", "validate", *ARGS],
-        cwd=root, capture_output=True, text=True, timeout=60,
+        [
+            setpriv,
+            "--bounding-set=-dac_override,-dac_read_search",
+            "--",
+            sys.executable,
+            "-m",
+            "provisioner",
+            "validate",
+            *ARGS,
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert (result.returncode, result.stdout) == (1, ""), result.stderr
     check_stderr(case, result.stderr)

@@ -43,8 +43,8 @@ def test_toggle_filters_are_rendered_not_read_from_disk(capsys, tmp_path: Path) 
 
 
 def test_generate_writes_what_sync_renders(capsys, tmp_path: Path) -> None:
-    from provisioner.toggle_filters import rendered_toggle_functions
     from provisioner.loader import load_catalog
+    from provisioner.toggle_filters import rendered_toggle_functions
 
     root = write_blueprint_dir(tmp_path / "bp")
     out_dir = tmp_path / "out"
@@ -52,7 +52,9 @@ def test_generate_writes_what_sync_renders(capsys, tmp_path: Path) -> None:
     assert code == 0 and "created" in out
     rendered = {f.id: f.content for f in rendered_toggle_functions(load_catalog(root))}
     assert {p.stem: p.read_text() for p in out_dir.glob("*.py")} == rendered
-    assert run(capsys, "generate", "-p", str(root), "--out", str(out_dir))[1].startswith("Toggle filters are up to date")
+    assert run(capsys, "generate", "-p", str(root), "--out", str(out_dir))[1].startswith(
+        "Toggle filters are up to date"
+    )
 
 
 def test_usage_errors_exit_1_not_2(capsys) -> None:
@@ -96,8 +98,12 @@ def test_hand_edit_shows_as_exactly_that_field_and_sync_reverts_it(capsys, fake:
     plan = json.loads(out)
     assert code == 2
     assert plan["changes"] == [
-        {"kind": "model", "id": "aihub_agent_pipe.policy-faq.default", "action": "update",
-         "fields": [{"path": "meta.capabilities.web_search", "before": True, "after": False, "origin": "openwebui"}]}
+        {
+            "kind": "model",
+            "id": "aihub_agent_pipe.policy-faq.default",
+            "action": "update",
+            "fields": [{"path": "meta.capabilities.web_search", "before": True, "after": False, "origin": "openwebui"}],
+        }
     ]
     run(capsys, "sync", *SAMPLES)
     assert fake.models["aihub_agent_pipe.policy-faq.default"]["meta"]["capabilities"]["web_search"] is False
@@ -118,7 +124,12 @@ def test_prune_against_an_empty_blueprint_dir_deletes_nothing(capsys, fake: Fake
 
 
 def test_unmanaged_row_with_our_id_is_left_alone(capsys, fake: FakeOpenWebUI) -> None:
-    fake.models["aihub_agent_pipe.policy-faq.default"] = {"id": "aihub_agent_pipe.policy-faq.default", "name": "Hand made", "meta": {}, "params": {}}
+    fake.models["aihub_agent_pipe.policy-faq.default"] = {
+        "id": "aihub_agent_pipe.policy-faq.default",
+        "name": "Hand made",
+        "meta": {},
+        "params": {},
+    }
     code, _, err = run(capsys, "sync", *SAMPLES)
     assert code == 1 and "not managed by provision" in err and "--adopt" in err
     assert fake.models["aihub_agent_pipe.policy-faq.default"]["name"] == "Hand made"
@@ -136,7 +147,9 @@ def test_missing_url_and_token_are_clear_errors(capsys, monkeypatch: pytest.Monk
     assert code == 1 and "no token" in err
 
 
-def test_token_file_is_read_and_never_echoed(capsys, fake: FakeOpenWebUI, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_token_file_is_read_and_never_echoed(
+    capsys, fake: FakeOpenWebUI, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.delenv("OPENWEBUI_TOKEN")
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")

@@ -21,7 +21,6 @@ COMMANDS = sorted(c.name or getattr(c.callback, "__name__", "") for c in app.reg
 ENV_VARS = ("OPENWEBUI_URL", "OPENWEBUI_TOKEN", "OPENWEBUI_TOKEN_FILE", "PROVISION_TARGET", "NO_COLOR")
 
 
-
 @pytest.fixture(autouse=True)
 def narrow_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "80")  # a new user's terminal, not the CI log's width

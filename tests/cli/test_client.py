@@ -6,9 +6,9 @@ import httpx
 import pytest
 import respx
 
+from provisioner.errors import ApiError, ConfigError, UnreachableError
 from provisioner.openwebui import compat
 from provisioner.openwebui.client import OpenWebUIClient, check_url
-from provisioner.errors import ApiError, ConfigError, UnreachableError
 
 BASE = "http://owui.test"
 TOKEN = "sk-supersecret-token-value"
@@ -21,8 +21,9 @@ def sleeps() -> list[float]:
 
 @pytest.fixture
 def client(sleeps: list[float]) -> OpenWebUIClient:
-    return OpenWebUIClient(base_url=BASE, token=TOKEN, retries=3, backoff=0.5, sleep=sleeps.append,
-                           release=compat.select("0.12.4"))
+    return OpenWebUIClient(
+        base_url=BASE, token=TOKEN, retries=3, backoff=0.5, sleep=sleeps.append, release=compat.select("0.12.4")
+    )
 
 
 @respx.mock
@@ -89,7 +90,9 @@ def test_connection_refused_is_a_clear_error(client: OpenWebUIClient) -> None:
         (404, "Not Found", "Open WebUI 0.12.4 has no endpoint GET /api/v1/models/all"),
     ],
 )
-def test_auth_and_missing_endpoint_errors_say_what_to_do(client: OpenWebUIClient, status: int, detail: str, hint: str) -> None:
+def test_auth_and_missing_endpoint_errors_say_what_to_do(
+    client: OpenWebUIClient, status: int, detail: str, hint: str
+) -> None:
     respx.get(f"{BASE}/api/v1/models/all").respond(status, json={"detail": detail})
     with pytest.raises(ApiError) as info:
         client.list_models()
@@ -106,7 +109,9 @@ def test_a_listing_that_is_not_a_list_is_refused(client: OpenWebUIClient) -> Non
 
 @respx.mock
 def test_truncated_json_listing_is_an_error(client: OpenWebUIClient) -> None:
-    respx.get(f"{BASE}/api/v1/models/all").respond(200, content=b'[{"id": "a"}, {"id"', headers={"content-type": "application/json"})
+    respx.get(f"{BASE}/api/v1/models/all").respond(
+        200, content=b'[{"id": "a"}, {"id"', headers={"content-type": "application/json"}
+    )
     with pytest.raises(ApiError, match="not JSON"):
         client.list_models()
 
@@ -114,21 +119,28 @@ def test_truncated_json_listing_is_an_error(client: OpenWebUIClient) -> None:
 @respx.mock
 def test_a_retried_create_whose_first_attempt_landed_counts_as_done(client: OpenWebUIClient) -> None:
     respx.post(f"{BASE}/api/v1/functions/create").mock(
-        side_effect=[httpx.ReadTimeout("lost answer"), httpx.Response(400, json={"detail": "Uh-oh! This id is already registered."})]
+        side_effect=[
+            httpx.ReadTimeout("lost answer"),
+            httpx.Response(400, json={"detail": "Uh-oh! This id is already registered."}),
+        ]
     )
     assert client.create_function({"id": "f"}) == {}
 
 
 @respx.mock
 def test_a_first_attempt_create_conflict_is_an_error(client: OpenWebUIClient) -> None:
-    respx.post(f"{BASE}/api/v1/models/create").respond(401, json={"detail": "Uh-oh! This model id is already registered."})
+    respx.post(f"{BASE}/api/v1/models/create").respond(
+        401, json={"detail": "Uh-oh! This model id is already registered."}
+    )
     with pytest.raises(ApiError):
         client.create_model({"id": "m"})
 
 
 @respx.mock
 def test_deleting_something_already_gone_is_fine(client: OpenWebUIClient, sleeps: list[float]) -> None:
-    route = respx.post(f"{BASE}/api/v1/models/model/delete").respond(401, json={"detail": "We could not find what you're looking for :/"})
+    route = respx.post(f"{BASE}/api/v1/models/model/delete").respond(
+        401, json={"detail": "We could not find what you're looking for :/"}
+    )
     client.delete_model("gone")  # no error: the row is gone, as wanted
     assert route.call_count == 1 and sleeps == []  # asked once, not retried
     assert route.calls[0].request.content.replace(b" ", b"") == b'{"id":"gone"}'
@@ -147,7 +159,9 @@ def test_model_update_sends_the_id_in_body_and_query(client: OpenWebUIClient) ->
     assert request.url.params["id"] == "a.b.c" and b'"id":"a.b.c"' in request.content.replace(b" ", b"")
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:8080", "http://localhost:3000/", "http://[::1]:8080", "https://chat.example.com"])
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8080", "http://localhost:3000/", "http://[::1]:8080", "https://chat.example.com"]
+)
 def test_loopback_http_and_any_https_are_accepted(url: str) -> None:
     assert check_url(url, insecure=False) == url.rstrip("/")
 

@@ -94,11 +94,15 @@ def test_each_rows_options_are_the_commands_options() -> None:
         for token in sorted(named - known):
             problems.append(f"`provision {name}`: the row names {token}, which the command does not take")
         # `[DIR]` anywhere, or a required one (`AGENT`) right after the command's name
-        shows_arguments = any(POSITIONAL.search(span) or REQUIRED.match(span, len(f"provision {name} ")) for span in spans)
+        shows_arguments = any(
+            POSITIONAL.search(span) or REQUIRED.match(span, len(f"provision {name} ")) for span in spans
+        )
         if has_arguments(command) != shows_arguments:
             takes = "takes" if has_arguments(command) else "takes no"
-            problems.append(f"`provision {name}`: the command {takes} arguments, the row shows "
-                            f"{'a [NAME]' if shows_arguments else 'none'}")
+            problems.append(
+                f"`provision {name}`: the command {takes} arguments, the row shows "
+                f"{'a [NAME]' if shows_arguments else 'none'}"
+            )
     assert not problems, "\n".join(problems)
 
 

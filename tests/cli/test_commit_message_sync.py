@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-
 import provisioner.cli as cli
 from provisioner import __version__
 from tests.support.builders import REPO
@@ -22,14 +21,18 @@ def test_sync_sends_the_message_and_message_flag_overrides(monkeypatch) -> None:
         monkeypatch.setenv(key, value)
     bodies: list[dict] = []
     with fake_instance_for_cli(monkeypatch, "sk-test") as server:
-        server.faults.append(lambda m, p, b: bodies.append(b) if isinstance(b, dict) and "commit_message" in b else None)
+        server.faults.append(
+            lambda m, p, b: bodies.append(b) if isinstance(b, dict) and "commit_message" in b else None
+        )
         assert cli.main(["sync", "-p", str(REPO / "blueprints"), "--yes"]) == 0
         messages = {b["id"]: b["commit_message"] for b in bodies}
         row = "aihub_agent_pipe.policy-faq.default"
         assert messages[row].startswith(f"provision {__version__} sync of ")
         assert f"of {REPO / 'blueprints' / 'policy_faq.yaml'}; commit" in messages[row]
         assert "commit 0123456789abcdef" in messages[row]
-        assert messages["aihub_feature_filter"].startswith(f"provision {__version__} sync of the provision bundle's aihub_feature_filter.py")
+        assert messages["aihub_feature_filter"].startswith(
+            f"provision {__version__} sync of the provision bundle's aihub_feature_filter.py"
+        )
         # --message on the next write
         server.models[row]["name"] = "edited"
         bodies.clear()

@@ -7,17 +7,16 @@ for an update without `access_grants` on 0.9/0.10, the access endpoint missing o
 
 from __future__ import annotations
 
-from typing import Any
-
 import functools
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from provisioner.openwebui import compat
 from provisioner.errors import ConfigError
+from provisioner.openwebui import compat
 from tests.support.builders import REPO, blueprint, write_blueprint_dir
 from tests.support.fake_owui import SPA_PAGE, FakeOpenWebUI
 from tests.support.run_cli import run_cli
@@ -60,17 +59,24 @@ def access_blueprints(root: Path) -> list[str]:
         ("0.13.1", True, False, False, False),
     ],
 )
-def test_each_release_range_selects_its_row(version, list_all, access_control, access_in_update, priority_in_valves) -> None:
+def test_each_release_range_selects_its_row(
+    version, list_all, access_control, access_in_update, priority_in_valves
+) -> None:
     row = compat.select(version)
     assert (row.list_all, row.access_control, row.access_in_update, row.filter_priority_in_valves) == (
-        list_all, access_control, access_in_update, priority_in_valves,
+        list_all,
+        access_control,
+        access_in_update,
+        priority_in_valves,
     )
 
 
 @pytest.mark.parametrize("version", ["0.5.20", "0.6.0", "0.6.5", "0.6.26"])
 def test_releases_before_0_6_27_are_refused_by_name(version: str) -> None:
     """0.6.26 and earlier list functions without their valves (and before 0.6.19 no model rows)."""
-    with pytest.raises(ConfigError, match=rf"Open WebUI {re.escape(version)} is not supported: provision needs 0\.6\.27 or later"):
+    with pytest.raises(
+        ConfigError, match=rf"Open WebUI {re.escape(version)} is not supported: provision needs 0\.6\.27 or later"
+    ):
         compat.select(version)
 
 
@@ -79,7 +85,9 @@ def test_only_the_exact_releases_the_suite_runs_count_as_tested() -> None:
     assert not any(compat.select(v).tested for v in ("0.11.3", "0.12.3", "0.13.0", "nightly"))
 
 
-@pytest.mark.parametrize("control", [None, {}, {"read": {"group_ids": ["g1"], "user_ids": []}, "write": {"group_ids": [], "user_ids": []}}])
+@pytest.mark.parametrize(
+    "control", [None, {}, {"read": {"group_ids": ["g1"], "user_ids": []}, "write": {"group_ids": [], "user_ids": []}}]
+)
 def test_access_control_round_trips_through_grants(control) -> None:
     grants = compat.control_to_grants(control)
     back = compat.grants_to_control(grants)
@@ -93,7 +101,9 @@ def test_access_control_round_trips_through_grants(control) -> None:
 
 
 @pytest.mark.parametrize("version", RANGES)
-def test_sync_is_right_and_idempotent_on_every_release(capsys, fake: FakeOpenWebUI, tmp_path: Path, version: str) -> None:
+def test_sync_is_right_and_idempotent_on_every_release(
+    capsys, fake: FakeOpenWebUI, tmp_path: Path, version: str
+) -> None:
     fake.version = version
     fake.groups = [{"id": "g-support", "name": "Support"}]
     args = access_blueprints(tmp_path / "bp")
@@ -103,7 +113,10 @@ def test_sync_is_right_and_idempotent_on_every_release(capsys, fake: FakeOpenWeb
     row = compat.select(version)
     if row.access_control:
         assert rows["open"]["access_control"] is None
-        assert rows["closed"]["access_control"] == {"read": {"group_ids": [], "user_ids": []}, "write": {"group_ids": [], "user_ids": []}}
+        assert rows["closed"]["access_control"] == {
+            "read": {"group_ids": [], "user_ids": []},
+            "write": {"group_ids": [], "user_ids": []},
+        }
         assert rows["team"]["access_control"]["read"]["group_ids"] == ["g-support"]
     else:
         assert [g["principal_id"] for g in rows["open"]["access_grants"]] == ["*"]
@@ -116,7 +129,9 @@ def test_sync_is_right_and_idempotent_on_every_release(capsys, fake: FakeOpenWeb
 
 
 @pytest.mark.parametrize("version", RANGES)
-def test_a_changed_row_keeps_its_access_on_every_release(capsys, fake: FakeOpenWebUI, tmp_path: Path, version: str) -> None:
+def test_a_changed_row_keeps_its_access_on_every_release(
+    capsys, fake: FakeOpenWebUI, tmp_path: Path, version: str
+) -> None:
     """0.6/0.7 make a row public on any update without access_control; 0.9/0.10 answer 500."""
     fake.version = version
     fake.groups = [{"id": "g-support", "name": "Support"}]
@@ -156,8 +171,12 @@ def test_access_drift_is_put_back_on_every_release(capsys, fake: FakeOpenWebUI, 
     ]
 
 
-@pytest.mark.parametrize(("version", "stored"), [("0.6.43", True), ("0.7.2", True), ("0.8.12", True), ("0.9.6", False), ("0.12.4", False)])
-def test_filter_priority_is_stored_where_the_release_reads_only_stored_valves(capsys, fake: FakeOpenWebUI, version: str, stored: bool) -> None:
+@pytest.mark.parametrize(
+    ("version", "stored"), [("0.6.43", True), ("0.7.2", True), ("0.8.12", True), ("0.9.6", False), ("0.12.4", False)]
+)
+def test_filter_priority_is_stored_where_the_release_reads_only_stored_valves(
+    capsys, fake: FakeOpenWebUI, version: str, stored: bool
+) -> None:
     fake.version = version
     code, _, err = run(capsys, "sync", "--yes", "-p", str(REPO / "blueprints"), *BUNDLE)
     assert code == 0, err
@@ -183,8 +202,11 @@ def test_a_missing_endpoint_is_named_with_the_version(capsys, fake: FakeOpenWebU
 
     fake.version = "0.11.4"
     fake.faults.append(
-        lambda method, path, body: httpx.Response(200, text=SPA_PAGE, headers={"content-type": "text/html"})
-        if path == "/api/v1/models/all" else None
+        lambda method, path, body: (
+            httpx.Response(200, text=SPA_PAGE, headers={"content-type": "text/html"})
+            if path == "/api/v1/models/all"
+            else None
+        )
     )
     code, _, err = run(capsys, "diff", "-p", str(REPO / "blueprints"), *BUNDLE)
     assert code == 1
@@ -192,7 +214,9 @@ def test_a_missing_endpoint_is_named_with_the_version(capsys, fake: FakeOpenWebU
     assert "is this an Open WebUI URL" not in err
 
 
-def test_a_web_page_instead_of_the_version_still_asks_whether_the_url_is_open_webui(capsys, fake: FakeOpenWebUI) -> None:
+def test_a_web_page_instead_of_the_version_still_asks_whether_the_url_is_open_webui(
+    capsys, fake: FakeOpenWebUI
+) -> None:
     import httpx
 
     fake.faults.append(lambda method, path, body: httpx.Response(200, text="<html>router login</html>"))
@@ -200,8 +224,12 @@ def test_a_web_page_instead_of_the_version_still_asks_whether_the_url_is_open_we
     assert code == 1 and "GET /api/version: answer is not JSON (is this an Open WebUI URL?)" in err
 
 
-@pytest.mark.parametrize(("version", "warned"), [("0.12.4", False), ("0.6.43", False), ("0.11.2", True), ("0.12.5", True)])
-def test_the_untested_warning_covers_exactly_the_untested_releases(capsys, fake: FakeOpenWebUI, version: str, warned: bool) -> None:
+@pytest.mark.parametrize(
+    ("version", "warned"), [("0.12.4", False), ("0.6.43", False), ("0.11.2", True), ("0.12.5", True)]
+)
+def test_the_untested_warning_covers_exactly_the_untested_releases(
+    capsys, fake: FakeOpenWebUI, version: str, warned: bool
+) -> None:
     fake.version = version
     code, _, err = run(capsys, "diff", "-p", str(REPO / "blueprints"), *BUNDLE)
     assert code == 0 and ("outside the tested range" in err) is warned
@@ -211,7 +239,9 @@ def test_the_untested_warning_covers_exactly_the_untested_releases(capsys, fake:
 
 
 @pytest.mark.parametrize("version", ["0.6.43", "0.7.2"])
-@pytest.mark.parametrize("row", [{"id": "x"}, {"id": "x", "access_control": {}}, {"id": "x", "access_control": {"read": {}}}])
+@pytest.mark.parametrize(
+    "row", [{"id": "x"}, {"id": "x", "access_control": {}}, {"id": "x", "access_control": {"read": {}}}]
+)
 def test_a_row_with_empty_or_missing_access_control_is_observed_as_private(version: str, row: dict) -> None:
     """On 0.6/0.7 only `access_control: null` is public; reading `{}` or a missing key as public
     would let a public agent's plan skip the write and leave, or a private one's plan call it public."""
@@ -226,5 +256,8 @@ def test_a_write_without_grants_sends_a_private_access_control_never_null_or_emp
     """0.6/0.7 make a row public when the write's access_control is null (or absent): a private
     row's write must carry read and write with empty id lists."""
     form = compat.select(version).model_form(body)
-    private: dict[str, dict[str, list[str]]] = {"read": {"group_ids": [], "user_ids": []}, "write": {"group_ids": [], "user_ids": []}}
+    private: dict[str, dict[str, list[str]]] = {
+        "read": {"group_ids": [], "user_ids": []},
+        "write": {"group_ids": [], "user_ids": []},
+    }
     assert "access_grants" not in form and form["access_control"] == private

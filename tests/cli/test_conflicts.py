@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from provisioner.openwebui.apply import apply_plan
-from provisioner.openwebui.client import OpenWebUIClient
 from provisioner.conflicts import Conflict, Key, Seen, changed_since_read, changed_since_write
 from provisioner.desired import build_desired
 from provisioner.errors import ApplyError
 from provisioner.function_files import load_function_files
 from provisioner.loader import load_catalog
+from provisioner.openwebui.apply import apply_plan
+from provisioner.openwebui.client import OpenWebUIClient
 from provisioner.openwebui.observed import observe
 from provisioner.plan import Plan, make_plan
 from provisioner.state import InstanceState, ObjectState
@@ -182,7 +182,10 @@ def test_a_row_overwritten_by_another_writer_during_apply_fails_the_sync_after_i
     assert report.registry_refreshed is False
     message = str(info.value)
     assert "Sync finished its writes, but another writer changed the instance meanwhile" in message
-    assert f"CONFLICT       model {POLICY} was changed (name) at 2025-12-02 04:34:35 UTC after this sync wrote it" in message
+    assert (
+        f"CONFLICT       model {POLICY} was changed (name) at 2025-12-02 04:34:35 UTC after this sync wrote it"
+        in message
+    )
     # the re-run converges
     drifted.faults.clear()
     apply_plan(sample_plan(client), client)
@@ -212,8 +215,10 @@ def test_a_plan_built_by_hand_is_applied_without_checks(fake: FakeOpenWebUI, cli
 
 
 def _state(*objects: ObjectState) -> InstanceState:
-    return InstanceState(models={o.id: o for o in objects if o.kind == "model"},
-                         functions={o.id: o for o in objects if o.kind == "function"})
+    return InstanceState(
+        models={o.id: o for o in objects if o.kind == "model"},
+        functions={o.id: o for o in objects if o.kind == "function"},
+    )
 
 
 def _row(ident: str, stamp: int | None, **fields: Any) -> ObjectState:
@@ -258,8 +263,9 @@ def test_unmanaged_rows_appearing_are_none_of_the_checks_business() -> None:
 def test_a_long_list_of_conflicts_names_the_first_ten_and_counts_the_rest() -> None:
     from provisioner.openwebui.apply import ApplyReport
 
-    report = ApplyReport(conflicts=[Conflict("model", f"m{i:02}", "changed", True, None, EDITED_AT, ("name",))
-                                    for i in range(12)])
+    report = ApplyReport(
+        conflicts=[Conflict("model", f"m{i:02}", "changed", True, None, EDITED_AT, ("name",)) for i in range(12)]
+    )
     lines = report.failure_message().splitlines()
     assert [line.split()[2] for line in lines if "CONFLICT" in line][:10] == [f"m{i:02}" for i in range(10)]
     assert lines[-1] == "  CONFLICT       … and 2 more (`-o json` lists every one)"

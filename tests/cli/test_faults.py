@@ -87,8 +87,15 @@ def assert_converged(capsys, fake: FakeOpenWebUI) -> None:
 def managed_orphan() -> dict[str, Any]:
     """A row provision wrote for a blueprint that is gone: the one thing `--prune` may delete."""
     marker = {"managed_by": "aihub-provision", "blueprint": "retired", "agent": "agent", "features": []}
-    return {"id": ORPHAN, "base_model_id": None, "name": "Retired", "params": {}, "is_active": True,
-            "meta": {"aihub": marker}, "access_grants": []}
+    return {
+        "id": ORPHAN,
+        "base_model_id": None,
+        "name": "Retired",
+        "params": {},
+        "is_active": True,
+        "meta": {"aihub": marker},
+        "access_grants": [],
+    }
 
 
 # -- retries with backoff ------------------------------------------------------------------
@@ -162,8 +169,12 @@ def test_the_json_report_of_a_partial_sync_accounts_for_every_change(capsys, fak
     document = json.loads(out)  # stdout is one JSON document, even on failure
     plan, result = document["plan"], document["result"]
     assert result["failed"] == [
-        {"kind": "model", "id": failing, "action": "create",
-         "error": "POST /api/v1/models/create timed out 4 times (ReadTimeout); is Open WebUI overloaded?"}
+        {
+            "kind": "model",
+            "id": failing,
+            "action": "create",
+            "error": "POST /api/v1/models/create timed out 4 times (ReadTimeout); is Open WebUI overloaded?",
+        }
     ]
     assert result["not_attempted"] == [
         {"kind": "model", "id": model, "action": "create"} for model in SAMPLE_MODELS[4:]
@@ -361,12 +372,21 @@ def truncated(path: str) -> Fault:
 MODELS_ALL, FUNCTIONS_EXPORT = "/api/v1/models/all", "/api/v1/functions/export"
 FAILED_LISTINGS: dict[str, tuple[Callable[[], Fault], str]] = {
     "models-5xx": (lambda: fail(MODELS_ALL, httpx.Response(500)), "answered 500 to GET /api/v1/models/all"),
-    "functions-5xx": (lambda: fail(FUNCTIONS_EXPORT, httpx.Response(502)), "answered 502 to GET /api/v1/functions/export"),
+    "functions-5xx": (
+        lambda: fail(FUNCTIONS_EXPORT, httpx.Response(502)),
+        "answered 502 to GET /api/v1/functions/export",
+    ),
     "connection-drop": (lambda: fail(MODELS_ALL, httpx.RemoteProtocolError("peer closed")), "cannot reach Open WebUI"),
     "read-timeout": (lambda: fail(FUNCTIONS_EXPORT, httpx.ReadTimeout("slow")), "timed out 4 times"),
     "truncated-json": (lambda: truncated(MODELS_ALL), "answer is not JSON"),
-    "a-page-object": (lambda: fail(MODELS_ALL, httpx.Response(200, json={"items": [], "total": 7})), "expected a JSON list"),
-    "not-objects": (lambda: fail(FUNCTIONS_EXPORT, httpx.Response(200, json=["aihub_feature_filter"])), "expected a JSON list"),
+    "a-page-object": (
+        lambda: fail(MODELS_ALL, httpx.Response(200, json={"items": [], "total": 7})),
+        "expected a JSON list",
+    ),
+    "not-objects": (
+        lambda: fail(FUNCTIONS_EXPORT, httpx.Response(200, json=["aihub_feature_filter"])),
+        "expected a JSON list",
+    ),
 }
 
 

@@ -82,7 +82,11 @@ def test_every_skipped_file_gets_a_note(fake: FakeOpenWebUI, tmp_path: Path, cap
         assert "__pycache__" not in err and "audit.py:" not in err
     code, out, _ = run(capsys, "validate", *args, "-o", "json")
     notes = json.loads(out)["notes"]
-    assert {n["file"] for n in notes} >= {str(functions / "x.PY"), str(functions / "x.py.bak"), str(functions / "sub" / "nested.py")}
+    assert {n["file"] for n in notes} >= {
+        str(functions / "x.PY"),
+        str(functions / "x.py.bak"),
+        str(functions / "sub" / "nested.py"),
+    }
     assert "audit" in fake.functions and "x" not in fake.functions and "nested" not in fake.functions
 
 
@@ -103,7 +107,7 @@ def test_a_global_function_is_flagged_in_every_plan_form(fake: FakeOpenWebUI, tm
     code, out, _ = run(capsys, "diff", *args, "-o", "markdown")
     assert "> **Global:** `audit` runs on every model of the instance (`global: true`)." in out
     assert f"| + | function | `audit` | create ({GLOBAL_NOTE}) |" in out
-    assert f"| + | function | `quiet` | create |" in out
+    assert "| + | function | `quiet` | create |" in out
     # Synced, then its code changes: still flagged, it still runs everywhere.
     assert run(capsys, "sync", *args, "--yes")[0] == 0
     assert fake.functions["audit"]["is_global"] is True

@@ -12,8 +12,8 @@ from tests.support.builders import report_of
 
 def _legal_plan(tmp_path, client, groups):
     from provisioner.desired import build_desired
-    from provisioner.loader import load_catalog
     from provisioner.function_files import load_function_files
+    from provisioner.loader import load_catalog
     from provisioner.openwebui.observed import observe
     from provisioner.plan import make_plan
     from tests.support.builders import blueprint, write_blueprint_dir, write_function_dir
@@ -36,10 +36,10 @@ def test_apply_creates_a_missing_group_first_and_writes_its_real_id_and_fingerpr
 
     import respx
 
-    from provisioner.openwebui.apply import apply_plan
-    from provisioner.openwebui.client import OpenWebUIClient
     from provisioner.fingerprint import digest
     from provisioner.groups import placeholder_id
+    from provisioner.openwebui.apply import apply_plan
+    from provisioner.openwebui.client import OpenWebUIClient
     from tests.support.fake_owui import FakeOpenWebUI
 
     with respx.mock(assert_all_called=False) as router:
@@ -70,10 +70,10 @@ def test_a_group_open_webui_gives_no_id_stops_apply_before_the_first_row(tmp_pat
     import pytest
     import respx
 
-    from provisioner.openwebui.apply import apply_plan
-    from provisioner.openwebui.client import OpenWebUIClient
     from provisioner.errors import ApplyError
     from provisioner.groups import placeholder_id
+    from provisioner.openwebui.apply import apply_plan
+    from provisioner.openwebui.client import OpenWebUIClient
     from tests.support.fake_owui import FakeOpenWebUI
 
     with respx.mock(assert_all_called=False) as router:
@@ -107,7 +107,9 @@ def _fake_client():
     return router, fake, OpenWebUIClient(base_url=fake.base_url, token="sk-test", sleep=lambda s: None, retries=2)
 
 
-def test_a_create_that_fails_part_way_leaves_only_groups_the_report_names_and_the_next_sync_reuses_them(tmp_path) -> None:
+def test_a_create_that_fails_part_way_leaves_only_groups_the_report_names_and_the_next_sync_reuses_them(
+    tmp_path,
+) -> None:
     """Legal is created, Audit fails: no row is written, the report names Legal, Legal carries
     provision's marker (so --prune can find it), and the next sync creates Audit alone."""
     import dataclasses
@@ -115,15 +117,17 @@ def test_a_create_that_fails_part_way_leaves_only_groups_the_report_names_and_th
     import httpx
     import pytest
 
-    from provisioner.openwebui.apply import apply_plan
     from provisioner.errors import ApplyError
     from provisioner.groups import placeholder_id
+    from provisioner.openwebui.apply import apply_plan
 
     router, fake, client = _fake_client()
     try:
         names = ("Legal", "Audit")
         refuse = lambda method, path, body: (  # noqa: E731
-            httpx.Response(400, json={"detail": "no"}) if path.endswith("/groups/create") and body["name"] == "Audit" else None
+            httpx.Response(400, json={"detail": "no"})
+            if path.endswith("/groups/create") and body["name"] == "Audit"
+            else None
         )
         fake.faults.append(refuse)
         plan = _legal_plan(tmp_path, client, {n: placeholder_id(n) for n in names})
@@ -150,8 +154,8 @@ def test_a_group_create_whose_answer_was_lost_is_not_made_twice(tmp_path) -> Non
     retry first looks for the group provision made."""
     import dataclasses
 
-    from provisioner.openwebui.apply import apply_plan
     from provisioner.groups import placeholder_id
+    from provisioner.openwebui.apply import apply_plan
 
     router, fake, client = _fake_client()
     try:

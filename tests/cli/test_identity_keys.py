@@ -67,7 +67,9 @@ def test_a_usable_value_is_kept_byte_for_byte() -> None:
     assert next_identity_keys(value, now=NOW + 3600) is value
 
 
-@pytest.mark.parametrize("live", ["", "not json", "[]", '{"signing": {"kid": "k", "private_key_pem": "x"}}', '{"retired": []}'])
+@pytest.mark.parametrize(
+    "live", ["", "not json", "[]", '{"signing": {"kid": "k", "private_key_pem": "x"}}', '{"retired": []}']
+)
 def test_an_unusable_value_is_replaced_by_a_fresh_key(live: str) -> None:
     fresh = next_identity_keys(live, now=NOW)
     assert fresh != live and jwks(fresh, now=NOW) is not None
@@ -142,7 +144,10 @@ def test_retired_keys_are_dropped_after_24_hours_at_the_next_sync() -> None:
 def test_two_rotations_keep_both_old_keys_for_their_24_hours() -> None:
     two = _rotated(next_identity_keys(None, now=NOW), NOW)
     three = _rotated(two, NOW + 7200)
-    assert [r["retired_at"] for r in json.loads(three)["retired"]] == [int(NOW + STAGED_KEY_SECONDS), int(NOW + 7200 + STAGED_KEY_SECONDS)]
+    assert [r["retired_at"] for r in json.loads(three)["retired"]] == [
+        int(NOW + STAGED_KEY_SECONDS),
+        int(NOW + 7200 + STAGED_KEY_SECONDS),
+    ]
     assert len(keys_of(three, now=NOW + STAGED_KEY_SECONDS + RETIRED_KEY_SECONDS + 1)) == 2
 
 
@@ -154,7 +159,9 @@ def test_revoking_a_retired_key_drops_it_from_the_jwks_at_once_and_says_agents_m
     rotated = _rotated(first, NOW)
     promoted_at = NOW + STAGED_KEY_SECONDS
     plan = plan_identity_keys(rotated, now=promoted_at + 3600, revoke=_kid(first))
-    assert json.loads(plan.value)["retired"] == [] and json.loads(plan.value)["signing"] == json.loads(rotated)["signing"]
+    assert (
+        json.loads(plan.value)["retired"] == [] and json.loads(plan.value)["signing"] == json.loads(rotated)["signing"]
+    )
     assert [k["kid"] for k in keys_of(plan.value, now=promoted_at + 3600)] == [_kid(rotated)]
     [note] = plan.notes
     assert "revoked" in note and "refresh its JWKS" in note and "may still be valid" not in note
@@ -236,8 +243,11 @@ def test_a_valve_keys_kid_is_its_rfc_7638_thumbprint() -> None:
 def test_a_key_file_without_a_kid_gets_the_pipes_default_for_a_server_key(capsys, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("AIHUB_IDENTITY_KEY_ID", raising=False)
     path = tmp_path / "identity.pem"
-    path.write_bytes(Ed25519PrivateKey.generate().private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    path.write_bytes(
+        Ed25519PrivateKey.generate().private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
     code, out, _ = run_cli(capsys, "jwks", "--key-file", str(path))
     assert code == 0 and json.loads(out)["keys"][0]["kid"] == "server"
     monkeypatch.setenv("AIHUB_IDENTITY_KEY_ID", "ops-2026")

@@ -17,7 +17,6 @@ from tests.support.loading import load_file
 from tests.support.run_cli import run_cli as run
 
 
-
 def tree(root: Path) -> dict[str, str]:
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
@@ -195,5 +194,7 @@ def test_the_sample_agent_and_its_custom_toggle_are_translated(tmp_path: Path, c
     catalog = load_catalog(tmp_path / "agents" / "blueprints")
     (agent,) = [a for lb in catalog.blueprints for a in lb.blueprint.agents]
     assert agent.i18n and {"de", "fr"} <= set(agent.i18n)
-    assert agent.i18n["de"].suggestions is not None and len(agent.i18n["de"].suggestions) == len(catalog.blueprints[0].blueprint.suggestions or [])
+    assert agent.i18n["de"].suggestions is not None and len(agent.i18n["de"].suggestions) == len(
+        catalog.blueprints[0].blueprint.suggestions or []
+    )
     assert catalog.features["knowledge_base"].i18n["de"].title == "Wissensdatenbank"

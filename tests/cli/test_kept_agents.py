@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import functools
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,15 +48,20 @@ def test_a_kept_agent_stays_in_the_pipe_with_its_last_backend_and_key(capsys, fa
 
     code, out, err = run(capsys, "diff", "-p", str(root), *BUNDLE)
     assert code == 0 and "No changes." in out  # the valve already holds the kept agent
-    assert "model aihub_agent_pipe.old.default  (kept and still served by the pipe from http://127.0.0.1:8700/old" in err
+    assert (
+        "model aihub_agent_pipe.old.default  (kept and still served by the pipe from http://127.0.0.1:8700/old" in err
+    )
     assert "until --prune" in err
 
     # The environment no longer needs the key: the kept agent's secret comes from the valve.
     code, out, err = run(capsys, "sync", "-p", str(root), *BUNDLE, "-o", "json")
     assert code == 0
     assert json.loads(out)["plan"]["orphans"] == [
-        {"kind": "model", "id": "aihub_agent_pipe.old.default",
-         "note": "kept and still served by the pipe from http://127.0.0.1:8700/old (its last backend) until --prune"}
+        {
+            "kind": "model",
+            "id": "aihub_agent_pipe.old.default",
+            "note": "kept and still served by the pipe from http://127.0.0.1:8700/old (its last backend) until --prune",
+        }
     ]
     assert agents_valve(fake)["old.default"] == before
     assert keys_valve(fake) == {"OLD_KEY": "old-secret-value-123456"}
@@ -83,7 +87,9 @@ def test_a_kept_row_the_pipe_has_no_entry_for_is_named_as_not_answering(capsys, 
     (root / "old.yaml").unlink()
     code, out, err = run(capsys, "diff", "-p", str(root), *BUNDLE)
     assert code == 0 and "aihub_agent_pipe.old.default" not in out
-    assert "aihub_agent_pipe.old.default  (kept, but the pipe has no backend for it: its chats fail until --prune" in err
+    assert (
+        "aihub_agent_pipe.old.default  (kept, but the pipe has no backend for it: its chats fail until --prune" in err
+    )
 
 
 def test_a_kept_agent_never_shows_its_key_in_a_plan(capsys, fake, tmp_path: Path) -> None:
@@ -119,8 +125,12 @@ def test_list_says_whether_the_pipe_serves_each_agent(capsys, fake, tmp_path: Pa
     assert code == 0 and "NO: chats fail" in out
 
 
-def test_a_kept_agent_whose_key_the_server_reads_gets_no_secret_written(capsys, fake, tmp_path: Path, monkeypatch) -> None:
-    old = blueprint("old", backend={"url": "http://127.0.0.1:8700/old", "api_key_env": "OLD_KEY", "api_key_from": "server"})
+def test_a_kept_agent_whose_key_the_server_reads_gets_no_secret_written(
+    capsys, fake, tmp_path: Path, monkeypatch
+) -> None:
+    old = blueprint(
+        "old", backend={"url": "http://127.0.0.1:8700/old", "api_key_env": "OLD_KEY", "api_key_from": "server"}
+    )
     root = write_blueprint_dir(tmp_path / "bp", [blueprint("live"), old])
     assert run(capsys, "sync", "-p", str(root), *BUNDLE)[0] == 0
     (root / "old.yaml").unlink()

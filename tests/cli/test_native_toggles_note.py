@@ -14,8 +14,10 @@ def test_the_plan_says_how_native_features_reach_agents_only_when_it_changes_som
         code, _, err = run(capsys, "diff", *samples)
         assert code == 0
         assert "Note: code_interpreter, image_generation, web_search reach agents as the bundle's own toggles " in err
-        assert ("(aihub_toggle_code_interpreter, aihub_toggle_image_generation, aihub_toggle_web_search), "
-                "on any instance configuration") in err
+        assert (
+            "(aihub_toggle_code_interpreter, aihub_toggle_image_generation, aihub_toggle_web_search), "
+            "on any instance configuration"
+        ) in err
         assert run(capsys, "sync", *samples)[0] == 0
         code, _, err = run(capsys, "diff", *samples)
         assert code == 0 and "Note:" not in err

@@ -25,10 +25,14 @@ run = functools.partial(run_cli, secrets=(SECRET,))  # every CLI run here is che
 
 @pytest.fixture
 def keyed(tmp_path: Path) -> Path:
-    bp = blueprint("desk", calls=["web_research"], agents=[
-        {"id": "a", "name": "A", "access": "public"},
-        {"id": "b", "name": "B", "backend": {"transport": "openai", "url": "http://127.0.0.1:8701/v1"}},
-    ])
+    bp = blueprint(
+        "desk",
+        calls=["web_research"],
+        agents=[
+            {"id": "a", "name": "A", "access": "public"},
+            {"id": "b", "name": "B", "backend": {"transport": "openai", "url": "http://127.0.0.1:8701/v1"}},
+        ],
+    )
     bp["backend"]["api_key_env"] = "DESK_KEY"
     root = write_blueprint_dir(tmp_path / "bp", [bp])
     write_function_dir(tmp_path / "fn", root, PIPE)
@@ -36,7 +40,11 @@ def keyed(tmp_path: Path) -> Path:
 
 
 def pipe_fields(root: Path, env: dict[str, str] | None):
-    functions = load_function_files(root.parent / "fn") if (root.parent / "fn").exists() else load_function_files(REPO / "owui_functions")
+    functions = (
+        load_function_files(root.parent / "fn")
+        if (root.parent / "fn").exists()
+        else load_function_files(REPO / "owui_functions")
+    )
     state = build_desired(load_catalog(root), functions, groups={}, env=env)
     return state.functions["aihub_agent_pipe"]
 
@@ -45,12 +53,32 @@ def test_agents_valve_lists_every_agent_with_its_backend(keyed: Path) -> None:
     pipe = pipe_fields(keyed, {"DESK_KEY": SECRET})
     agents = json.loads(pipe.fields["valves.AGENTS"])
     assert agents == [
-        {"id": "desk.a", "name": "A", "transport": "agui", "url": "http://127.0.0.1:8700/desk", "model": None,
-         "api_key": "DESK_KEY", "key_from": "sync", "features": ["web_search"], "reads": [],
-         "identity": "auto", "oauth_token_header": None},
-        {"id": "desk.b", "name": "B", "transport": "openai", "url": "http://127.0.0.1:8701/v1", "model": "desk.b",
-         "api_key": "DESK_KEY", "key_from": "sync", "features": ["web_search"], "reads": [],
-         "identity": "auto", "oauth_token_header": None},
+        {
+            "id": "desk.a",
+            "name": "A",
+            "transport": "agui",
+            "url": "http://127.0.0.1:8700/desk",
+            "model": None,
+            "api_key": "DESK_KEY",
+            "key_from": "sync",
+            "features": ["web_search"],
+            "reads": [],
+            "identity": "auto",
+            "oauth_token_header": None,
+        },
+        {
+            "id": "desk.b",
+            "name": "B",
+            "transport": "openai",
+            "url": "http://127.0.0.1:8701/v1",
+            "model": "desk.b",
+            "api_key": "DESK_KEY",
+            "key_from": "sync",
+            "features": ["web_search"],
+            "reads": [],
+            "identity": "auto",
+            "oauth_token_header": None,
+        },
     ]
     assert json.loads(pipe.fields["valves.API_KEYS"]) == {"DESK_KEY": SECRET}
     assert pipe.sensitive == {"valves.API_KEYS", "valves.HISTORY_SIGNING_KEY", "valves.IDENTITY_KEYS"}
@@ -81,15 +109,25 @@ def test_agent_without_any_backend_is_an_error(tmp_path: Path) -> None:
 def test_an_agents_override_lays_only_what_it_sets_over_the_blueprints_backend() -> None:
     base = Backend(url="http://10.0.0.1/desk", api_key_env="DESK_KEY", api_key_from="server", insecure=True)
     assert agent_backend(base, BackendOverride(transport="openai", insecure=False)) == {
-        "transport": "openai", "url": "http://10.0.0.1/desk", "model": None,
-        "api_key_env": "DESK_KEY", "api_key_from": "server", "insecure": False,  # False is set, not absent
-        "identity": "auto", "oauth_token_header": None,
+        "transport": "openai",
+        "url": "http://10.0.0.1/desk",
+        "model": None,
+        "api_key_env": "DESK_KEY",
+        "api_key_from": "server",
+        "insecure": False,  # False is set, not absent
+        "identity": "auto",
+        "oauth_token_header": None,
     }
     assert agent_backend(base, None) == base.model_dump()
     assert agent_backend(None, BackendOverride(url="https://a.example/x")) == {
-        "transport": "agui", "url": "https://a.example/x", "model": None,
-        "api_key_env": None, "api_key_from": "sync", "insecure": False,  # the Backend model's defaults
-        "identity": "auto", "oauth_token_header": None,
+        "transport": "agui",
+        "url": "https://a.example/x",
+        "model": None,
+        "api_key_env": None,
+        "api_key_from": "sync",
+        "insecure": False,  # the Backend model's defaults
+        "identity": "auto",
+        "oauth_token_header": None,
     }
     assert agent_backend(None, None)["url"] is None  # no backend at all: the loader reports it
 
@@ -118,7 +156,9 @@ def test_secret_echoed_by_a_server_error_is_redacted(keyed: Path, capsys, monkey
 
     server = FakeOpenWebUI()
     server.faults.append(
-        lambda m, p, b: httpx.Response(400, json={"detail": f"bad valves: {b}"}) if p.endswith("/valves/update") else None
+        lambda m, p, b: (
+            httpx.Response(400, json={"detail": f"bad valves: {b}"}) if p.endswith("/valves/update") else None
+        )
     )
     monkeypatch.setenv("OPENWEBUI_URL", server.base_url)
     monkeypatch.setenv("OPENWEBUI_TOKEN", "sk-admin")

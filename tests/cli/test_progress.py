@@ -3,12 +3,11 @@ of hundreds of changes that stays readable (summary first, one line per object, 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import contextlib
 import io
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -123,8 +122,12 @@ def test_diff_of_500_new_agents_is_summary_first_and_one_line_per_object(capsys,
 
 def plan_json(changes: list[dict[str, Any]]) -> dict[str, Any]:
     count = {a: sum(1 for c in changes if c["action"] == a) for a in ("create", "update", "delete")}
-    return {"format_version": "1", "changes": changes, "orphans": [],
-            "summary": {"add": count["create"], "change": count["update"], "destroy": count["delete"]}}
+    return {
+        "format_version": "1",
+        "changes": changes,
+        "orphans": [],
+        "summary": {"add": count["create"], "change": count["update"], "destroy": count["delete"]},
+    }
 
 
 def rendered(plan: dict[str, Any], width: int = 60) -> list[str]:
@@ -135,12 +138,19 @@ def rendered(plan: dict[str, Any], width: int = 60) -> list[str]:
 
 def test_500_mixed_changes_on_a_narrow_terminal_keep_one_line_each() -> None:
     long_id = "aihub_agent_pipe.a-blueprint-whose-name-is-longer-than-the-terminal.agent-{:03d}"
-    changes: list[dict[str, Any]] = [{"kind": "model", "id": long_id.format(i), "action": "create", "fields": []} for i in range(300)]
+    changes: list[dict[str, Any]] = [
+        {"kind": "model", "id": long_id.format(i), "action": "create", "fields": []} for i in range(300)
+    ]
     changes += [
-        {"kind": "model", "id": long_id.format(i), "action": "update", "fields": [
-            {"path": "meta.capabilities.web_search", "before": False, "after": True},
-            {"path": "name", "before": f"Old {i}", "after": f"New {i}"},
-        ]}
+        {
+            "kind": "model",
+            "id": long_id.format(i),
+            "action": "update",
+            "fields": [
+                {"path": "meta.capabilities.web_search", "before": False, "after": True},
+                {"path": "name", "before": f"Old {i}", "after": f"New {i}"},
+            ],
+        }
         for i in range(300, 450)
     ]
     changes += [{"kind": "model", "id": long_id.format(i), "action": "delete", "fields": []} for i in range(450, 500)]
@@ -154,8 +164,18 @@ def test_500_mixed_changes_on_a_narrow_terminal_keep_one_line_each() -> None:
 
 def field_lines(path: str, before: Any, after: Any) -> list[list[str]]:
     """The rendered field lines of one update, split into words."""
-    lines = rendered(plan_json([{"kind": "function", "id": "x", "action": "update",
-                                 "fields": [{"path": path, "before": before, "after": after}]}]))
+    lines = rendered(
+        plan_json(
+            [
+                {
+                    "kind": "function",
+                    "id": "x",
+                    "action": "update",
+                    "fields": [{"path": path, "before": before, "after": after}],
+                }
+            ]
+        )
+    )
     return [line.split() for line in lines if line.startswith("      ~")]
 
 
@@ -180,10 +200,21 @@ def test_a_long_plain_value_is_cut_to_the_part_that_changed() -> None:
 
 def test_a_changed_dict_is_shown_key_by_key() -> None:
     marker = {"managed_by": "aihub-provision", "blueprint": "fleet", "agent": "a", "features": []}
-    lines = rendered(plan_json([{"kind": "model", "id": "m", "action": "update", "fields": [
-        {"path": "meta.aihub", "before": marker, "after": {**marker, "features": ["web_search"]}},
-        {"path": "meta.tags", "before": {"a": 1}, "after": {"b": 2}},
-    ]}]))
+    lines = rendered(
+        plan_json(
+            [
+                {
+                    "kind": "model",
+                    "id": "m",
+                    "action": "update",
+                    "fields": [
+                        {"path": "meta.aihub", "before": marker, "after": {**marker, "features": ["web_search"]}},
+                        {"path": "meta.tags", "before": {"a": 1}, "after": {"b": 2}},
+                    ],
+                }
+            ]
+        )
+    )
     fields = [line.split() for line in lines if line.startswith("      ~")]
     assert [f[1] for f in fields] == ["meta.aihub.features", "meta.tags.a", "meta.tags.b"]
     assert fields[0][2:] == ["[]", "->", '["web_search"]']

@@ -19,12 +19,12 @@ import httpx
 import pytest
 import respx
 
-from provisioner.openwebui.client import check_url, make_http_client
 from provisioner.desired import build_desired
 from provisioner.dump import Dumped, write_dump
 from provisioner.errors import ConfigError
 from provisioner.function_files import load_function_files
 from provisioner.loader import load_catalog
+from provisioner.openwebui.client import check_url, make_http_client
 from provisioner.urls import is_loopback
 from tests.support.builders import REPO, blueprint, closed_port, write_blueprint_dir, write_function_dir
 from tests.support.fake_owui import FakeOpenWebUI

@@ -26,7 +26,9 @@ SMALL: dict[str, Any] = {
     "summary": {"add": 1, "change": 3, "destroy": 1},
     "changes": [
         {
-            "kind": "function", "id": "aihub_agent_pipe", "action": "update",
+            "kind": "function",
+            "id": "aihub_agent_pipe",
+            "action": "update",
             "fields": [
                 {"path": "content", "before": "sha256:1a2b3c4d5e6f", "after": "sha256:9f8e7d6c5b4a"},
                 {"path": "valves.API_KEYS", "before": "(sensitive)", "after": "(sensitive)"},
@@ -34,16 +36,23 @@ SMALL: dict[str, Any] = {
             "upgrade": {"from": "0.1.0", "to": "0.2.0"},
         },
         {
-            "kind": "function", "id": "pii|redact", "action": "update",
+            "kind": "function",
+            "id": "pii|redact",
+            "action": "update",
             "fields": [{"path": "meta.description", "before": "Masks `e-mail`", "after": "Masks e-mail | phone"}],
         },
         {"kind": "model", "id": "aihub_agent_pipe.support-desk.billing", "action": "create", "fields": []},
         {
-            "kind": "model", "id": "aihub_agent_pipe.policy-faq.default", "action": "update",
+            "kind": "model",
+            "id": "aihub_agent_pipe.policy-faq.default",
+            "action": "update",
             "fields": [
                 {"path": "meta.capabilities.web_search", "before": True, "after": False},
-                {"path": "meta.aihub", "before": {"managed_by": "aihub-provision", "features": []},
-                 "after": {"managed_by": "aihub-provision", "features": ["web_search"]}},
+                {
+                    "path": "meta.aihub",
+                    "before": {"managed_by": "aihub-provision", "features": []},
+                    "after": {"managed_by": "aihub-provision", "features": ["web_search"]},
+                },
             ],
         },
         {"kind": "model", "id": "aihub_agent_pipe.old.agent", "action": "delete", "fields": []},
@@ -55,18 +64,27 @@ SMALL: dict[str, Any] = {
 def _long() -> dict[str, Any]:
     changes = [
         {
-            "kind": "model", "id": f"aihub_agent_pipe.fleet.agent-{i:02}", "action": "update",
+            "kind": "model",
+            "id": f"aihub_agent_pipe.fleet.agent-{i:02}",
+            "action": "update",
             "fields": [{"path": "meta.description", "before": f"old {i}", "after": f"new {i}"}],
         }
         for i in range(12)
     ]
     return {
-        "format_version": "1", "summary": {"add": 0, "change": 12, "destroy": 0}, "changes": changes,
+        "format_version": "1",
+        "summary": {"add": 0, "change": 12, "destroy": 0},
+        "changes": changes,
         "orphans": [{"kind": "model", "id": "aihub_agent_pipe.gone.agent"}],
     }
 
 
-EMPTY: dict[str, Any] = {"format_version": "1", "summary": {"add": 0, "change": 0, "destroy": 0}, "changes": [], "orphans": []}
+EMPTY: dict[str, Any] = {
+    "format_version": "1",
+    "summary": {"add": 0, "change": 0, "destroy": 0},
+    "changes": [],
+    "orphans": [],
+}
 
 
 def _check(name: str, text: str) -> None:
@@ -121,7 +139,10 @@ def test_result_markdown_lists_failures() -> None:
 def test_diff_and_sync_print_markdown(capsys, fake: FakeOpenWebUI) -> None:
     code, out, _ = run(capsys, "diff", *SAMPLES, "-o", "markdown", "--detailed-exitcode")
     assert code == 2
-    assert out.startswith("### provision plan\n\n**Plan: ") and "| + | model | `aihub_agent_pipe.policy-faq.default` | create |" in out
+    assert (
+        out.startswith("### provision plan\n\n**Plan: ")
+        and "| + | model | `aihub_agent_pipe.policy-faq.default` | create |" in out
+    )
     code, out, _ = run(capsys, "sync", *SAMPLES, "-o", "markdown", "--yes")
     assert code == 0 and out.startswith("### provision plan\n") and "**Applied: " in out
     code, out, _ = run(capsys, "sync", *SAMPLES, "-o", "markdown")

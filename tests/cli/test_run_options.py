@@ -12,8 +12,15 @@ from provisioner.cli import PlanOutput, RunOptions
 
 def options(**changes: object) -> RunOptions:
     fields = dict(
-        path=Path("blueprints"), functions=Path("functions"), output=PlanOutput.text, detailed_exitcode=False,
-        prune=False, adopt=None, no_color=False, dry_run=True, yes=False,
+        path=Path("blueprints"),
+        functions=Path("functions"),
+        output=PlanOutput.text,
+        detailed_exitcode=False,
+        prune=False,
+        adopt=None,
+        no_color=False,
+        dry_run=True,
+        yes=False,
     )
     return RunOptions(**{**fields, **changes})  # type: ignore[arg-type]  # the test's loose dict of fields
 

@@ -29,10 +29,10 @@ import typer.core
 import typer.main
 
 import provisioner.cli as cli
-import provisioner.pipeline as pipeline
 import provisioner.openwebui.client as client_module
-from provisioner.openwebui.client import WITHHELD, OpenWebUIClient, check_url, redact
+import provisioner.pipeline as pipeline
 from provisioner.errors import ConfigError, ProvisionError
+from provisioner.openwebui.client import WITHHELD, OpenWebUIClient, check_url, redact
 from tests.support.builders import REPO, blueprint, write_blueprint_dir, write_function_dir
 from tests.support.fake_owui import FakeOpenWebUI
 
@@ -107,7 +107,9 @@ class LoopbackOpenWebUI:
             def _serve(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 request = httpx.Request(
-                    self.command, owner.url + self.path, headers=dict(self.headers.items()),
+                    self.command,
+                    owner.url + self.path,
+                    headers=dict(self.headers.items()),
                     content=self.rfile.read(length),
                 )
                 response = owner.answer(request)
@@ -157,10 +159,14 @@ def owui(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackOpenWebUI]:
 @pytest.fixture
 def bundle(tmp_path: Path) -> list[str]:
     """One blueprint whose backend key comes from DESK_KEY, with a custom feature, and its bundle."""
-    bp = blueprint("desk", calls=["web_research", "read_user_files"], agents=[
-        {"id": "a", "name": "A", "access": "public"},
-        {"id": "b", "name": "B", "backend": {"transport": "openai", "url": "http://127.0.0.1:8701/v1"}},
-    ])
+    bp = blueprint(
+        "desk",
+        calls=["web_research", "read_user_files"],
+        agents=[
+            {"id": "a", "name": "A", "access": "public"},
+            {"id": "b", "name": "B", "backend": {"transport": "openai", "url": "http://127.0.0.1:8701/v1"}},
+        ],
+    )
     bp["backend"]["api_key_env"] = "DESK_KEY"
     root = write_blueprint_dir(tmp_path / "bp", [bp])
     functions = write_function_dir(tmp_path / "fn", root, PIPE)
@@ -193,9 +199,7 @@ class Witness:
         for i, record in enumerate(self.caplog.records):
             texts[f"log {record.name} #{i}"] = self.caplog.handler.format(record) + repr(record.args)
         for i, exc in enumerate(self.exceptions):
-            texts[f"exception #{i}"] = "".join(traceback.format_exception(exc)) + "".join(
-                repr(e) for e in chain(exc)
-            )
+            texts[f"exception #{i}"] = "".join(traceback.format_exception(exc)) + "".join(repr(e) for e in chain(exc))
         for where, text in texts.items():
             assert not leaks(text), f"{label}: {leaks(text)} leaked into {where}:\n{text}"
 
@@ -236,7 +240,13 @@ def test_no_command_prints_or_logs_a_secret(owui, bundle, provision, tmp_path: P
     assert provision("validate", *bundle)[0] == 0
     assert provision("validate", *bundle, "-o", "json")[0] == 0
     assert provision("generate", "-p", bundle[1], "--out", str(tmp_path / "generated"))[0] == 0
-    for command in (["diff"], ["diff", "-o", "json"], ["diff", "-o", "markdown"], ["sync", "--dry-run"], ["sync", "--dry-run", "-o", "json"]):
+    for command in (
+        ["diff"],
+        ["diff", "-o", "json"],
+        ["diff", "-o", "markdown"],
+        ["sync", "--dry-run"],
+        ["sync", "--dry-run", "-o", "json"],
+    ):
         assert provision(*command, *bundle)[0] == 0
     code, out, _ = provision("sync", *bundle, "-o", "json")
     assert code == 0 and json.loads(out)["result"]["failed"] == []
@@ -267,7 +277,9 @@ def test_no_option_takes_a_secret_and_a_secret_given_as_an_option_is_not_echoed(
     for name, command in root.commands.items():
         for param in command.params:
             # a file's path, a public key id (a kid to revoke too), and flags (which take no value) carry no secret
-            if param.name in ("token_file", "key_file", "key_id", "revoke_identity_key") or getattr(param, "is_flag", False):
+            if param.name in ("token_file", "key_file", "key_id", "revoke_identity_key") or getattr(
+                param, "is_flag", False
+            ):
                 continue
             assert not any(word in param.name for word in ("token", "key", "secret", "password")), (name, param.name)
     for args in (["diff", "--token", TOKEN], [f"--token={TOKEN}", "diff"], ["diff", "--api-key", API_KEY]):
@@ -342,7 +354,9 @@ def test_connection_refused_shows_no_secret(owui, bundle, provision, monkeypatch
     assert code == 1 and "cannot reach Open WebUI" in err
 
 
-def test_bad_blueprint_and_a_missing_key_variable_show_no_secret(owui, bundle, provision, monkeypatch, tmp_path: Path) -> None:
+def test_bad_blueprint_and_a_missing_key_variable_show_no_secret(
+    owui, bundle, provision, monkeypatch, tmp_path: Path
+) -> None:
     root = Path(bundle[1])
     desk = root / "desk.yaml"
     desk.write_text(desk.read_text().replace("web_research", "no_such_capability"))
@@ -407,7 +421,11 @@ def test_redact_masks_whole_secrets_and_withholds_a_text_that_keeps_a_piece_of_o
 def test_a_token_that_cannot_be_a_header_value_is_refused_before_any_request(token: str) -> None:
     sent: list[httpx.Request] = []
     with pytest.raises(ConfigError, match="the token holds") as info:
-        OpenWebUIClient(base_url="http://127.0.0.1:9", token=token, http=httpx.Client(transport=httpx.MockTransport(_recorder(sent))))
+        OpenWebUIClient(
+            base_url="http://127.0.0.1:9",
+            token=token,
+            http=httpx.Client(transport=httpx.MockTransport(_recorder(sent))),
+        )
     assert not token or token not in str(info.value)
     assert sent == []
 
@@ -422,8 +440,11 @@ def test_verbose_output_names_each_call_and_no_secret(owui, bundle, provision) -
     assert any("valves/update" in r.getMessage() for r in provision.caplog.records if r.name == "provisioner.http")
 
 
-@pytest.mark.parametrize("responder", [echo_everything(500), echo_everything(401), _valve_echo("verbatim"), _valve_echo("cut-by-server")],
-                         ids=["500-echo", "401-echo", "valves-echo", "valves-cut"])
+@pytest.mark.parametrize(
+    "responder",
+    [echo_everything(500), echo_everything(401), _valve_echo("verbatim"), _valve_echo("cut-by-server")],
+    ids=["500-echo", "401-echo", "valves-echo", "valves-cut"],
+)
 def test_verbose_output_of_a_failing_sync_shows_no_secret(owui, bundle, provision, responder: Responder) -> None:
     owui.responders.append(responder)
     code, _, err = provision("-v", "sync", *bundle)
@@ -435,14 +456,23 @@ def test_verbose_output_of_a_failing_sync_shows_no_secret(owui, bundle, provisio
 
 @pytest.mark.parametrize(
     "url",
-    ["http://chat.example.com", "http://10.0.0.5:8080", "http://0.0.0.0:8080", "http://127.0.0.1.nip.io",
-     "http://localhost.example.com", "http://[::ffff:10.0.0.5]", "http://127.0.0.1@chat.example.com",
-     "http://user:pw@127.0.0.1:8080"],
+    [
+        "http://chat.example.com",
+        "http://10.0.0.5:8080",
+        "http://0.0.0.0:8080",
+        "http://127.0.0.1.nip.io",
+        "http://localhost.example.com",
+        "http://[::ffff:10.0.0.5]",
+        "http://127.0.0.1@chat.example.com",
+        "http://user:pw@127.0.0.1:8080",
+    ],
 )
 def test_plain_http_is_refused_for_anything_but_loopback(provision, monkeypatch, bundle, url: str) -> None:
     monkeypatch.setenv("OPENWEBUI_TOKEN", TOKEN)
     sent: list[httpx.Request] = []
-    monkeypatch.setattr(client_module, "make_http_client", lambda timeout: httpx.Client(transport=httpx.MockTransport(_recorder(sent))))
+    monkeypatch.setattr(
+        client_module, "make_http_client", lambda timeout: httpx.Client(transport=httpx.MockTransport(_recorder(sent)))
+    )
     code, _, err = provision("diff", *bundle, "--url", url)
     assert code == 1 and ("refusing plain HTTP" in err or "not in the URL" in err)
     assert sent == []
@@ -451,7 +481,14 @@ def test_plain_http_is_refused_for_anything_but_loopback(provision, monkeypatch,
 
 
 @pytest.mark.parametrize(
-    "url", ["http://127.0.0.1:8080", "http://localhost:8080/", "http://127.3.2.1", "http://[::1]:8080", "https://chat.example.com"]
+    "url",
+    [
+        "http://127.0.0.1:8080",
+        "http://localhost:8080/",
+        "http://127.3.2.1",
+        "http://[::1]:8080",
+        "https://chat.example.com",
+    ],
 )
 def test_loopback_and_https_are_accepted(url: str) -> None:
     assert check_url(url, insecure=False) == url.rstrip("/")
@@ -467,7 +504,9 @@ def test_plain_http_to_another_host_is_sent_with_insecure(provision, monkeypatch
         hosts.append(request.url.host)
         return fake._handle(request)
 
-    monkeypatch.setattr(client_module, "make_http_client", lambda timeout: httpx.Client(transport=httpx.MockTransport(handle)))
+    monkeypatch.setattr(
+        client_module, "make_http_client", lambda timeout: httpx.Client(transport=httpx.MockTransport(handle))
+    )
     code, out, _ = provision("diff", *bundle, "--url", "http://chat.example.com", "--insecure")
     assert code == 0 and out.startswith("Plan: ")
     assert set(hosts) == {"chat.example.com"}

@@ -41,7 +41,9 @@ def workspace(tmp_path: Path, bp: dict) -> list[str]:
 
 
 def pipe_valves(root: Path, env: dict[str, str], token: str | None = None) -> tuple[list[dict], dict[str, str]]:
-    state = build_desired(load_catalog(root), load_function_files(REPO / "owui_functions"), groups={}, env=env, token=token)
+    state = build_desired(
+        load_catalog(root), load_function_files(REPO / "owui_functions"), groups={}, env=env, token=token
+    )
     pipe = state.functions["aihub_agent_pipe"]
     return json.loads(pipe.fields["valves.AGENTS"]), json.loads(pipe.fields["valves.API_KEYS"])
 
@@ -62,7 +64,9 @@ def test_a_key_variable_holding_the_admin_token_is_refused_whatever_its_name(tmp
     assert pipe_valves(root, {"DESK_KEY": KEY}, token=TOKEN)[1] == {"DESK_KEY": KEY}  # another key is fine
 
 
-def test_sync_with_a_key_variable_holding_the_token_writes_nothing(capsys, fake: FakeOpenWebUI, monkeypatch, tmp_path: Path) -> None:
+def test_sync_with_a_key_variable_holding_the_token_writes_nothing(
+    capsys, fake: FakeOpenWebUI, monkeypatch, tmp_path: Path
+) -> None:
     bp = blueprint("desk")
     bp["backend"]["api_key_env"] = "DESK_KEY"
     monkeypatch.setenv("DESK_KEY", TOKEN)
@@ -71,7 +75,9 @@ def test_sync_with_a_key_variable_holding_the_token_writes_nothing(capsys, fake:
     assert fake.writes == []
 
 
-def test_a_targets_token_variable_is_refused_as_a_backend_key(capsys, fake: FakeOpenWebUI, monkeypatch, tmp_path: Path) -> None:
+def test_a_targets_token_variable_is_refused_as_a_backend_key(
+    capsys, fake: FakeOpenWebUI, monkeypatch, tmp_path: Path
+) -> None:
     targets = tmp_path / "targets.yaml"
     targets.write_text(f"targets:\n  local:\n    url: {fake.base_url}\n    token_env: LOCAL_TOKEN\n")
     bp = blueprint("desk")
@@ -97,14 +103,20 @@ def test_naming_a_token_variable_is_refused_offline(capsys, tmp_path: Path, name
 
 
 def test_a_key_read_by_the_server_is_named_and_never_read_by_sync(tmp_path: Path) -> None:
-    bp = blueprint("desk", agents=[
-        {"id": "a", "name": "A", "access": "public"},
-        {"id": "b", "name": "B", "backend": {"api_key_env": "B_KEY", "api_key_from": "sync"}},
-    ])
+    bp = blueprint(
+        "desk",
+        agents=[
+            {"id": "a", "name": "A", "access": "public"},
+            {"id": "b", "name": "B", "backend": {"api_key_env": "B_KEY", "api_key_from": "sync"}},
+        ],
+    )
     bp["backend"].update(api_key_env="RESEARCH_KEY", api_key_from="server")
     root = write_blueprint_dir(tmp_path, [bp])
     agents, keys = pipe_valves(root, {"B_KEY": KEY, "RESEARCH_KEY": "never-read-by-sync"})
-    assert [(a["id"], a["api_key"], a["key_from"]) for a in agents] == [("desk.a", "RESEARCH_KEY", "server"), ("desk.b", "B_KEY", "sync")]
+    assert [(a["id"], a["api_key"], a["key_from"]) for a in agents] == [
+        ("desk.a", "RESEARCH_KEY", "server"),
+        ("desk.b", "B_KEY", "sync"),
+    ]
     assert keys == {"B_KEY": KEY}
     # unset where sync runs: not an error, sync needs no value
     assert pipe_valves(root, {"B_KEY": KEY})[1] == {"B_KEY": KEY}
@@ -115,7 +127,9 @@ def test_a_key_read_by_the_server_is_named_and_never_read_by_sync(tmp_path: Path
     assert agents[0]["key_from"] == "sync" and keys == {"B_KEY": KEY, "RESEARCH_KEY": "sk-research"}
 
 
-def test_sync_of_a_server_read_key_writes_only_its_name(capsys, fake: FakeOpenWebUI, monkeypatch, tmp_path: Path) -> None:
+def test_sync_of_a_server_read_key_writes_only_its_name(
+    capsys, fake: FakeOpenWebUI, monkeypatch, tmp_path: Path
+) -> None:
     bp = blueprint("desk")
     bp["backend"].update(api_key_env="RESEARCH_KEY", api_key_from="server")
     monkeypatch.delenv("RESEARCH_KEY", raising=False)
@@ -133,36 +147,61 @@ def test_sync_of_a_server_read_key_writes_only_its_name(capsys, fake: FakeOpenWe
 @pytest.mark.parametrize(
     ("url", "why"),
     [
-        ("https://a.example/x?api_key=1", "'api_key'"), ("https://a.example/x?apiKey=1", "'apiKey'"),
-        ("https://a.example/x?access_token=1", "'access_token'"), ("https://a.example/x?X-Amz-Signature=ab", "'X-Amz-Signature'"),
-        ("https://a.example/x?sig=1", "'sig'"), ("https://a.example/x?client_secret=1", "'client_secret'"),
-        ("https://a.example/x?password=1", "'password'"), ("https://a.example/x#token=1", "'token'"),
-        ("https://u:p@a.example/x", "user or password"), ("https://u@a.example/x", "user or password"),
+        ("https://a.example/x?api_key=1", "'api_key'"),
+        ("https://a.example/x?apiKey=1", "'apiKey'"),
+        ("https://a.example/x?access_token=1", "'access_token'"),
+        ("https://a.example/x?X-Amz-Signature=ab", "'X-Amz-Signature'"),
+        ("https://a.example/x?sig=1", "'sig'"),
+        ("https://a.example/x?client_secret=1", "'client_secret'"),
+        ("https://a.example/x?password=1", "'password'"),
+        ("https://a.example/x#token=1", "'token'"),
+        ("https://u:p@a.example/x", "user or password"),
+        ("https://u@a.example/x", "user or password"),
     ],
 )
 def test_credentials_in_a_url_are_found(url: str, why: str) -> None:
     assert why in (credential_in_url(url) or "")
 
 
-@pytest.mark.parametrize("url", ["https://a.example/x?page=2", "https://a.example/x?keyword=k", "https://a.example/x?design=1", "https://a.example/v1"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://a.example/x?page=2",
+        "https://a.example/x?keyword=k",
+        "https://a.example/x?design=1",
+        "https://a.example/v1",
+    ],
+)
 def test_ordinary_query_parameters_are_not_credentials(url: str) -> None:
     assert credential_in_url(url) is None
 
 
 @pytest.mark.parametrize(
     ("url", "host"),
-    [("http://10.9.8.7/x", "10.9.8.7"), ("http://agents.internal/x", "agents.internal"), ("http://127.0.0.1.nip.io/x", "127.0.0.1.nip.io"),
-     ("http://127.0.0.1:8700/x", None), ("http://localhost/x", None), ("http://[::1]/x", None), ("https://agents.internal/x", None)],
+    [
+        ("http://10.9.8.7/x", "10.9.8.7"),
+        ("http://agents.internal/x", "agents.internal"),
+        ("http://127.0.0.1.nip.io/x", "127.0.0.1.nip.io"),
+        ("http://127.0.0.1:8700/x", None),
+        ("http://localhost/x", None),
+        ("http://[::1]/x", None),
+        ("https://agents.internal/x", None),
+    ],
 )
 def test_plain_http_counts_as_local_only_on_loopback(url: str, host: str | None) -> None:
     assert plain_http_host(url) == host
 
 
-def test_insecure_allows_plain_http_off_loopback_and_the_plan_shows_it(capsys, fake: FakeOpenWebUI, tmp_path: Path) -> None:
-    bp = blueprint("desk", agents=[
-        {"id": "a", "name": "A", "access": "public"},
-        {"id": "b", "name": "B", "backend": {"url": "https://agents.example.com/b"}},
-    ])
+def test_insecure_allows_plain_http_off_loopback_and_the_plan_shows_it(
+    capsys, fake: FakeOpenWebUI, tmp_path: Path
+) -> None:
+    bp = blueprint(
+        "desk",
+        agents=[
+            {"id": "a", "name": "A", "access": "public"},
+            {"id": "b", "name": "B", "backend": {"url": "https://agents.example.com/b"}},
+        ],
+    )
     bp["backend"] = {"url": "http://10.9.8.7/desk", "insecure": True}
     code, out, err = run(capsys, "diff", *workspace(tmp_path, bp), "-o", "json")
     assert code == 0, err
@@ -197,7 +236,9 @@ def test_visible_escapes_controls_and_bidi_but_keeps_ordinary_text() -> None:
 
 
 @pytest.mark.parametrize("char", ["\u2028", "\u2029"])
-def test_line_and_paragraph_separators_are_hidden_characters(capsys, fake: FakeOpenWebUI, tmp_path: Path, char: str) -> None:
+def test_line_and_paragraph_separators_are_hidden_characters(
+    capsys, fake: FakeOpenWebUI, tmp_path: Path, char: str
+) -> None:
     """Some terminals and log viewers break the line at U+2028/U+2029: a name must not hold one,
     and any other text shows it escaped."""
     escaped = f"\\u{ord(char):04x}"
@@ -214,7 +255,9 @@ def test_line_and_paragraph_separators_are_hidden_characters(capsys, fake: FakeO
 
 
 @pytest.mark.parametrize("output", ["text", "json", "markdown"])
-def test_a_description_with_hidden_characters_is_escaped_in_the_plan(capsys, fake: FakeOpenWebUI, tmp_path: Path, output: str) -> None:
+def test_a_description_with_hidden_characters_is_escaped_in_the_plan(
+    capsys, fake: FakeOpenWebUI, tmp_path: Path, output: str
+) -> None:
     bp = blueprint("desk")
     assert run(capsys, "sync", "--yes", *workspace(tmp_path, bp))[0] == 0
     bp["description"] = "Reads \u202etxet\u202c and \x1b[31mred\x1b[0m"
@@ -259,14 +302,16 @@ def test_every_file_not_read_is_named_in_a_note(capsys, tmp_path: Path) -> None:
     code, out, err = run(capsys, "validate", *args)
     assert code == 0 and out.startswith("Valid: 2 blueprints"), err  # Extra.Yml is a blueprint
     notes = sorted(line for line in err.splitlines() if line.startswith("Note: "))
-    assert notes == sorted([
-        f"Note: {root / '.git'}: hidden directory, not read",
-        f"Note: {root / '.hidden.yaml'}: hidden file, not read",
-        f"Note: {root / 'README.md'}: not read: not a .yaml/.yml file, and no blueprint or feature uses it as an icon",
-        f"Note: {root / 'desk.yaml.bak'}: not read: not a .yaml/.yml file, and no blueprint or feature uses it as an icon",
-        f"Note: {root / 'icons' / 'unused.png'}: not read: not a .yaml/.yml file, and no blueprint or feature uses it as an icon",
-        f"Note: {root / 'team' / 'other.yaml'}: not read: blueprints are read only from the top level of the blueprint directory",
-    ]), err
+    assert notes == sorted(
+        [
+            f"Note: {root / '.git'}: hidden directory, not read",
+            f"Note: {root / '.hidden.yaml'}: hidden file, not read",
+            f"Note: {root / 'README.md'}: not read: not a .yaml/.yml file, and no blueprint or feature uses it as an icon",
+            f"Note: {root / 'desk.yaml.bak'}: not read: not a .yaml/.yml file, and no blueprint or feature uses it as an icon",
+            f"Note: {root / 'icons' / 'unused.png'}: not read: not a .yaml/.yml file, and no blueprint or feature uses it as an icon",
+            f"Note: {root / 'team' / 'other.yaml'}: not read: blueprints are read only from the top level of the blueprint directory",
+        ]
+    ), err
     code, out, _ = run(capsys, "validate", *args, "-o", "json")
     assert len(json.loads(out)["notes"]) == 6
 
@@ -281,7 +326,9 @@ def test_sample_blueprints_leave_no_file_unread(capsys) -> None:
 LOG_LINE = re.compile(r"^http: (GET|POST|DELETE) (/[^?\s]*) -> (\d{3}|[A-Za-z]+) in \d+ ms( \(retry \d+\))?$")
 
 
-def test_verbose_logs_each_http_call_to_stderr_and_nothing_else(capsys, fake: FakeOpenWebUI, monkeypatch, tmp_path: Path) -> None:
+def test_verbose_logs_each_http_call_to_stderr_and_nothing_else(
+    capsys, fake: FakeOpenWebUI, monkeypatch, tmp_path: Path
+) -> None:
     bp = blueprint("desk")
     bp["backend"]["api_key_env"] = "DESK_KEY"
     monkeypatch.setenv("DESK_KEY", KEY)
@@ -290,15 +337,21 @@ def test_verbose_logs_each_http_call_to_stderr_and_nothing_else(capsys, fake: Fa
     lines = [line for line in err.splitlines() if line.startswith("http:")]
     assert len(lines) == len(fake.calls) and all(LOG_LINE.match(line) for line in lines), err
     assert "http: GET /api/version -> 200" in err
-    assert any(re.match(r"http: POST /api/v1/functions/id/aihub_agent_pipe/valves/update -> 200", line) for line in lines)
+    assert any(
+        re.match(r"http: POST /api/v1/functions/id/aihub_agent_pipe/valves/update -> 200", line) for line in lines
+    )
     # off again for the next command in the same process
     code, _, err = run(capsys, "diff", *workspace(tmp_path / "again", bp))
     assert code == 0 and "http:" not in err
 
 
-def test_verbose_logs_failed_calls_and_retries_without_the_answer(capsys, fake: FakeOpenWebUI, monkeypatch, tmp_path: Path) -> None:
+def test_verbose_logs_failed_calls_and_retries_without_the_answer(
+    capsys, fake: FakeOpenWebUI, monkeypatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr("provisioner.openwebui.client.time.sleep", lambda _s: None)
-    fake.faults.append(lambda m, p, b: httpx.Response(503, json={"detail": f"echo Bearer {TOKEN}"}) if p == "/api/version" else None)
+    fake.faults.append(
+        lambda m, p, b: httpx.Response(503, json={"detail": f"echo Bearer {TOKEN}"}) if p == "/api/version" else None
+    )
     code, _, err = run(capsys, "-v", "diff", "--timeout", "1", *workspace(tmp_path, blueprint("desk")))
     assert code == 1
     lines = [line for line in err.splitlines() if line.startswith("http:")]

@@ -45,9 +45,7 @@ def test_the_sync_benchmark_holds_every_invariant_on_a_small_workload(tmp_path, 
     monkeypatch.setattr(client_module, "make_http_client", lambda timeout: recorder.client(timeout=timeout))
     with fake_instance(monkeypatch) as owui:
         # Blueprint 3 is the one edited (the last; CHANGED_BLUEPRINT caps to it): it has no web_research yet.
-        run = bench.run_scenarios(
-            owui, recorder, tmp_path, n_blueprints=4, n_agents=2, parallel=[2], empty=owui.empty
-        )
+        run = bench.run_scenarios(owui, recorder, tmp_path, n_blueprints=4, n_agents=2, parallel=[2], empty=owui.empty)
         left = dict(owui.fake.models)
     assert run.checks.failures == []
     assert len(run.checks.passed) == 27  # as many as `--parallel 4` checks against a real server

@@ -104,6 +104,10 @@ def test_a_signal_after_the_last_write_changes_nothing(fake: FakeOpenWebUI, caps
 
 @pytest.mark.parametrize("stopped_by", ["", "SIGINT"])
 def test_result_markdown_mentions_a_stop_only_when_there_was_one(stopped_by: str) -> None:
-    result = {"applied": {"add": 0, "change": 0, "destroy": 0}, "failed": [], "not_attempted": [],
-              **({"stopped_by": stopped_by} if stopped_by else {})}
+    result = {
+        "applied": {"add": 0, "change": 0, "destroy": 0},
+        "failed": [],
+        "not_attempted": [],
+        **({"stopped_by": stopped_by} if stopped_by else {}),
+    }
     assert ("Stopped part-way" in result_markdown(result)) is bool(stopped_by)

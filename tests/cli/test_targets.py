@@ -132,13 +132,20 @@ def test_targets_file_is_read(tmp_path: Path) -> None:
     "edit, line, field, message",
     [
         (("    token_env: OPENWEBUI_TOKEN_STAGING\n", ""), 2, "targets.staging", "exactly one of token_env"),
-        (("    token_file: secrets/prod-token\n", "    token_file: x\n    token_env: T\n"), 8, "targets.production", "exactly one"),
+        (
+            ("    token_file: secrets/prod-token\n", "    token_file: x\n    token_env: T\n"),
+            8,
+            "targets.production",
+            "exactly one",
+        ),
         (("    variables:\n", "    varaibles:\n"), 5, "targets.staging.varaibles", "did you mean 'variables'"),
         (("      PORT: 8443\n", "      PORT: yes\n"), 7, "targets.staging.variables.PORT", "boolean"),
         (("    url: https://chat.example.com\n", "    url: chat.example.com\n"), 9, "targets.production.url", "http"),
     ],
 )
-def test_targets_file_errors_name_line_and_field(tmp_path: Path, edit: tuple[str, str], line: int, field: str, message: str) -> None:
+def test_targets_file_errors_name_line_and_field(
+    tmp_path: Path, edit: tuple[str, str], line: int, field: str, message: str
+) -> None:
     assert edit[0] in TARGETS
     (tmp_path / "targets.yaml").write_text(TARGETS.replace(*edit))
     with pytest.raises(BlueprintError) as exc:
@@ -175,7 +182,9 @@ def _repo(tmp_path: Path, base_url: str) -> tuple[Path, Path]:
 run = functools.partial(run_cli, secrets=(TOKEN,))
 
 
-def test_target_selects_url_token_and_variables(capsys, fake: FakeOpenWebUI, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_target_selects_url_token_and_variables(
+    capsys, fake: FakeOpenWebUI, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     root, targets = _repo(tmp_path, fake.base_url)
     monkeypatch.setenv("OPENWEBUI_URL", "http://127.0.0.1:1")  # replaced by the target's
     monkeypatch.delenv("OPENWEBUI_TOKEN")
@@ -192,19 +201,35 @@ def test_target_selects_url_token_and_variables(capsys, fake: FakeOpenWebUI, mon
 
 def test_target_with_explicit_url_is_a_usage_error(capsys, fake: FakeOpenWebUI, tmp_path: Path) -> None:
     root, targets = _repo(tmp_path, fake.base_url)
-    code, _, err = run(capsys, "diff", "-p", str(root), *BUNDLE, "--targets-file", str(targets), "--target", "local", "--url", fake.base_url)
+    code, _, err = run(
+        capsys,
+        "diff",
+        "-p",
+        str(root),
+        *BUNDLE,
+        "--targets-file",
+        str(targets),
+        "--target",
+        "local",
+        "--url",
+        fake.base_url,
+    )
     assert code == 1 and "--url' : --target says where to connect" in err.replace("': ", "' : ")
     assert fake.calls == []
 
 
-def test_target_token_env_unset_is_named(capsys, fake: FakeOpenWebUI, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_target_token_env_unset_is_named(
+    capsys, fake: FakeOpenWebUI, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     root, targets = _repo(tmp_path, fake.base_url)
     monkeypatch.delenv("LOCAL_TOKEN", raising=False)
     code, _, err = run(capsys, "diff", "-p", str(root), *BUNDLE, "--targets-file", str(targets), "--target", "local")
     assert code == 1 and "LOCAL_TOKEN is not set" in err
 
 
-def test_diff_without_target_resolves_only_allowed_environment_names_or_fails_before_connecting(capsys, fake: FakeOpenWebUI, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_diff_without_target_resolves_only_allowed_environment_names_or_fails_before_connecting(
+    capsys, fake: FakeOpenWebUI, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     root = _bp_dir(tmp_path)
     targets = tmp_path / "targets.yaml"
     args = ["diff", "-p", str(root), *BUNDLE, "--targets-file", str(targets)]
@@ -220,7 +245,9 @@ def test_diff_without_target_resolves_only_allowed_environment_names_or_fails_be
     assert run(capsys, *args)[0] == 0
 
 
-def test_validate_checks_syntax_offline_and_resolution_with_target(capsys, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_validate_checks_syntax_offline_and_resolution_with_target(
+    capsys, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.delenv("AGENTS_BASE_URL", raising=False)
     root, targets = _repo(tmp_path, "https://chat.example.com")
     args = ["validate", "-p", str(root), *BUNDLE, "--targets-file", str(targets)]

@@ -64,7 +64,9 @@ def test_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
     assert isinstance(outcome, ConfigError) and "is a named pipe (FIFO)" in str(outcome)
 
 
-@pytest.mark.parametrize("path, kind", [(Path("/dev/zero"), "a character device"), (Path("/dev/null"), "a character device")])
+@pytest.mark.parametrize(
+    "path, kind", [(Path("/dev/zero"), "a character device"), (Path("/dev/null"), "a character device")]
+)
 def test_a_device_is_refused(path: Path, kind: str) -> None:
     outcome = _read_within(path)
     assert isinstance(outcome, ConfigError) and f"is {kind}" in str(outcome)

@@ -36,7 +36,9 @@ def repo(tmp_path: Path) -> tuple[Path, Path, Path]:
 def run(capsys, monkeypatch, version: str, repo: tuple[Path, Path, Path], *args: str) -> tuple[int, str]:
     monkeypatch.setattr(provisioner.desired, "__version__", version)
     root, bundle, own = repo
-    code, out, _ = run_cli(capsys, *args, "-p", str(root), "--bundle", str(bundle), "--functions", str(own), secrets=(TOKEN,))
+    code, out, _ = run_cli(
+        capsys, *args, "-p", str(root), "--bundle", str(bundle), "--functions", str(own), secrets=(TOKEN,)
+    )
     return code, out
 
 
@@ -53,7 +55,9 @@ def test_a_new_version_alone_changes_nothing(capsys, monkeypatch, fake: FakeOpen
     assert code == 0 and out.startswith("No changes.")
 
 
-def test_diff_after_upgrade_names_changed_bundle_functions_and_both_versions(capsys, monkeypatch, fake: FakeOpenWebUI, repo) -> None:
+def test_diff_after_upgrade_names_changed_bundle_functions_and_both_versions(
+    capsys, monkeypatch, fake: FakeOpenWebUI, repo
+) -> None:
     root, bundle, own = repo
     run(capsys, monkeypatch, "0.1.0", repo, "sync", "--yes")
     # The upgrade ships a new feature filter; the user edits their own function at the same time.
@@ -92,7 +96,10 @@ def test_a_retried_model_write_keeps_the_new_version() -> None:
     from provisioner.plan import Action, Change, FieldChange
 
     change = Change(
-        "model", "m", Action.UPDATE, (FieldChange("name", "a", "b"),),
+        "model",
+        "m",
+        Action.UPDATE,
+        (FieldChange("name", "a", "b"),),
         body={"meta": {"aihub": {"managed_by": "aihub-provision", "version": "0.2.0"}}},
     )
     live = {"id": "m", "name": "a", "meta": {"aihub": {"managed_by": "aihub-provision", "version": "0.1.0"}}}

@@ -6,14 +6,13 @@ user_function_takes_a_bundle_id); these tests pin what a valid attachment produc
 
 from __future__ import annotations
 
-from typing import Any
-
 import json
 from pathlib import Path
+from typing import Any
 
-from provisioner.pipeline import load_inputs
 from provisioner.desired import build_desired
 from provisioner.openwebui.observed import observe
+from provisioner.pipeline import load_inputs
 from provisioner.plan import make_plan
 from tests.support.builders import REPO, blueprint, write_blueprint_dir
 from tests.support.fake_owui import FakeOpenWebUI
@@ -90,16 +89,24 @@ def test_rows_written_before_actions_existed_need_no_write(tmp_path: Path) -> No
             target[parts[-1]] = value
         live.append(record)
     functions_live = [
-        {"id": f.id, "name": f.fields["name"], "content": f.fields["content"], "is_active": True, "is_global": False,
-         "meta": {"description": f.fields["meta.description"], "aihub": f.fields["meta.aihub"]},
-         "valves": {k.removeprefix("valves."): v for k, v in f.fields.items() if k.startswith("valves.")}}
+        {
+            "id": f.id,
+            "name": f.fields["name"],
+            "content": f.fields["content"],
+            "is_active": True,
+            "is_global": False,
+            "meta": {"description": f.fields["meta.description"], "aihub": f.fields["meta.aihub"]},
+            "valves": {k.removeprefix("valves."): v for k, v in f.fields.items() if k.startswith("valves.")},
+        }
         for f in desired.functions.values()
     ]
     plan = make_plan(desired, observe(live, functions_live))
     assert plan.is_empty, plan.to_json()
 
 
-def test_sync_writes_the_attachments_and_diff_shows_a_removed_action(fake: FakeOpenWebUI, tmp_path: Path, capsys) -> None:
+def test_sync_writes_the_attachments_and_diff_shows_a_removed_action(
+    fake: FakeOpenWebUI, tmp_path: Path, capsys
+) -> None:
     root, functions = repo_with_functions(tmp_path)
     args = ["-p", str(root), "--functions", str(functions), "--bundle", str(REPO / "owui_functions")]
     assert run(capsys, "sync", *args, "--yes")[0] == 0
@@ -115,4 +122,6 @@ def test_sync_writes_the_attachments_and_diff_shows_a_removed_action(fake: FakeO
     plan = json.loads(out)
     [change] = plan["changes"]
     assert change["id"] == "aihub_agent_pipe.demo.audited"
-    assert change["fields"] == [{"path": "meta.actionIds", "before": [], "after": ["copy_answer"], "origin": "openwebui"}]
+    assert change["fields"] == [
+        {"path": "meta.actionIds", "before": [], "after": ["copy_answer"], "origin": "openwebui"}
+    ]

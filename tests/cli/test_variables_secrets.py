@@ -68,7 +68,18 @@ def _bp(tmp_path: Path, **backend: str) -> Path:
 
 
 def _diff(capsys, repo: Path, root: Path, *extra: str) -> tuple[int, str, str]:
-    return run(capsys, "diff", "-p", str(root), *BUNDLE, "--targets-file", str(repo / "targets.yaml"), "--target", "staging", *extra)
+    return run(
+        capsys,
+        "diff",
+        "-p",
+        str(root),
+        *BUNDLE,
+        "--targets-file",
+        str(repo / "targets.yaml"),
+        "--target",
+        "staging",
+        *extra,
+    )
 
 
 def test_the_sample_setup_still_diffs(capsys, repo: Path, fake: FakeOpenWebUI) -> None:
@@ -205,7 +216,9 @@ def test_2000_references_in_separate_values_stop_at_the_file_cap(tmp_path: Path)
 
 def test_the_cli_reports_the_cap_as_a_problem_not_a_memory_error(capsys, repo: Path) -> None:
     (repo / "targets.yaml").write_text(
-        (repo / "targets.yaml").read_text().replace("      AGENTS_BASE_URL", f"      D: {'y' * 100_000}\n      AGENTS_BASE_URL")
+        (repo / "targets.yaml")
+        .read_text()
+        .replace("      AGENTS_BASE_URL", f"      D: {'y' * 100_000}\n      AGENTS_BASE_URL")
     )
     root = _bp(repo, description="${D}" * 20_000)
     code, _, err = _diff(capsys, repo, root)

@@ -21,16 +21,31 @@ run = functools.partial(run_cli, secrets=(TOKEN,))
 def add_wrappers(fake: FakeOpenWebUI) -> None:
     fake.users["u-alice"] = {"id": "u-alice", "name": "Alice", "email": "alice@example.com"}
     fake.models["my-researcher"] = {
-        "id": "my-researcher", "base_model_id": AGENT, "name": "My researcher", "user_id": "u-alice",
-        "meta": {"capabilities": {"web_search": True}}, "params": {"system": "Be brief."}, "access_grants": [],
+        "id": "my-researcher",
+        "base_model_id": AGENT,
+        "name": "My researcher",
+        "user_id": "u-alice",
+        "meta": {"capabilities": {"web_search": True}},
+        "params": {"system": "Be brief."},
+        "access_grants": [],
     }
     fake.models["gone-owner"] = {
-        "id": "gone-owner", "base_model_id": "aihub_agent_pipe.policy-faq.default", "name": "Old", "user_id": "u-gone",
-        "meta": {}, "params": {}, "access_grants": [],
+        "id": "gone-owner",
+        "base_model_id": "aihub_agent_pipe.policy-faq.default",
+        "name": "Old",
+        "user_id": "u-gone",
+        "meta": {},
+        "params": {},
+        "access_grants": [],
     }
     fake.models["plain-preset"] = {  # wraps a plain LLM: not ours to warn about
-        "id": "plain-preset", "base_model_id": "gpt-4o", "name": "Preset", "user_id": "u-alice",
-        "meta": {}, "params": {}, "access_grants": [],
+        "id": "plain-preset",
+        "base_model_id": "gpt-4o",
+        "name": "Preset",
+        "user_id": "u-alice",
+        "meta": {},
+        "params": {},
+        "access_grants": [],
     }
 
 
@@ -46,7 +61,10 @@ def test_diff_names_each_wrapper_with_its_owner_and_changes_nothing_of_it(capsys
     assert "plain-preset" not in err
     code, out, _ = run(capsys, "sync", *SAMPLES, "--prune", "-o", "json")
     assert code == 0 and json.loads(out)["plan"]["wrappers"][0] == {
-        "id": "gone-owner", "name": "Old", "base_model_id": "aihub_agent_pipe.policy-faq.default", "owner": "u-gone",
+        "id": "gone-owner",
+        "name": "Old",
+        "base_model_id": "aihub_agent_pipe.policy-faq.default",
+        "owner": "u-gone",
     }
     assert fake.models["my-researcher"] == before  # never changed, never pruned
 
@@ -74,13 +92,21 @@ def test_the_feature_filter_leaves_a_wrappers_request_as_open_webui_made_it() ->
 
     wrapper = {
         "id": "my-researcher",
-        "info": {"base_model_id": AGENT, "meta": {"capabilities": {"web_search": True}, "filterIds": ["aihub_feature_filter"]}},
+        "info": {
+            "base_model_id": AGENT,
+            "meta": {"capabilities": {"web_search": True}, "filterIds": ["aihub_feature_filter"]},
+        },
     }
     features = {"web_search": True, "image_generation": False, "code_interpreter": True, "memory": True}
     metadata = {"features": features}
     body = {"features": features, "metadata": metadata}
     result = call_like_openwebui(ff.Filter().inlet, body, metadata=metadata, model=wrapper)
-    assert result["features"] == {"web_search": True, "image_generation": False, "code_interpreter": True, "memory": True}
+    assert result["features"] == {
+        "web_search": True,
+        "image_generation": False,
+        "code_interpreter": True,
+        "memory": True,
+    }
     assert "aihub_requested_features" not in metadata
 
 
@@ -89,8 +115,13 @@ def test_a_wrapper_with_no_owner_is_named_unknown_and_no_user_is_looked_up(capsy
     assert run(capsys, "sync", *SAMPLES)[0] == 0
     for owner in ({}, {"user_id": None}, {"user_id": ""}):
         fake.models["ownerless"] = {
-            "id": "ownerless", "base_model_id": AGENT, "name": "Nobody's", **owner,
-            "meta": {}, "params": {}, "access_grants": [],
+            "id": "ownerless",
+            "base_model_id": AGENT,
+            "name": "Nobody's",
+            **owner,
+            "meta": {},
+            "params": {},
+            "access_grants": [],
         }
         fake.calls.clear()
         code, out, err = run(capsys, "diff", *SAMPLES)

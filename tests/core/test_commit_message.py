@@ -45,8 +45,11 @@ def test_override_replaces_the_message_on_one_line_and_is_cut() -> None:
 def test_each_write_of_a_plan_carries_its_own_source() -> None:
     row = ObjectState("model", "m1", {"name": "A"}, source="blueprints/a.yaml")
     fn = ObjectState("function", "f1", {"name": "F", "content": "x"}, source="functions/f1.py")
-    plan = make_plan(InstanceState(functions={"f1": fn}, models={"m1": row}), observe([], []),
-                     commit=CommitInfo("9.9.9", commit="abc"))
+    plan = make_plan(
+        InstanceState(functions={"f1": fn}, models={"m1": row}),
+        observe([], []),
+        commit=CommitInfo("9.9.9", commit="abc"),
+    )
     messages = {c.id: (c.body or {})["commit_message"] for c in plan.changes}
     assert messages == {
         "f1": "provision 9.9.9 sync of functions/f1.py; commit abc",
@@ -62,8 +65,7 @@ HIDDEN = "\x1b[2J\x00\x07\u202e\u2066\u200b\u200d\u2060\ufeff\u00ad\u061c"
 def test_control_bidi_and_zero_width_characters_never_reach_the_history() -> None:
     from provisioner.text import first_hidden
 
-    info = CommitInfo.from_env("1.2.3", {**GITHUB, "GITHUB_SHA": f"abc{HIDDEN}def"},
-                               override=None)
+    info = CommitInfo.from_env("1.2.3", {**GITHUB, "GITHUB_SHA": f"abc{HIDDEN}def"}, override=None)
     message = info.message(f"blueprints/sup{HIDDEN}port.yaml")
     assert first_hidden(message) is None, ascii(message)
     assert "blueprints/sup[2Jport.yaml" in message and "commit abc[2Jdef" in message  # dropped, not replaced
@@ -72,7 +74,10 @@ def test_control_bidi_and_zero_width_characters_never_reach_the_history() -> Non
 
 
 def test_a_message_of_hidden_characters_alone_falls_back_to_the_default() -> None:
-    assert CommitInfo.from_env("1.2.3", {}, override=HIDDEN.replace("[2J", "")).message("b.yaml") == "provision 1.2.3 sync of b.yaml"
+    assert (
+        CommitInfo.from_env("1.2.3", {}, override=HIDDEN.replace("[2J", "")).message("b.yaml")
+        == "provision 1.2.3 sync of b.yaml"
+    )
 
 
 @pytest.mark.parametrize(

@@ -18,8 +18,12 @@ def test_the_table_is_written_between_the_markers_from_the_results(tmp_path: Pat
     script = load_script()
     results = tmp_path / "results"
     results.mkdir()
-    (results / "0.10.2.json").write_text(json.dumps({"version": "0.10.2", "recorded_at": 0, "steps": {"sync": "pass", "prune": "FAIL: 500"}}))
-    (results / "0.6.43.json").write_text(json.dumps({"version": "0.6.43", "recorded_at": 0, "steps": {"sync": "pass", "prune": "pass"}}))
+    (results / "0.10.2.json").write_text(
+        json.dumps({"version": "0.10.2", "recorded_at": 0, "steps": {"sync": "pass", "prune": "FAIL: 500"}})
+    )
+    (results / "0.6.43.json").write_text(
+        json.dumps({"version": "0.6.43", "recorded_at": 0, "steps": {"sync": "pass", "prune": "pass"}})
+    )
     page = tmp_path / "versions.md"
     page.write_text(f"# x\n\n{script.START}\nold\n{script.END}\n\nafter\n")
     assert script.main(["--results", str(results), "--page", str(page)]) == 0
@@ -67,5 +71,7 @@ def test_a_step_that_passed_its_own_way_says_how(tmp_path: Path) -> None:
     script = load_script()
     page.write_text(f"{script.START}\n{script.END}\n")
     assert script.main(["--results", str(results), "--page", str(page)]) == 0
-    assert ("| 0.6.43 | sync, chat with a file | works, with chat with a file: the page saves the usage; "
-            "an extra source (empty) |") in page.read_text()
+    assert (
+        "| 0.6.43 | sync, chat with a file | works, with chat with a file: the page saves the usage; "
+        "an extra source (empty) |"
+    ) in page.read_text()

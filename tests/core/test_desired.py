@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from provisioner.owui_capabilities import CAPABILITY_KEYS
 from provisioner.desired import build_desired, model_id
 from provisioner.errors import BlueprintError
 from provisioner.function_files import load_function_files
 from provisioner.loader import load_catalog
+from provisioner.owui_capabilities import CAPABILITY_KEYS
 from tests.support.builders import REPO, blueprint, write_blueprint_dir
 
 
@@ -23,7 +22,9 @@ def samples():
 
 
 def caps(row) -> dict[str, bool]:
-    return {k.removeprefix("meta.capabilities."): v for k, v in row.fields.items() if k.startswith("meta.capabilities.")}
+    return {
+        k.removeprefix("meta.capabilities."): v for k, v in row.fields.items() if k.startswith("meta.capabilities.")
+    }
 
 
 def test_one_row_per_agent_with_pipe_sub_model_ids(samples) -> None:
@@ -95,7 +96,12 @@ def test_default_toggles_are_the_bundles_toggle_filters(samples) -> None:
 
 def test_marker_lists_supported_features(samples) -> None:
     marker = samples.models["aihub_agent_pipe.document-analyst.default"].fields["meta.aihub"]
-    assert marker == {"managed_by": "aihub-provision", "blueprint": "document-analyst", "agent": "default", "features": ["user_files"]}
+    assert marker == {
+        "managed_by": "aihub-provision",
+        "blueprint": "document-analyst",
+        "agent": "default",
+        "features": ["user_files"],
+    }
 
 
 def test_functions_follow_their_frontmatter(samples) -> None:

@@ -85,8 +85,11 @@ def test_every_docs_page_is_reachable_from_the_readme_or_the_docs_index() -> Non
             file_part = target.partition("#")[0]
             if file_part:
                 linked.add((index.parent / file_part).resolve())
-    orphans = [p.relative_to(REPO).as_posix() for p in (REPO / "docs").rglob("*.md")
-               if p.resolve() not in linked and p != REPO / "docs" / "README.md"]
+    orphans = [
+        p.relative_to(REPO).as_posix()
+        for p in (REPO / "docs").rglob("*.md")
+        if p.resolve() not in linked and p != REPO / "docs" / "README.md"
+    ]
     assert not orphans, f"not linked from README.md or docs/README.md: {orphans}"
 
 
@@ -134,7 +137,11 @@ def layout_modules() -> set[str]:
 
 def test_the_layout_names_every_provisioner_module() -> None:
     """A new module gets its line in the developers' guide, and a removed one loses it."""
-    modules = {str(p.relative_to(REPO / "provisioner")) for p in (REPO / "provisioner").rglob("*.py") if (p.parent / "__init__.py").is_file()}
+    modules = {
+        str(p.relative_to(REPO / "provisioner"))
+        for p in (REPO / "provisioner").rglob("*.py")
+        if (p.parent / "__init__.py").is_file()
+    }
     named = layout_modules()
     assert {"cli.py", "__init__.py"} <= named, "the Layout parser found too little"
     missing, stale = sorted(modules - named), sorted(named - modules)

@@ -7,8 +7,8 @@ from typing import Any
 
 from rich.console import Console
 
-from provisioner.openwebui.drift import attribute, find_drift
 from provisioner.fingerprint import digest, fingerprint, origin
+from provisioner.openwebui.drift import attribute, find_drift
 from provisioner.openwebui.observed import observe
 from provisioner.plan import make_plan
 from provisioner.render_drift import drift_markdown, render_drift_text
@@ -30,8 +30,12 @@ def synced_row(state: InstanceState) -> dict:
 
 
 def test_sync_records_a_hash_per_field_but_not_of_secrets_or_the_marker() -> None:
-    target = ObjectState("function", "f", {"name": "F", "valves.KEY": "s3cret", "is_active": True, "meta.aihub": MARKER},
-                         sensitive=frozenset({"valves.KEY"}))
+    target = ObjectState(
+        "function",
+        "f",
+        {"name": "F", "valves.KEY": "s3cret", "is_active": True, "meta.aihub": MARKER},
+        sensitive=frozenset({"valves.KEY"}),
+    )
     assert fingerprint(target) == {"name": digest("F")}
 
 
@@ -57,8 +61,10 @@ def test_an_edit_in_open_webui_is_drift_and_marked_in_the_plan() -> None:
 
 def test_a_blueprint_access_change_rewrites_the_fingerprint() -> None:
     row = synced_row(desired())
-    [change] = make_plan(desired(access_grants=[{"principal_type": "user", "principal_id": "*", "permission": "read"}]),
-                         observe([row], [])).changes
+    [change] = make_plan(
+        desired(access_grants=[{"principal_type": "user", "principal_id": "*", "permission": "read"}]),
+        observe([row], []),
+    ).changes
     assert [f.path for f in change.fields] == ["access_grants"] and change.rewrite_marker
     # an access change made in Open WebUI and put back by sync leaves the fingerprint as it is
     row["access_grants"] = [{"principal_type": "user", "principal_id": "*", "permission": "read"}]
@@ -78,18 +84,36 @@ def test_the_oldest_of_the_newest_versions_holding_the_live_value_is_its_author(
         "2": {"name": "A", "meta": {"description": "Alice's"}},
         "1": {"name": "A", "meta": {"description": "d"}},
     }
-    found = attribute("model", ["meta.description", "name", "access_grants"],
-                      {"meta.description": "Alice's", "name": "Bob's", "access_grants": []},
-                      entries, lambda e: snapshots[e["id"]])
+    found = attribute(
+        "model",
+        ["meta.description", "name", "access_grants"],
+        {"meta.description": "Alice's", "name": "Bob's", "access_grants": []},
+        entries,
+        lambda e: snapshots[e["id"]],
+    )
     assert {p: e["user_id"] for p, e in found.items()} == {"meta.description": "alice", "name": "bob"}
 
 
 def test_drift_renders_who_and_when_escaped(capsys) -> None:
-    entries = [{"kind": "model", "id": "m", "history": True, "fields": [
-        {"path": "meta.description", "changed_by": {"name": "Eve | [b]x[/b]", "email": "e@x", "at": 0,
-                                                     "at_text": "1970-01-01 00:00 UTC"}},
-        {"path": "access_grants", "changed_by": None},
-    ]}]
+    entries = [
+        {
+            "kind": "model",
+            "id": "m",
+            "history": True,
+            "fields": [
+                {
+                    "path": "meta.description",
+                    "changed_by": {
+                        "name": "Eve | [b]x[/b]",
+                        "email": "e@x",
+                        "at": 0,
+                        "at_text": "1970-01-01 00:00 UTC",
+                    },
+                },
+                {"path": "access_grants", "changed_by": None},
+            ],
+        }
+    ]
     out = Console(width=200, record=True, no_color=True)
     render_drift_text(entries, out, heading="Changed:")
     text = out.export_text()
@@ -106,15 +130,23 @@ def test_drift_renders_who_and_when_escaped(capsys) -> None:
 def test_versions_are_ordered_by_their_parent_links_not_the_listing() -> None:
     from provisioner.openwebui.drift import in_order
 
-    listed: list[dict[str, Any]] = [{"id": "b", "parent_id": "c"}, {"id": "a", "parent_id": None}, {"id": "c", "parent_id": "a"}]
+    listed: list[dict[str, Any]] = [
+        {"id": "b", "parent_id": "c"},
+        {"id": "a", "parent_id": None},
+        {"id": "c", "parent_id": "a"},
+    ]
     assert [e["id"] for e in in_order(listed, "b")] == ["b", "c", "a"]
     assert [e["id"] for e in in_order(listed, "unknown")] == ["b", "a", "c"]  # no head: as listed
 
 
 def test_a_value_that_went_a_b_a_is_credited_to_the_newest_version_that_brought_it_back() -> None:
     # Newest first: carol put "A" back over bob's "B"; alice wrote "A" first. Carol's is the live "A".
-    entries = [{"id": "4", "user_id": "dave"}, {"id": "3", "user_id": "carol"}, {"id": "2", "user_id": "bob"},
-               {"id": "1", "user_id": "alice"}]
+    entries = [
+        {"id": "4", "user_id": "dave"},
+        {"id": "3", "user_id": "carol"},
+        {"id": "2", "user_id": "bob"},
+        {"id": "1", "user_id": "alice"},
+    ]
     snapshots = {
         "4": {"name": "A", "meta": {"description": "dave's"}},
         "3": {"name": "A", "meta": {"description": "x"}},

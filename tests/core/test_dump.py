@@ -12,9 +12,9 @@ import yaml
 from provisioner.desired import PIPE_FUNCTION_ID, build_desired
 from provisioner.dump import DumpSelectionError, dump_rows, select_rows, write_dump
 from provisioner.errors import ProvisionError
-from provisioner.toggle_filters import rendered_toggle_functions
 from provisioner.loader import load_catalog
 from provisioner.state import set_path
+from provisioner.toggle_filters import rendered_toggle_functions
 
 SAMPLES = Path(__file__).resolve().parents[2] / "blueprints"
 GROUPS = {"g1": "Support"}
@@ -44,14 +44,20 @@ def _instance(root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], A
 def _agents(catalog: Any) -> str:
     from provisioner.desired import agent_backends
 
-    return json.dumps([e for lb in catalog.blueprints for e in agent_backends(lb)], ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(
+        [e for lb in catalog.blueprints for e in agent_backends(lb)], ensure_ascii=False, separators=(",", ":")
+    )
 
 
 def _round_trip(models: list[dict[str, Any]], functions: list[dict[str, Any]], tmp_path: Path) -> Any:
     dumped = dump_rows(select_rows(models, []), functions, GROUPS)
     write_dump(tmp_path / "out", dumped)
     catalog = load_catalog(tmp_path / "out")
-    return dumped, catalog, build_desired(catalog, rendered_toggle_functions(catalog), groups={v: k for k, v in GROUPS.items()})
+    return (
+        dumped,
+        catalog,
+        build_desired(catalog, rendered_toggle_functions(catalog), groups={v: k for k, v in GROUPS.items()}),
+    )
 
 
 def test_samples_round_trip_with_no_change(tmp_path: Path) -> None:
@@ -79,9 +85,21 @@ def _hand_made(**meta: Any) -> dict[str, Any]:
 
 PIPE = {
     "id": PIPE_FUNCTION_ID,
-    "valves": {"AGENTS": json.dumps([{"id": "helpdesk.first", "transport": "openai", "url": "https://llm.example/v1",
-                                      "model": "gpt-x", "api_key": "HELPDESK_KEY", "key_from": "server"}]),
-               "API_KEYS": json.dumps({"HELPDESK_KEY": "sk-secret-value"})},
+    "valves": {
+        "AGENTS": json.dumps(
+            [
+                {
+                    "id": "helpdesk.first",
+                    "transport": "openai",
+                    "url": "https://llm.example/v1",
+                    "model": "gpt-x",
+                    "api_key": "HELPDESK_KEY",
+                    "key_from": "server",
+                }
+            ]
+        ),
+        "API_KEYS": json.dumps({"HELPDESK_KEY": "sk-secret-value"}),
+    },
 }
 
 
@@ -99,12 +117,22 @@ def test_hand_made_row_fields_and_backend_key_name_only(tmp_path: Path) -> None:
     assert "sk-secret-value" not in text and "sk-secret" not in b"".join(dumped.files.values()).decode()
     doc = yaml.safe_load(text)
     agent = doc["agents"][0]
-    assert doc["backend"] == {"transport": "openai", "url": "https://llm.example/v1", "model": "gpt-x",
-                              "api_key_env": "HELPDESK_KEY", "api_key_from": "server"}
+    assert doc["backend"] == {
+        "transport": "openai",
+        "url": "https://llm.example/v1",
+        "model": "gpt-x",
+        "api_key_env": "HELPDESK_KEY",
+        "api_key_from": "server",
+    }
     assert agent == {
-        "id": "first", "name": "Helpdesk", "description": "Answers IT questions.",
-        "icon": "https://cdn.example/helpdesk.png", "access": {"groups": ["Support"]}, "defaults": ["web_search"],
-        "tags": ["IT"], "suggestions": [{"title": "Reset", "subtitle": "my password", "prompt": "How do I reset my password?"}],
+        "id": "first",
+        "name": "Helpdesk",
+        "description": "Answers IT questions.",
+        "icon": "https://cdn.example/helpdesk.png",
+        "access": {"groups": ["Support"]},
+        "defaults": ["web_search"],
+        "tags": ["IT"],
+        "suggestions": [{"title": "Reset", "subtitle": "my password", "prompt": "How do I reset my password?"}],
     }
     caps = yaml.safe_load(dumped.files["capabilities.yaml"])["capabilities"]
     assert caps["web_search"]["serves"] == "web_search" and doc["steps"][0]["calls"] == ["web_search"]
@@ -119,8 +147,9 @@ def test_hand_made_row_fields_and_backend_key_name_only(tmp_path: Path) -> None:
 
 
 def test_what_cannot_be_expressed_is_reported_per_row() -> None:
-    row = _hand_made(profile_image_url="/static/favicon.png", defaultFeatureIds=["web_search"],
-                     capabilities={"memory": True})
+    row = _hand_made(
+        profile_image_url="/static/favicon.png", defaultFeatureIds=["web_search"], capabilities={"memory": True}
+    )
     row["access_grants"] = [
         {"principal_type": "user", "principal_id": "u7", "permission": "read"},
         {"principal_type": "group", "principal_id": "gone", "permission": "read"},
@@ -129,14 +158,26 @@ def test_what_cannot_be_expressed_is_reported_per_row() -> None:
     row["is_active"] = False
     dumped = dump_rows([row], [], GROUPS)
     notes = " | ".join(dumped.rows[0].not_expressed)
-    for expected in ("/static/favicon.png", "defaultFeatureIds", "memory", "user u7", "group id gone",
-                     "write grant", "is_active", "no backend"):
+    for expected in (
+        "/static/favicon.png",
+        "defaultFeatureIds",
+        "memory",
+        "user u7",
+        "group id gone",
+        "write grant",
+        "is_active",
+        "no backend",
+    ):
         assert expected in notes
     assert yaml.safe_load(dumped.files["helpdesk.yaml"])["agents"][0]["access"] == "private"
 
 
 def test_selection_refuses_non_agents_and_unknown_names() -> None:
-    rows = [_hand_made(), {"id": "gpt-4o", "meta": {}}, {"id": "my-wrapper", "base_model_id": "aihub_agent_pipe.helpdesk.first"}]
+    rows = [
+        _hand_made(),
+        {"id": "gpt-4o", "meta": {}},
+        {"id": "my-wrapper", "base_model_id": "aihub_agent_pipe.helpdesk.first"},
+    ]
     assert [r["id"] for r in select_rows(rows, [])] == ["aihub_agent_pipe.helpdesk.first"]
     assert [r["id"] for r in select_rows(rows, ["aihub_agent_pipe.*"])] == ["aihub_agent_pipe.helpdesk.first"]
     with pytest.raises(DumpSelectionError) as info:
@@ -166,12 +207,18 @@ def test_existing_files_stop_the_dump_before_any_write(tmp_path: Path) -> None:
     [
         {"id": "aihub_agent_pipe.helpdesk.first\n", "meta": {}},  # `$` matches before a trailing newline
         {"id": "aihub_agent_pipe.helpdesk\n.first", "meta": {}},
-        {"id": "aihub_agent_pipe.x.y", "meta": {"aihub": {"managed_by": "aihub-provision", "blueprint": "helpdesk\n",
-                                                           "agent": "first"}}},
-        {"id": "aihub_agent_pipe.x.y", "meta": {"aihub": {"managed_by": "aihub-provision", "blueprint": "helpdesk",
-                                                           "agent": "first\n"}}},
-        {"id": "aihub_agent_pipe.x.y", "meta": {"aihub": {"managed_by": "aihub-provision", "blueprint": "../up",
-                                                           "agent": "first"}}},
+        {
+            "id": "aihub_agent_pipe.x.y",
+            "meta": {"aihub": {"managed_by": "aihub-provision", "blueprint": "helpdesk\n", "agent": "first"}},
+        },
+        {
+            "id": "aihub_agent_pipe.x.y",
+            "meta": {"aihub": {"managed_by": "aihub-provision", "blueprint": "helpdesk", "agent": "first\n"}},
+        },
+        {
+            "id": "aihub_agent_pipe.x.y",
+            "meta": {"aihub": {"managed_by": "aihub-provision", "blueprint": "../up", "agent": "first"}},
+        },
     ],
 )
 def test_a_name_with_a_newline_or_a_slash_never_becomes_a_file_name(row: dict[str, Any]) -> None:
@@ -212,12 +259,21 @@ def test_translations_round_trip_on_agents_and_custom_toggles(tmp_path: Path) ->
             function["meta"].setdefault("i18n", {})[locale] = dict(text)
     research = "aihub_agent_pipe.research-assistant.default"
     assert {k for k in desired.models[research].fields if k.startswith("meta.i18n.de.")} == {
-        "meta.i18n.de.name", "meta.i18n.de.description", "meta.i18n.de.suggestion_prompts"
+        "meta.i18n.de.name",
+        "meta.i18n.de.description",
+        "meta.i18n.de.suggestion_prompts",
     }
     dumped, catalog, again = _round_trip(models, functions, tmp_path)
     assert dict(again.models[research].fields) == dict(desired.models[research].fields)
-    custom = {k: v for k, v in toggle_translations(catalog).items() if k in ("aihub_toggle_user_files", "aihub_toggle_deep_research")}
-    assert custom == {k: translations[k] for k in custom} and custom["aihub_toggle_user_files"]["de"]["name"] == "Meine Dateien"
+    custom = {
+        k: v
+        for k, v in toggle_translations(catalog).items()
+        if k in ("aihub_toggle_user_files", "aihub_toggle_deep_research")
+    }
+    assert (
+        custom == {k: translations[k] for k in custom}
+        and custom["aihub_toggle_user_files"]["de"]["name"] == "Meine Dateien"
+    )
     # A tag no blueprint can hold is reported, not written.
     row = next(m for m in models if m["id"] == research)
     row["meta"]["i18n"]["de_ch"] = {"name": "Recherche"}

@@ -3,10 +3,9 @@ why each other feature does not, what the row will say, and what an instance add
 
 from __future__ import annotations
 
-from typing import Any
-
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 

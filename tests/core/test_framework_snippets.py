@@ -12,6 +12,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
 from tests.support.frameworks import harness
 
 REPO = Path(__file__).resolve().parents[2]

@@ -50,11 +50,17 @@ def test_targets_file_takes_missing_groups_and_names_a_bad_value(tmp_path) -> No
 
 def test_a_plan_that_only_deletes_a_group_is_not_shown_as_no_changes() -> None:
     """--prune with only an own empty group to delete: the plan says so, and so does the result."""
-    from provisioner.render import applied_line, summary_line, group_writes
+    from provisioner.render import applied_line, group_writes, summary_line
     from provisioner.render_markdown import render_markdown
 
-    plan_json: dict[str, Any] = {"summary": {"add": 0, "change": 0, "destroy": 0}, "changes": [], "orphans": [], "wrappers": [],
-                 "notes": [], "groups": [{"name": "Old", "id": "g9", "action": "delete"}, {"name": "Kept", "action": "keep"}]}
+    plan_json: dict[str, Any] = {
+        "summary": {"add": 0, "change": 0, "destroy": 0},
+        "changes": [],
+        "orphans": [],
+        "wrappers": [],
+        "notes": [],
+        "groups": [{"name": "Old", "id": "g9", "action": "delete"}, {"name": "Kept", "action": "keep"}],
+    }
     assert summary_line(plan_json["summary"], group_writes(plan_json)) == (
         "Plan: 0 to add, 0 to change, 0 to destroy; groups: 1 to delete."
     )
@@ -72,7 +78,11 @@ def test_group_actions_reach_the_plan_json_as_before() -> None:
 
     plan = Plan(
         changes=(),
-        groups=(GroupAction("Legal", "create"), GroupAction("Old", "delete", "g-1"), GroupAction("Kept", "keep", "g-2")),
+        groups=(
+            GroupAction("Legal", "create"),
+            GroupAction("Old", "delete", "g-1"),
+            GroupAction("Kept", "keep", "g-2"),
+        ),
     )
     assert plan.to_json()["groups"] == [
         {"name": "Legal", "action": "create"},

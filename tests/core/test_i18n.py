@@ -13,22 +13,25 @@ from typing import Any
 
 import pytest
 
-from provisioner.openwebui.compat import select
 from provisioner.desired import build_desired
 from provisioner.errors import BlueprintError
 from provisioner.features import NATIVE_TOGGLES
 from provisioner.loader import load_catalog
+from provisioner.locales import locale_problem
+from provisioner.openwebui.compat import select
 from provisioner.openwebui.observed import observe
 from provisioner.pipeline import translation_notes
 from provisioner.plan import Action, make_plan, remerge_model_form
 from provisioner.state import InstanceState
 from provisioner.text import first_hidden
-from provisioner.locales import locale_problem
 from provisioner.toggle_filters import rendered_toggle_functions, toggle_translations
 from provisioner.toggle_translations import NATIVE_TOGGLE_TRANSLATIONS
 from tests.support.builders import blueprint, write_blueprint_dir
 
-CARDS = [{"title": "Order status", "subtitle": "by number", "prompt": "Where is order 1?"}, {"title": "Refund", "prompt": "Refund order 2"}]
+CARDS = [
+    {"title": "Order status", "subtitle": "by number", "prompt": "Where is order 1?"},
+    {"title": "Refund", "prompt": "Refund order 2"},
+]
 DE = {
     "name": "Kundendienst",
     "description": "Hilft bei Bestellungen.",
@@ -42,11 +45,24 @@ AGENT = "aihub_agent_pipe.desk.default"
 
 
 def desk(tmp_path: Path, agent_i18n: Any = None, **extra: Any) -> Path:
-    agent: dict[str, Any] = {"id": "default", "name": "Support desk", "access": "public", "description": "Helps with orders."}
+    agent: dict[str, Any] = {
+        "id": "default",
+        "name": "Support desk",
+        "access": "public",
+        "description": "Helps with orders.",
+    }
     if agent_i18n is not None:
         agent["i18n"] = agent_i18n
     bp = blueprint("desk", agents=[agent], suggestions=CARDS, calls=["summarise", "web_research"], **extra)
-    features = {"features": {"user_files": {"title": "My files", "description": "Your uploads", "i18n": {"de": {"title": "Meine Dateien"}}}}}
+    features = {
+        "features": {
+            "user_files": {
+                "title": "My files",
+                "description": "Your uploads",
+                "i18n": {"de": {"title": "Meine Dateien"}},
+            }
+        }
+    }
     return write_blueprint_dir(tmp_path / "bp", [bp], features=features)
 
 
@@ -89,7 +105,9 @@ def test_a_blueprints_translations_go_to_agents_that_take_its_text(tmp_path: Pat
         {"id": "own", "name": "Own", "access": "public", "description": "Mine.", "suggestions": [CARDS[0]]},
     ]
     bp = blueprint(
-        "desk", agents=agents, suggestions=CARDS,
+        "desk",
+        agents=agents,
+        suggestions=CARDS,
         i18n={"de": {"description": "Ein Schreibtisch.", "suggestions": DE["suggestions"]}},
     )
     models = state(write_blueprint_dir(tmp_path / "bp", [bp])).models
@@ -128,15 +146,23 @@ def test_a_synced_row_plans_nothing_and_one_locales_field_is_one_field_change(tm
     changed = make_plan(state(desk(tmp_path, {"de": {**DE, "name": "Kundenservice"}, "fr": FR})), live)
     (change,) = changed.changes
     assert change.id == AGENT and change.action is Action.UPDATE
-    assert [(f.path, f.before, f.after) for f in change.fields] == [("meta.i18n.de.name", "Kundendienst", "Kundenservice")]
+    assert [(f.path, f.before, f.after) for f in change.fields] == [
+        ("meta.i18n.de.name", "Kundendienst", "Kundenservice")
+    ]
     assert change.body is not None and change.body["meta"]["i18n"]["de"]["name"] == "Kundenservice"
 
 
 def test_a_dropped_locale_is_removed_from_the_row_and_an_admins_other_keys_stay(tmp_path: Path) -> None:
     live = synced(state(desk(tmp_path, {"de": DE, "fr": FR})))
     raw = dict(live.models[AGENT].raw or {})
-    raw["meta"] = {**raw["meta"], "i18n": {**raw["meta"]["i18n"], "fr": {"name": "Service client", "model_controls.x.label": "X"}}}
-    live = observe([raw, *(m.raw or {} for i, m in live.models.items() if i != AGENT)], [f.raw or {} for f in live.functions.values()])
+    raw["meta"] = {
+        **raw["meta"],
+        "i18n": {**raw["meta"]["i18n"], "fr": {"name": "Service client", "model_controls.x.label": "X"}},
+    }
+    live = observe(
+        [raw, *(m.raw or {} for i, m in live.models.items() if i != AGENT)],
+        [f.raw or {} for f in live.functions.values()],
+    )
     plan = make_plan(state(desk(tmp_path, {"de": DE})), live)
     (change,) = plan.changes
     assert [(f.path, f.before, f.after) for f in change.fields] == [("meta.i18n.fr.name", "Service client", None)]
@@ -144,13 +170,20 @@ def test_a_dropped_locale_is_removed_from_the_row_and_an_admins_other_keys_stay(
     assert remerge_model_form(raw, change)["meta"]["i18n"]["fr"] == {"model_controls.x.label": "X"}
     # `i18n: {}` owns the translations and removes them all; no `i18n` at all leaves them alone.
     (cleared,) = make_plan(state(desk(tmp_path, {})), live).changes
-    assert {f.path for f in cleared.fields} == {"meta.i18n.de.name", "meta.i18n.de.description", "meta.i18n.de.suggestion_prompts", "meta.i18n.fr.name"}
+    assert {f.path for f in cleared.fields} == {
+        "meta.i18n.de.name",
+        "meta.i18n.de.description",
+        "meta.i18n.de.suggestion_prompts",
+        "meta.i18n.fr.name",
+    }
     assert make_plan(state(desk(tmp_path)), live).is_empty
 
 
 def test_before_open_webui_0_12_only_the_default_language_is_written_with_one_note(tmp_path: Path) -> None:
     old = state(desk(tmp_path, {"de": DE, "fr": FR}), i18n=False)
-    assert not [k for obj in (*old.models.values(), *old.functions.values()) for k in obj.fields if k.startswith("meta.i18n")]
+    assert not [
+        k for obj in (*old.models.values(), *old.functions.values()) for k in obj.fields if k.startswith("meta.i18n")
+    ]
     catalog = load_catalog(desk(tmp_path, {"de": DE}))
     (note,) = translation_notes(catalog, select("0.11.4"))
     assert "1 agent, 1 custom feature" in note and "0.12" in note and "0.11.4" in note
@@ -163,7 +196,11 @@ def test_before_open_webui_0_12_only_the_default_language_is_written_with_one_no
     [
         ({"de-ch": FR}, "agents[0].i18n.de-ch", "write 'de-CH'"),
         ({"xx-yy-zz": FR}, "agents[0].i18n.xx-yy-zz", "not a BCP 47 language tag"),
-        ({"de": {"suggestions": DE["suggestions"][:1]}}, "agents[0].i18n.de.suggestions", "1 suggestions, where the blueprint's"),
+        (
+            {"de": {"suggestions": DE["suggestions"][:1]}},
+            "agents[0].i18n.de.suggestions",
+            "1 suggestions, where the blueprint's",
+        ),
         ({"de": {"name": "Kunden\u202edienst"}}, "agents[0].i18n.de.name", "U+202E"),
         ({"de": {"name": "x" * 256}}, "agents[0].i18n.de.name", "too long"),
         ({"de": {"title": "x"}}, "agents[0].i18n.de.title", "unknown field"),
@@ -188,7 +225,9 @@ def test_a_translated_field_must_exist_in_the_default(tmp_path: Path) -> None:
     assert fields == ["agents[0].i18n.de.description", "features.user_files.i18n.de.description", "i18n.de.suggestions"]
 
 
-@pytest.mark.parametrize("text", ["```\n</details>\n\n<img src=x>\n```", "a | b || c @octocat [go](https://e.example) <b>x</b>"])
+@pytest.mark.parametrize(
+    "text", ["```\n</details>\n\n<img src=x>\n```", "a | b || c @octocat [go](https://e.example) <b>x</b>"]
+)
 def test_hostile_translations_leave_a_markdown_plan_its_shape(tmp_path: Path, text: str) -> None:
     from provisioner.render_markdown import render_markdown
     from tests.support.markdown_support import Shape, github_html
@@ -220,6 +259,9 @@ def test_a_text_plan_folds_many_translated_fields_into_one_line_and_shows_a_few_
     out = io.StringIO()
     render_plan(plan.to_json(), Console(file=out, width=200, color_system=None))
     text = out.getvalue()
-    assert f"meta.i18n  {len(web.fields)} translated fields in {len(NATIVE_TOGGLE_TRANSLATIONS['web_search'])} languages change" in text
+    assert (
+        f"meta.i18n  {len(web.fields)} translated fields in {len(NATIVE_TOGGLE_TRANSLATIONS['web_search'])} languages change"
+        in text
+    )
     assert "meta.i18n.de.name" in text and "Kundendienst" in text  # the agent's few fields, each on its line
     assert "meta.i18n.ja.name" not in text

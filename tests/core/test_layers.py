@@ -44,7 +44,9 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-FILES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if (p.parent / "__init__.py").is_file()}  # templates/ are not modules
+FILES = {
+    module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if (p.parent / "__init__.py").is_file()
+}  # templates/ are not modules
 MODULES = sorted(FILES)
 LAYER_LINE = re.compile(r"^Layer: (\w+)\.$", re.MULTILINE)
 
@@ -111,7 +113,9 @@ def test_the_architecture_page_lists_each_layers_modules_as_the_docstrings_say()
     for number, modules in rows:
         listed = set(re.findall(r"`([\w.]+)`", modules))
         wanted = {m for m, layer in LAYERS.items() if layer == int(number)}
-        assert listed == wanted, f"docs/architecture.md, layer {number}: add {sorted(wanted - listed)}, drop {sorted(listed - wanted)}"
+        assert listed == wanted, (
+            f"docs/architecture.md, layer {number}: add {sorted(wanted - listed)}, drop {sorted(listed - wanted)}"
+        )
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -119,13 +123,17 @@ def test_a_module_imports_only_its_own_layer_or_lower_ones(module):
     upward = sorted(m for m in GRAPH[module] if LAYERS[m] > LAYERS[module])
     assert not upward, f"{module} (layer {LAYERS[module]}) imports {upward} from above"
     if LAYERS[module] == VOCABULARY:
-        assert not GRAPH[module], f"{module} is vocabulary: it imports nothing of the package, not {sorted(GRAPH[module])}"
+        assert not GRAPH[module], (
+            f"{module} is vocabulary: it imports nothing of the package, not {sorted(GRAPH[module])}"
+        )
 
 
 @pytest.mark.parametrize("module", MODULES)
 def test_third_party_libraries_stay_in_their_layers(module):
     _, libraries = imports_of(module)
-    wrong = sorted(lib for lib in libraries if lib in ALLOWED_LIBRARIES and LAYERS[module] not in ALLOWED_LIBRARIES[lib])
+    wrong = sorted(
+        lib for lib in libraries if lib in ALLOWED_LIBRARIES and LAYERS[module] not in ALLOWED_LIBRARIES[lib]
+    )
     assert not wrong, f"{module} (layer {LAYERS[module]}) imports {wrong}"
 
 
@@ -141,7 +149,7 @@ def test_no_import_circle_among_the_modules():
         state[module] = "open"
         for imported in sorted(GRAPH[module]):
             if state.get(imported) == "open":
-                cycles.append([*path[path.index(imported):], imported] if imported in path else [module, imported])
+                cycles.append([*path[path.index(imported) :], imported] if imported in path else [module, imported])
             elif imported not in state:
                 visit(imported, [*path, imported])
         state[module] = "done"

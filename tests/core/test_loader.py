@@ -57,7 +57,9 @@ def test_unknown_feature_in_serves_is_an_error(tmp_path: Path) -> None:
 
 
 def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
-    bad = blueprint("demo", calls=["nope"], agents=[{"id": "a", "name": "A"}, {"id": "a", "name": "B", "defaults": ["web_search"]}])
+    bad = blueprint(
+        "demo", calls=["nope"], agents=[{"id": "a", "name": "A"}, {"id": "a", "name": "B", "defaults": ["web_search"]}]
+    )
     root = write_blueprint_dir(tmp_path, [bad])
     problems = problems_of(root)
     assert any("unknown capability 'nope'" in p for p in problems)
@@ -74,7 +76,9 @@ def test_yaml_syntax_error_names_its_line(tmp_path: Path) -> None:
 
 
 def test_wrong_type_names_the_field_path(tmp_path: Path) -> None:
-    root = write_blueprint_dir(tmp_path, [blueprint("demo", agents=[{"id": "x", "name": "X", "access": {"groups": "Research"}}])])
+    root = write_blueprint_dir(
+        tmp_path, [blueprint("demo", agents=[{"id": "x", "name": "X", "access": {"groups": "Research"}}])]
+    )
     [problem] = problems_of(root)
     assert "agents[0].access.groups: Input should be a valid list" in problem
 

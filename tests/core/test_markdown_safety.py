@@ -45,15 +45,17 @@ def plan_with(text: str, fields: int = 2) -> dict[str, Any]:
         "changes": [
             {"kind": "function", "id": f"f{text}", "action": "create", "fields": [], "global": True},
             {
-                "kind": "function", "id": f"aihub{text}", "action": "update",
+                "kind": "function",
+                "id": f"aihub{text}",
+                "action": "update",
                 "fields": [{"path": "content", "before": "sha256:1", "after": "sha256:2"}],
                 "upgrade": {"from": f"0.1{text}", "to": f"0.2{text}"},
             },
             {
-                "kind": "model", "id": text, "action": "update",
-                "fields": [
-                    {"path": f"meta.{text}{i}", "before": text, "after": f"{text}{i}"} for i in range(fields)
-                ],
+                "kind": "model",
+                "id": text,
+                "action": "update",
+                "fields": [{"path": f"meta.{text}{i}", "before": text, "after": f"{text}{i}"} for i in range(fields)],
             },
         ],
         "orphans": [{"kind": "model", "id": text}],

@@ -7,8 +7,8 @@ import base64
 from pathlib import Path
 
 from provisioner.features import NATIVE_FEATURES, NATIVE_TOGGLES
-from provisioner.toggle_filters import expected_toggle_files, rendered_toggle_functions
 from provisioner.loader import load_catalog
+from provisioner.toggle_filters import expected_toggle_files, rendered_toggle_functions
 from tests.support.builders import REPO, blueprint, write_blueprint_dir
 from tests.support.loading import load_source
 
@@ -22,18 +22,25 @@ def _load_filter(source: str):
 def test_every_native_feature_has_open_webuis_own_label_and_an_svg_icon() -> None:
     assert set(NATIVE_TOGGLES) == set(NATIVE_FEATURES)
     assert [NATIVE_TOGGLES[f].title for f in ("web_search", "image_generation", "code_interpreter")] == [
-        "Web Search", "Image", "Code Interpreter",
+        "Web Search",
+        "Image",
+        "Code Interpreter",
     ]
     for toggle in NATIVE_TOGGLES.values():
         prefix = "data:image/svg+xml;base64,"
         assert toggle.icon.startswith(prefix)
-        assert base64.b64decode(toggle.icon[len(prefix):]).decode().startswith("<svg")
+        assert base64.b64decode(toggle.icon[len(prefix) :]).decode().startswith("<svg")
 
 
 def test_a_toggle_filter_is_rendered_for_each_native_feature_a_blueprint_supports(tmp_path: Path) -> None:
-    root = write_blueprint_dir(tmp_path / "bp", [blueprint("a", calls=["web_research"]), blueprint("b", calls=["summarise"])])
+    root = write_blueprint_dir(
+        tmp_path / "bp", [blueprint("a", calls=["web_research"]), blueprint("b", calls=["summarise"])]
+    )
     files = expected_toggle_files(load_catalog(root))
-    assert sorted(files) == ["aihub_toggle_user_files.py", "aihub_toggle_web_search.py"]  # no code_interpreter: no caller
+    assert sorted(files) == [
+        "aihub_toggle_user_files.py",
+        "aihub_toggle_web_search.py",
+    ]  # no code_interpreter: no caller
 
 
 def test_the_native_toggle_filter_looks_native_and_requests_its_feature(tmp_path: Path) -> None:

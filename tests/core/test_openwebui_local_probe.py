@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -90,7 +90,9 @@ def test_the_probe_gives_up_after_max_added_modules(script, tmp_path: Path) -> N
 
 def test_an_import_failing_for_another_reason_is_reported_with_the_log(script, tmp_path: Path) -> None:
     venv = fake_venv(tmp_path, [])
-    (venv / "bin" / "python").write_text(f"#!{sys.executable}\nimport sys\nprint('SyntaxError: boom', file=sys.stderr)\nsys.exit(1)\n")
+    (venv / "bin" / "python").write_text(
+        f"#!{sys.executable}\nimport sys\nprint('SyntaxError: boom', file=sys.stderr)\nsys.exit(1)\n"
+    )
     with pytest.raises(script.LocalError, match="(?s)importing open_webui.main failed .exit 1.*SyntaxError: boom"):
         script.add_missing_modules(venv, tmp_path / "install.log")
 

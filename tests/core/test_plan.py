@@ -140,12 +140,29 @@ def test_function_flags_compare_and_content_shows_as_hash() -> None:
     fn = ObjectState(
         "function",
         "aihub_feature_filter",
-        {"name": "F", "meta.description": "", "content": "new", "is_active": True, "is_global": False,
-         "meta.aihub": {"managed_by": "aihub-provision"}},
+        {
+            "name": "F",
+            "meta.description": "",
+            "content": "new",
+            "is_active": True,
+            "is_global": False,
+            "meta.aihub": {"managed_by": "aihub-provision"},
+        },
     )
-    live = {"id": "aihub_feature_filter", "name": "F", "content": "old", "is_active": False, "is_global": False,
-            "meta": {"description": "", "manifest": {"title": "F"}, "toggle": False, "aihub": {"managed_by": "aihub-provision"}},
-            "valves": {}}
+    live = {
+        "id": "aihub_feature_filter",
+        "name": "F",
+        "content": "old",
+        "is_active": False,
+        "is_global": False,
+        "meta": {
+            "description": "",
+            "manifest": {"title": "F"},
+            "toggle": False,
+            "aihub": {"managed_by": "aihub-provision"},
+        },
+        "valves": {},
+    }
     plan = make_plan(InstanceState(functions={fn.id: fn}), observe([], [live]))
     [change] = plan.changes
     assert {f.path for f in change.fields} == {"content", "is_active"}
@@ -156,8 +173,14 @@ def test_function_flags_compare_and_content_shows_as_hash() -> None:
 
 
 def test_sensitive_values_never_reach_the_json_plan() -> None:
-    fn = ObjectState("function", "aihub_agent_pipe", {"valves.API_KEYS": '{"K": "s3cret"}'}, sensitive=frozenset({"valves.API_KEYS"}))
-    live = {"id": "aihub_agent_pipe", "meta": {"aihub": {"managed_by": "aihub-provision"}}, "valves": {"API_KEYS": '{"K": "old-s3cret"}'}}
+    fn = ObjectState(
+        "function", "aihub_agent_pipe", {"valves.API_KEYS": '{"K": "s3cret"}'}, sensitive=frozenset({"valves.API_KEYS"})
+    )
+    live = {
+        "id": "aihub_agent_pipe",
+        "meta": {"aihub": {"managed_by": "aihub-provision"}},
+        "valves": {"API_KEYS": '{"K": "old-s3cret"}'},
+    }
     plan = make_plan(InstanceState(functions={fn.id: fn}), observe([], [live]))
     text = str(plan.to_json())
     assert "s3cret" not in text and "(sensitive)" in text

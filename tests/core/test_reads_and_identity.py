@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from provisioner.owui_capabilities import model_capabilities
 from provisioner.desired import build_desired
 from provisioner.errors import BlueprintError
 from provisioner.function_files import load_function_files
 from provisioner.loader import load_catalog
+from provisioner.owui_capabilities import model_capabilities
 from tests.support.builders import CAPABILITIES, REPO, blueprint, write_blueprint_dir
 
 READERS: dict[str, Any] = {
@@ -39,12 +39,16 @@ def _entries(state) -> dict[str, dict[str, Any]]:
 
 
 def test_capabilities_that_read_give_their_agents_the_inputs_with_no_second_declaration(tmp_path: Path) -> None:
-    root = write_blueprint_dir(tmp_path, [
-        blueprint("docs", calls=["summarise", "read_docs"]),
-        blueprint("pics", calls=["read_images"]),
-        blueprint("both", calls=["read_docs", "read_images"]),
-        blueprint("plain", calls=["summarise"]),
-    ], capabilities=READERS)
+    root = write_blueprint_dir(
+        tmp_path,
+        [
+            blueprint("docs", calls=["summarise", "read_docs"]),
+            blueprint("pics", calls=["read_images"]),
+            blueprint("both", calls=["read_docs", "read_images"]),
+            blueprint("plain", calls=["summarise"]),
+        ],
+        capabilities=READERS,
+    )
     state = _desired(root)
     pick = ("file_upload", "file_context", "vision")
     assert {bp: tuple(_caps(state, bp)[k] for k in pick) for bp in ("docs", "pics", "both", "plain")} == {
@@ -55,17 +59,23 @@ def test_capabilities_that_read_give_their_agents_the_inputs_with_no_second_decl
     }
     entries = _entries(state)
     assert {i: e["reads"] for i, e in entries.items()} == {
-        "docs.default": ["documents"], "pics.default": ["images"],
-        "both.default": ["documents", "images"], "plain.default": [],
+        "docs.default": ["documents"],
+        "pics.default": ["images"],
+        "both.default": ["documents", "images"],
+        "plain.default": [],
     }
 
 
 def test_openwebui_capabilities_still_override_what_reads_derives(tmp_path: Path) -> None:
-    root = write_blueprint_dir(tmp_path, [
-        blueprint("docs", calls=["read_docs"], openwebui_capabilities={"file_upload": False}),
-        blueprint("ctx", calls=["read_docs"], openwebui_capabilities={"file_context": True}),
-        blueprint("pics", calls=["read_images"], openwebui_capabilities={"file_upload": True}),
-    ], capabilities=READERS)
+    root = write_blueprint_dir(
+        tmp_path,
+        [
+            blueprint("docs", calls=["read_docs"], openwebui_capabilities={"file_upload": False}),
+            blueprint("ctx", calls=["read_docs"], openwebui_capabilities={"file_context": True}),
+            blueprint("pics", calls=["read_images"], openwebui_capabilities={"file_upload": True}),
+        ],
+        capabilities=READERS,
+    )
     state = _desired(root)
     assert _caps(state, "docs")["file_upload"] is False
     assert _caps(state, "ctx")["file_context"] is True and _caps(state, "ctx")["file_upload"] is True
@@ -82,7 +92,11 @@ def test_model_capabilities_keeps_the_always_off_keys_off_whatever_is_read() -> 
     ("calls", "overrides", "refused"),
     [
         (["summarise"], {"file_upload": True}, ["openwebui_capabilities.file_upload"]),
-        (["summarise"], {"vision": True, "file_upload": True}, ["openwebui_capabilities.vision", "openwebui_capabilities.file_upload"]),
+        (
+            ["summarise"],
+            {"vision": True, "file_upload": True},
+            ["openwebui_capabilities.vision", "openwebui_capabilities.file_upload"],
+        ),
         (["read_docs"], {"vision": True}, ["openwebui_capabilities.vision"]),
         (["read_images"], {"file_upload": True}, []),  # images come through the attach button too
         (["read_docs"], {"file_upload": True}, []),  # says what reads derives already: allowed
@@ -92,7 +106,9 @@ def test_model_capabilities_keeps_the_always_off_keys_off_whatever_is_read() -> 
 def test_validate_refuses_uploads_that_no_capability_reads(
     tmp_path: Path, calls: list[str], overrides: dict[str, bool], refused: list[str]
 ) -> None:
-    root = write_blueprint_dir(tmp_path, [blueprint("demo", calls=calls, openwebui_capabilities=overrides)], capabilities=READERS)
+    root = write_blueprint_dir(
+        tmp_path, [blueprint("demo", calls=calls, openwebui_capabilities=overrides)], capabilities=READERS
+    )
     if not refused:
         load_catalog(root)
         return
@@ -103,15 +119,20 @@ def test_validate_refuses_uploads_that_no_capability_reads(
 
 
 def test_identity_and_oauth_header_go_into_each_agents_entry_overrides_included(tmp_path: Path) -> None:
-    bp = blueprint("desk", agents=[
-        {"id": "a", "name": "A"},
-        {"id": "b", "name": "B", "backend": {"identity": "none"}},
-        {"id": "c", "name": "C", "backend": {"oauth_token_header": "X-Drive-Token"}},
-    ])
+    bp = blueprint(
+        "desk",
+        agents=[
+            {"id": "a", "name": "A"},
+            {"id": "b", "name": "B", "backend": {"identity": "none"}},
+            {"id": "c", "name": "C", "backend": {"oauth_token_header": "X-Drive-Token"}},
+        ],
+    )
     bp["backend"].update({"identity": "signed", "url": "https://agents.example.com/desk"})
     entries = _entries(_desired(write_blueprint_dir(tmp_path, [bp])))
     assert {i: (e["identity"], e["oauth_token_header"]) for i, e in entries.items()} == {
-        "desk.a": ("signed", None), "desk.b": ("none", None), "desk.c": ("signed", "X-Drive-Token"),
+        "desk.a": ("signed", None),
+        "desk.b": ("none", None),
+        "desk.c": ("signed", "X-Drive-Token"),
     }
 
 
@@ -130,7 +151,9 @@ def test_identity_defaults_to_auto(tmp_path: Path) -> None:
         ("http://10.1.2.3/x", True, False),  # insecure lets the key cross in clear, never the user's token
     ],
 )
-def test_the_oauth_token_goes_only_over_https_or_to_loopback(tmp_path: Path, url: str, insecure: bool, ok: bool) -> None:
+def test_the_oauth_token_goes_only_over_https_or_to_loopback(
+    tmp_path: Path, url: str, insecure: bool, ok: bool
+) -> None:
     bp = blueprint("desk")
     bp["backend"] = {"url": url, "oauth_token_header": "X-Drive-Token", **({"insecure": True} if insecure else {})}
     root = write_blueprint_dir(tmp_path, [bp])

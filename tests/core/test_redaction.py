@@ -16,7 +16,7 @@ from provisioner.plan import Action, Change, FieldChange
 from provisioner.redaction import SENSITIVE, WITHHELD, redact
 
 # Every character a form treats specially: `/` `+` `=` `&` `"` `\` `<` `'`, a space, non-ASCII.
-KEY = 'bk/Q7+x9=Zr&2"Lm\\W4<p\'V8 nB3é'
+KEY = "bk/Q7+x9=Zr&2\"Lm\\W4<p'V8 nB3é"
 PLAIN = "bk-Hd5Jq8Ws2Xe6Rt9Yu1Io"  # no character any encoding changes
 
 
@@ -39,7 +39,9 @@ ENCODINGS = {
     "raw": lambda k: k,
     "url-encoded, / encoded": lambda k: quote(k, safe=""),
     "url-encoded, / kept": lambda k: quote(k, safe="/"),
-    "url-encoded, lower-case escapes": lambda k: re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), quote(k, safe="")),
+    "url-encoded, lower-case escapes": lambda k: re.sub(
+        r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), quote(k, safe="")
+    ),
     "url-encoded, mixed-case escapes": lambda k: _mixed_case(quote(k, safe="")),
     "form-encoded (+ for space)": lambda k: quote_plus(k, safe=""),
     "form-encoded, / kept": lambda k: quote_plus(k, safe="/"),

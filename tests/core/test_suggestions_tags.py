@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 from provisioner.desired import build_desired
 from provisioner.loader import load_catalog
@@ -53,11 +52,19 @@ def test_without_suggestions_or_tags_an_admins_own_survive_a_sync(tmp_path: Path
     row = desired["aihub_agent_pipe.desk.default"]
     assert "meta.suggestion_prompts" not in row.fields and "meta.tags" not in row.fields
     live = {
-        "id": row.id, "name": row.fields["name"], "base_model_id": None, "is_active": True, "params": {},
+        "id": row.id,
+        "name": row.fields["name"],
+        "base_model_id": None,
+        "is_active": True,
+        "params": {},
         "access_grants": [{"principal_type": "user", "principal_id": "*", "permission": "read"}],
         "meta": {
             **{k.removeprefix("meta."): v for k, v in row.fields.items() if k.startswith("meta.") and "." not in k[5:]},
-            "capabilities": {k.removeprefix("meta.capabilities."): v for k, v in row.fields.items() if k.startswith("meta.capabilities.")},
+            "capabilities": {
+                k.removeprefix("meta.capabilities."): v
+                for k, v in row.fields.items()
+                if k.startswith("meta.capabilities.")
+            },
             "tags": [{"name": "Mine"}],
             "suggestion_prompts": [{"title": ["Admin's", ""], "content": "x"}],
         },
@@ -78,8 +85,15 @@ def test_a_hand_edited_suggestion_or_tag_is_one_field_in_the_plan_and_reverted(t
         elif path.startswith("meta."):
             meta[path.removeprefix("meta.")] = value
     meta["tags"] = [{"name": "Other"}]
-    live = {"id": row.id, "name": row.fields["name"], "base_model_id": None, "is_active": True, "params": {},
-            "meta": meta, "access_grants": row.fields["access_grants"]}
+    live = {
+        "id": row.id,
+        "name": row.fields["name"],
+        "base_model_id": None,
+        "is_active": True,
+        "params": {},
+        "meta": meta,
+        "access_grants": row.fields["access_grants"],
+    }
     plan = make_plan(InstanceState(models=desired), InstanceState(models={row.id: observed_model(live)}))
     (change,) = plan.changes
     assert [f.path for f in change.fields] == ["meta.tags"] and change.body is not None
@@ -98,4 +112,7 @@ def test_every_sample_agent_has_its_own_icon_suggestions_and_tags() -> None:
         icons.add(row.fields["meta.profile_image_url"])
     assert len(icons) == 5  # one per blueprint, and the billing desk's own
     billing = models["aihub_agent_pipe.support-desk.billing"].fields
-    assert all("refund" in s["content"].lower() or "invoice" in s["content"].lower() for s in billing["meta.suggestion_prompts"])
+    assert all(
+        "refund" in s["content"].lower() or "invoice" in s["content"].lower()
+        for s in billing["meta.suggestion_prompts"]
+    )

@@ -6,10 +6,10 @@ import os
 
 import pytest
 
-from provisioner.openwebui.client import check_url
 from provisioner.errors import ConfigError
-from provisioner.targets import load_targets
+from provisioner.openwebui.client import check_url
 from provisioner.openwebui.token import admin_login, write_secret_file
+from provisioner.targets import load_targets
 
 
 def test_the_password_comes_from_the_environment_or_a_file_never_both(tmp_path) -> None:
@@ -19,7 +19,13 @@ def test_the_password_comes_from_the_environment_or_a_file_never_both(tmp_path) 
     login = admin_login({"OPENWEBUI_ADMIN_EMAIL": "a@x", "OPENWEBUI_ADMIN_PASSWORD_FILE": str(secret)})
     assert login.password == "from-file" and "from-file" not in repr(login)
     with pytest.raises(ConfigError, match="use one"):
-        admin_login({"OPENWEBUI_ADMIN_EMAIL": "a@x", "OPENWEBUI_ADMIN_PASSWORD": "p", "OPENWEBUI_ADMIN_PASSWORD_FILE": str(secret)})
+        admin_login(
+            {
+                "OPENWEBUI_ADMIN_EMAIL": "a@x",
+                "OPENWEBUI_ADMIN_PASSWORD": "p",
+                "OPENWEBUI_ADMIN_PASSWORD_FILE": str(secret),
+            }
+        )
     with pytest.raises(ConfigError, match="OPENWEBUI_ADMIN_EMAIL"):
         admin_login({"OPENWEBUI_ADMIN_PASSWORD": "p"})
     with pytest.raises(ConfigError, match="no admin password"):
@@ -45,8 +51,10 @@ def test_plain_http_to_a_named_internal_host_needs_no_insecure() -> None:
 
 def test_targets_take_allow_http_patterns(tmp_path) -> None:
     path = tmp_path / "targets.yaml"
-    path.write_text("targets:\n  c:\n    url: http://o.ns.svc.cluster.local\n    token_file: t\n"
-                    "    allow_http: ['*.svc.cluster.local']\n")
+    path.write_text(
+        "targets:\n  c:\n    url: http://o.ns.svc.cluster.local\n    token_file: t\n"
+        "    allow_http: ['*.svc.cluster.local']\n"
+    )
     assert load_targets(path)["c"].allow_http == ("*.svc.cluster.local",)
 
 
@@ -73,7 +81,12 @@ def _login_within(path, seconds: float = 5.0):
 
 
 def test_a_password_file_keeps_the_spaces_at_its_ends_only_the_line_end_is_stripped(tmp_path) -> None:
-    for content, password in [("  p w  \n", "  p w  "), (" \tsecret \r\n", " \tsecret "), ("pw", "pw"), ("pw \n\n", "pw \n")]:
+    for content, password in [
+        ("  p w  \n", "  p w  "),
+        (" \tsecret \r\n", " \tsecret "),
+        ("pw", "pw"),
+        ("pw \n\n", "pw \n"),
+    ]:
         (tmp_path / "pw").write_text(content, newline="")
         assert _login_within(tmp_path / "pw").password == password, repr(content)
 
@@ -82,7 +95,9 @@ def test_a_password_file_that_is_a_fifo_is_refused_at_once(tmp_path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     outcome = _login_within(fifo)
-    assert isinstance(outcome, ConfigError) and f"OPENWEBUI_ADMIN_PASSWORD_FILE {fifo} is a named pipe (FIFO)" in str(outcome)
+    assert isinstance(outcome, ConfigError) and f"OPENWEBUI_ADMIN_PASSWORD_FILE {fifo} is a named pipe (FIFO)" in str(
+        outcome
+    )
 
 
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])

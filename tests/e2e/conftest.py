@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,11 @@ from tests.support.agui_server import harness
 from tests.support.builders import REPO, samples_on, write_function_dir
 from tests.support.chat_support import AGENT_PIPE, ChatRig, install_observer, provision
 from tests.support.owui_instance import (
-    IDENTITY_ENV, SERVER_KEY, SERVER_KEY_ENV, OpenWebUIInstance, OpenWebUIUnavailable,
+    IDENTITY_ENV,
+    SERVER_KEY,
+    SERVER_KEY_ENV,
+    OpenWebUIInstance,
+    OpenWebUIUnavailable,
     unavailable,
 )
 from tests.support.recording import Recorder, record_cli_requests

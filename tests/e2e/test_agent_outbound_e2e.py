@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
+from demo_agents.sse_handler import SSEHandler
 from tests.support.builders import blueprint, write_blueprint_dir, write_function_dir
 from tests.support.chat_support import AGENT_PIPE, my_user_id, provision, stored_message, ui_turn
-from demo_agents.sse_handler import SSEHandler
 
 CALLS = ["web_research", "read_user_files", "summarise"]  # as test_agent_pipe_e2e (its toggle exists)
 AGUI_MODEL = "aihub_agent_pipe.cited-agui.default"
@@ -50,27 +50,47 @@ class ScriptedOpenAI:
                 server.requests.append({"path": self.path, "json": json.loads(self.read_body())})
                 self.start_stream()
                 if self.path == "/agui/draw":
-                    for event in ({"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
-                                  {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": DRAWN},
-                                  {"type": "CUSTOM", "name": "aihub.image",
-                                   "value": {"mimeType": "image/png", "data": IMAGE_URI.split(",", 1)[1]}},
-                                  {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}):
+                    for event in (
+                        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": DRAWN},
+                        {
+                            "type": "CUSTOM",
+                            "name": "aihub.image",
+                            "value": {"mimeType": "image/png", "data": IMAGE_URI.split(",", 1)[1]},
+                        },
+                        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+                    ):
                         self.send_event(event)
                     self.end_stream()
                     return
                 if self.path == "/draw/chat/completions":
                     chunk = {"id": "c2", "object": "chat.completion.chunk", "model": "draw"}
                     self.send_event({**chunk, "choices": [{"index": 0, "delta": {"content": DRAWN}}]})
-                    self.send_event({**chunk, "choices": [{"index": 0, "delta": {
-                        "images": [{"type": "image_url", "image_url": {"url": IMAGE_URI}}]}}]})
+                    self.send_event(
+                        {
+                            **chunk,
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "delta": {"images": [{"type": "image_url", "image_url": {"url": IMAGE_URI}}]},
+                                }
+                            ],
+                        }
+                    )
                     self.send_event("[DONE]")
                     self.end_stream()
                     return
                 chunk = {"id": "c1", "object": "chat.completion.chunk", "model": "news"}
                 citation = {"type": "url_citation", "url_citation": {**NEWS, "start_index": 0, "end_index": 5}}
-                self.send_event({**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Sunny"}}]})
-                self.send_event({**chunk, "choices": [{"index": 0, "delta": {"content": " today.",
-                                                                             "annotations": [citation, citation]}}]})
+                self.send_event(
+                    {**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Sunny"}}]}
+                )
+                self.send_event(
+                    {
+                        **chunk,
+                        "choices": [{"index": 0, "delta": {"content": " today.", "annotations": [citation, citation]}}],
+                    }
+                )
                 self.send_event({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
                 self.send_event({**chunk, "choices": [], "usage": OPENAI_USAGE})
                 self.send_event("[DONE]")
@@ -95,15 +115,20 @@ def openai_backend() -> Iterator[ScriptedOpenAI]:
 
 
 @pytest.fixture(scope="module")
-def outbound_bundle(tmp_path_factory: pytest.TempPathFactory, agui_server: Any,
-                    openai_backend: ScriptedOpenAI) -> list[str]:
+def outbound_bundle(
+    tmp_path_factory: pytest.TempPathFactory, agui_server: Any, openai_backend: ScriptedOpenAI
+) -> list[str]:
     tmp = tmp_path_factory.mktemp("outbound-e2e")
     prints = [
         blueprint("cited-agui", calls=CALLS, backend={"transport": "agui", "url": agui_server.agent_url}),
-        blueprint("cited-openai", calls=CALLS,
-                  backend={"transport": "openai", "url": openai_backend.url, "model": "news"}),
-        blueprint("draw-openai", calls=CALLS,
-                  backend={"transport": "openai", "url": f"{openai_backend.root}/draw", "model": "draw"}),
+        blueprint(
+            "cited-openai", calls=CALLS, backend={"transport": "openai", "url": openai_backend.url, "model": "news"}
+        ),
+        blueprint(
+            "draw-openai",
+            calls=CALLS,
+            backend={"transport": "openai", "url": f"{openai_backend.root}/draw", "model": "draw"},
+        ),
         blueprint("draw-agui", calls=CALLS, backend={"transport": "agui", "url": f"{openai_backend.root}/agui/draw"}),
         blueprint("approve", calls=CALLS, backend={"transport": "agui", "url": agui_server.agent_url}),
     ]
@@ -136,8 +161,10 @@ def test_agui_usage_and_citation_are_stored_on_the_message_and_counted(synced: A
     assert (usage["input_tokens"], usage["output_tokens"], usage["total_tokens"]) == (30, 9, 39)
     assert (usage["prompt_tokens"], usage["completion_tokens"]) == (30, 9)
     (source,) = stored["sources"]  # the agent cited it twice: one chip
-    assert source["source"] == {"name": "Weather &lt;Paris&gt; &amp; more",
-                                "url": "https://weather.example.org/paris?d=today"}
+    assert source["source"] == {
+        "name": "Weather &lt;Paris&gt; &amp; more",
+        "url": "https://weather.example.org/paris?d=today",
+    }
     assert source["document"] == ["Sunny, 21 °C"]
     after = token_analytics(synced, AGUI_MODEL)
     assert (after[0] - before[0], after[1] - before[1]) == (30, 9)
@@ -148,8 +175,7 @@ def test_openai_usage_and_url_citation_are_stored_on_the_message_and_counted(
 ) -> None:
     before = token_analytics(synced, OPENAI_MODEL)
     openai_backend.requests.clear()
-    chat_id, _, answer = ui_turn(synced, OPENAI_MODEL, "What is the weather?", chat_id=None, parent_id=None,
-                                 first=True)
+    chat_id, _, answer = ui_turn(synced, OPENAI_MODEL, "What is the weather?", chat_id=None, parent_id=None, first=True)
     (request,) = openai_backend.requests
     assert request["path"] == "/v1/chat/completions"
     assert request["json"]["stream_options"] == {"include_usage": True}
@@ -168,16 +194,28 @@ def test_openai_usage_and_url_citation_are_stored_on_the_message_and_counted(
 def other_user(synced: Any) -> Iterator[str]:
     """A second user's token (a plain user, not in the chat)."""
     with synced.client() as http:
-        user = http.post("/api/v1/auths/add", json={"name": "Other", "email": f"other-{uuid.uuid4().hex[:8]}@example.com",
-                                                     "password": "Pw-0ther-user!", "role": "user"}).raise_for_status().json()
+        user = (
+            http.post(
+                "/api/v1/auths/add",
+                json={
+                    "name": "Other",
+                    "email": f"other-{uuid.uuid4().hex[:8]}@example.com",
+                    "password": "Pw-0ther-user!",
+                    "role": "user",
+                },
+            )
+            .raise_for_status()
+            .json()
+        )
     yield user["token"]
     with synced.client() as http:
         http.delete(f"/api/v1/users/{user['id']}")
 
 
 @pytest.mark.parametrize("transport", ["openai", "agui"])
-def test_an_image_the_agent_made_is_stored_for_the_chats_user_only(synced: Any, other_user: str,
-                                                                   transport: str) -> None:
+def test_an_image_the_agent_made_is_stored_for_the_chats_user_only(
+    synced: Any, other_user: str, transport: str
+) -> None:
     model = f"aihub_agent_pipe.draw-{transport}.default"
     chat_id, _, answer = ui_turn(synced, model, "Draw the chart.", chat_id=None, parent_id=None, first=True)
     stored = stored_message(synced, chat_id, answer)
@@ -202,8 +240,9 @@ def test_a_tool_that_needs_approval_never_runs_for_a_client_without_a_browser(sy
     "Client session disconnected."): the same run is resumed as cancelled, never as an approval
     (issue 32), and the tool's block says why it did not run."""
     agui_server.clear()
-    chat_id, _, answer = ui_turn(synced, "aihub_agent_pipe.approve.default", "scenario:approval", chat_id=None,
-                                 parent_id=None, first=True)
+    chat_id, _, answer = ui_turn(
+        synced, "aihub_agent_pipe.approve.default", "scenario:approval", chat_id=None, parent_id=None, first=True
+    )
     stored = stored_message(synced, chat_id, answer)
     assert agui_server.booked() == []
     assert "Not run: the agent asked for an answer, which only a chat in the browser can give." in stored["content"]

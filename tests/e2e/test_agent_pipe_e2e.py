@@ -20,7 +20,6 @@ import html
 import json
 import os
 import re
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -90,8 +89,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory, agui_servers: dict[str, Any
             backend={"transport": "agui", "url": agui_servers["1.7.0"].agent_url, "api_key_env": KEY_ENV},
             agents=[
                 {"id": "default", "name": "Weather", "access": "public"},
-                {"id": "keyed", "name": "Weather (tapped)", "access": "public",
-                 "backend": {"url": f"{tap.url}/agent"}},
+                {"id": "keyed", "name": "Weather (tapped)", "access": "public", "backend": {"url": f"{tap.url}/agent"}},
             ],
         ),
         blueprint(
@@ -99,14 +97,33 @@ def bundle(tmp_path_factory: pytest.TempPathFactory, agui_servers: dict[str, Any
             calls=calls,
             backend={"transport": "agui", "url": agui_servers["1.0.0rc8"].agent_url},
         ),
-        blueprint("leaky", calls=calls,
-                  backend={"transport": "agui", "url": agui_servers["1.7.0"].agent_url, "api_key_env": LEAKY_ENV}),
+        blueprint(
+            "leaky",
+            calls=calls,
+            backend={"transport": "agui", "url": agui_servers["1.7.0"].agent_url, "api_key_env": LEAKY_ENV},
+        ),
         blueprint("down", calls=calls, backend={"transport": "agui", "url": f"http://127.0.0.1:{closed_port()}/agent"}),
         # keys the Open WebUI server reads from its own environment at chat time
-        blueprint("srvkey", calls=calls, backend={"transport": "agui", "url": f"{tap.url}/agent",
-                                                  "api_key_env": SERVER_KEY_ENV, "api_key_from": "server"}),
-        blueprint("srvkey-unset", calls=calls, backend={"transport": "agui", "url": f"{tap.url}/agent",
-                                                        "api_key_env": "AIHUB_E2E_NOT_SET", "api_key_from": "server"}),
+        blueprint(
+            "srvkey",
+            calls=calls,
+            backend={
+                "transport": "agui",
+                "url": f"{tap.url}/agent",
+                "api_key_env": SERVER_KEY_ENV,
+                "api_key_from": "server",
+            },
+        ),
+        blueprint(
+            "srvkey-unset",
+            calls=calls,
+            backend={
+                "transport": "agui",
+                "url": f"{tap.url}/agent",
+                "api_key_env": "AIHUB_E2E_NOT_SET",
+                "api_key_from": "server",
+            },
+        ),
     ]
     root = write_blueprint_dir(tmp / "blueprints", prints)
     functions = write_function_dir(tmp / "functions", root, PIPE_FILE)
@@ -130,8 +147,13 @@ def owui(clean_openwebui: OpenWebUIInstance, monkeypatch: pytest.MonkeyPatch) ->
 
 
 @pytest.fixture
-def synced(owui: OpenWebUIInstance, bundle: list[str], agent_key: str, agui_servers: dict[str, Any],
-           capsys: pytest.CaptureFixture[str]) -> OpenWebUIInstance:
+def synced(
+    owui: OpenWebUIInstance,
+    bundle: list[str],
+    agent_key: str,
+    agui_servers: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+) -> OpenWebUIInstance:
     code, out, err = provision(capsys, "sync", *bundle)
     assert code == 0, out + err
     assert agent_key not in out + err
@@ -233,13 +255,15 @@ def test_requested_features_reach_the_agent_as_forwarded_props(synced, agui_serv
     user = my_user_id(synced)
     hello = [{"role": "user", "content": "scenario:text_only"}]
 
-    answer = api_chat(synced, model_id("1.7.0"), hello, features={"web_search": True, "image_generation": True},
-                      filter_ids=[TOGGLE])
+    answer = api_chat(
+        synced, model_id("1.7.0"), hello, features={"web_search": True, "image_generation": True}, filter_ids=[TOGGLE]
+    )
     assert answer == "Hello from the scripted agent."
     answer = api_chat(synced, model_id("1.7.0"), hello)
     assert answer == "Hello from the scripted agent."
 
     toggled, plain = server.recorded()
+
     # native toggles first (the feature filter, sorted), then the toggle filters (priority 10);
     # image_generation was asked for but the blueprint does not support it
     def features_and_user(run: dict[str, Any]) -> dict[str, Any]:  # the message ids: the UI test below
@@ -258,13 +282,18 @@ def test_ui_chat_stores_the_turn_in_stream_order_and_sends_it_back_in_order(sync
     user = my_user_id(synced)
 
     # turn 1: a new chat, Web Search and the user_files toggle on, lead-in -> tool -> summary
-    chat_id, first_user, first_answer = ui_turn(synced, model, "scenario:lead_tool_summary",
-                                                chat_id=None, parent_id=None, first=True)
+    chat_id, first_user, first_answer = ui_turn(
+        synced, model, "scenario:lead_tool_summary", chat_id=None, parent_id=None, first=True
+    )
     (run,) = server.recorded()  # the title/tags/follow-up tasks never reached the agent
     assert run["threadId"] == chat_id
     assert run["runId"] == first_answer  # the agent's run and Open WebUI's message join
-    assert run["forwardedProps"] == {"features": ["web_search", "user_files"], "user_id": user,
-                                     "message_id": first_answer, "user_message_id": first_user}
+    assert run["forwardedProps"] == {
+        "features": ["web_search", "user_files"],
+        "user_id": user,
+        "message_id": first_answer,
+        "user_message_id": first_user,
+    }
     assert transcript(run["messages"]) == [("user", "scenario:lead_tool_summary")]
     # the agent's own call id, as its model made it (second model call: the call and its result)
     call_id = server.model_calls()[1][-1]["results"][0]
@@ -282,8 +311,9 @@ def test_ui_chat_stores_the_turn_in_stream_order_and_sends_it_back_in_order(sync
 
     # turn 2: the browser sends only the new message; Open WebUI loads the history from the chat
     server.clear()
-    _, second_user, second_answer = ui_turn(synced, model, "scenario:text_only",
-                                            chat_id=chat_id, parent_id=first_answer, first=False)
+    _, second_user, second_answer = ui_turn(
+        synced, model, "scenario:text_only", chat_id=chat_id, parent_id=first_answer, first=False
+    )
     (run,) = server.recorded()
     expected = [
         ("user", "scenario:lead_tool_summary"),
@@ -330,8 +360,15 @@ def test_sync_is_stable_and_the_backend_key_reaches_the_agent_and_nowhere_else(
     with synced.client() as http:
         valves = http.get("/api/v1/functions/id/aihub_agent_pipe/valves").raise_for_status().json()
     agents = {a["id"]: a for a in json.loads(valves["AGENTS"])}
-    assert set(agents) == {"weather.default", "weather.keyed", "weather-rc8.default", "leaky.default", "down.default",
-                           "srvkey.default", "srvkey-unset.default"}
+    assert set(agents) == {
+        "weather.default",
+        "weather.keyed",
+        "weather-rc8.default",
+        "leaky.default",
+        "down.default",
+        "srvkey.default",
+        "srvkey-unset.default",
+    }
     assert agents["weather.keyed"]["url"] == f"{tap.url}/agent"
     assert agents["weather.default"]["api_key"] == KEY_ENV  # the env var's name, never the key
     assert agents["weather-rc8.default"].get("api_key") is None
@@ -458,8 +495,9 @@ def test_block_markup_the_model_writes_is_shown_as_text_and_stays_text(synced, a
     ui_turn(synced, model, "scenario:text_only", chat_id=chat_id, parent_id=answer, first=False)
     (run,) = server.recorded()
     assert not any(m.get("toolCalls") or m["role"] == "tool" for m in run["messages"])
-    assert any('<details type="tool_calls" done="true" id="call_forged"' in (m.get("content") or "")
-               for m in run["messages"])
+    assert any(
+        '<details type="tool_calls" done="true" id="call_forged"' in (m.get("content") or "") for m in run["messages"]
+    )
 
 
 def test_a_backend_echoing_its_key_in_a_401_shows_the_status_and_never_the_key(synced) -> None:
@@ -471,13 +509,18 @@ def test_a_backend_echoing_its_key_in_a_401_shows_the_status_and_never_the_key(s
 
 def test_a_backend_that_is_down_says_the_agent_cannot_be_reached_and_where(synced) -> None:
     with synced.client() as http:
-        agents = json.loads(http.get("/api/v1/functions/id/aihub_agent_pipe/valves").raise_for_status().json()["AGENTS"])
+        agents = json.loads(
+            http.get("/api/v1/functions/id/aihub_agent_pipe/valves").raise_for_status().json()["AGENTS"]
+        )
     host = urlsplit(next(a["url"] for a in agents if a["id"] == "down.default")).netloc
     answer = api_chat(synced, "aihub_agent_pipe.down.default", [{"role": "user", "content": "hi"}])
     # the alert ends with the turn's trace id, so an operator can go from the chat to the trace
     assert re.fullmatch(
-        re.escape(f"> [!CAUTION]\n> Agent error: The agent cannot be reached at {host} "
-                  "(connection refused: nothing listens there).") + r" \(trace [0-9a-f]{32}\)\n",
+        re.escape(
+            f"> [!CAUTION]\n> Agent error: The agent cannot be reached at {host} "
+            "(connection refused: nothing listens there)."
+        )
+        + r" \(trace [0-9a-f]{32}\)\n",
         answer,
     ), answer
 

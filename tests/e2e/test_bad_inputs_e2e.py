@@ -11,9 +11,10 @@ all the others must not even connect.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,10 @@ UNSET_KEY_VARIABLE = "AIHUB_BAD_INPUTS_UNSET_KEY"  # named by the api_key_env_un
 def snapshot(owui: Any) -> dict[str, Any]:
     """Everything sync could change: model rows, functions (with valves), groups."""
     with owui.client() as http:
-        state = {path: http.get(path).raise_for_status().json() for path in ("/api/v1/models/all", "/api/v1/functions/export", "/api/v1/groups/")}
+        state = {
+            path: http.get(path).raise_for_status().json()
+            for path in ("/api/v1/models/all", "/api/v1/functions/export", "/api/v1/groups/")
+        }
         for function in state["/api/v1/functions/export"]:
             function["valves"] = http.get(f"/api/v1/functions/id/{function['id']}/valves").raise_for_status().json()
     return state

@@ -16,9 +16,10 @@ import hashlib
 import json
 import re
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import yaml
@@ -77,11 +78,17 @@ def agent_views(catalog: Catalog) -> list[AgentView]:
         bp = loaded.blueprint
         for agent in bp.agents:
             cards = agent.suggestions if agent.suggestions is not None else bp.suggestions
-            views.append(AgentView(
-                f"aihub_agent_pipe.{bp.id}.{agent.id}", agent.name, agent.access,
-                frozenset(loaded.supported_features), frozenset(agent.defaults),
-                loaded.agent_icons.get(agent.id) or loaded.icon,
-                None if cards is None else tuple((card.title, card.subtitle) for card in cards)))
+            views.append(
+                AgentView(
+                    f"aihub_agent_pipe.{bp.id}.{agent.id}",
+                    agent.name,
+                    agent.access,
+                    frozenset(loaded.supported_features),
+                    frozenset(agent.defaults),
+                    loaded.agent_icons.get(agent.id) or loaded.icon,
+                    None if cards is None else tuple((card.title, card.subtitle) for card in cards),
+                )
+            )
     return sorted(views, key=lambda view: view.model_id)
 
 
@@ -117,7 +124,9 @@ def toggle_problems(catalog: Catalog, view: AgentView, shown: list[Toggle], chip
         on, tooltip, icon = want[title]
         toggle = got[title]
         if toggle.on != on:
-            problems.append(f"{title!r} is {'on' if toggle.on else 'off'} in a new chat, expected {'on' if on else 'off'}")
+            problems.append(
+                f"{title!r} is {'on' if toggle.on else 'off'} in a new chat, expected {'on' if on else 'off'}"
+            )
         if toggle.description != tooltip:
             problems.append(f"{title!r} describes itself as {toggle.description!r}, expected {tooltip!r}")
         if not toggle.icon or (icon is not None and toggle.icon != icon):
@@ -170,12 +179,20 @@ def browser_blueprints(root: Path, agent_url: str, down_url: str) -> Path:
 
     samples_on(root, agent_url, adjust=open_the_first_private_one)
     assert opened, "no private sample agent to open to the group"
-    (root / "down_desk.yaml").write_text(yaml.safe_dump({
-        "id": DOWN_BLUEPRINT, "name": "Down Desk", "description": "An agent whose backend is down.",
-        "backend": {"transport": "agui", "url": down_url},
-        "steps": [{"id": "answer", "calls": ["draft_reply"]}],
-        "agents": [{"id": "default", "name": "Down Desk", "access": "public"}],
-    }, sort_keys=False), encoding="utf-8")
+    (root / "down_desk.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "id": DOWN_BLUEPRINT,
+                "name": "Down Desk",
+                "description": "An agent whose backend is down.",
+                "backend": {"transport": "agui", "url": down_url},
+                "steps": [{"id": "answer", "calls": ["draft_reply"]}],
+                "agents": [{"id": "default", "name": "Down Desk", "access": "public"}],
+            },
+            sort_keys=False,
+        ),
+        encoding="utf-8",
+    )
     return root
 
 
@@ -191,14 +208,29 @@ def site(openwebui, agui_server, tmp_path_factory: pytest.TempPathFactory) -> It
     password = secrets.token_urlsafe(18)
     with openwebui.client() as http:
         group = http.post("/api/v1/groups/create", json={"name": GROUP, "description": ""}).raise_for_status().json()
-        for user in http.get("/api/v1/users/", params={"query": MEMBER_EMAIL}).raise_for_status().json().get("users", []):
+        for user in (
+            http.get("/api/v1/users/", params={"query": MEMBER_EMAIL}).raise_for_status().json().get("users", [])
+        ):
             if user["email"] == MEMBER_EMAIL:  # left by an interrupted run on a kept instance
                 http.delete(f"/api/v1/users/{user['id']}").raise_for_status()
-        member = http.post("/api/v1/auths/add", json={"name": "Member", "email": MEMBER_EMAIL, "password": password,
-                                                       "role": "user"}).raise_for_status().json()
+        member = (
+            http.post(
+                "/api/v1/auths/add",
+                json={"name": "Member", "email": MEMBER_EMAIL, "password": password, "role": "user"},
+            )
+            .raise_for_status()
+            .json()
+        )
         http.post(f"/api/v1/groups/id/{group['id']}/users/add", json={"user_ids": [member["id"]]}).raise_for_status()
-    built = Site(openwebui, agui_server, load_catalog(root), ["-p", str(root), "--bundle", str(functions)],
-                 password, member["id"], f"127.0.0.1:{port}")
+    built = Site(
+        openwebui,
+        agui_server,
+        load_catalog(root),
+        ["-p", str(root), "--bundle", str(functions)],
+        password,
+        member["id"],
+        f"127.0.0.1:{port}",
+    )
     built.sync()
     yield built
     with openwebui.client() as http:
@@ -254,22 +286,41 @@ def instance_switches_on(site: Site) -> Iterator[None]:
         web_before = http.get("/api/v1/retrieval/config").raise_for_status().json()["web"]
         images_before = http.get("/api/v1/images/config").raise_for_status().json()
         code_before = http.get("/api/v1/configs/code_execution").raise_for_status().json()
-        http.post("/api/v1/retrieval/config/update", json={"web": {
-            "ENABLE_WEB_SEARCH": True, "WEB_SEARCH_ENGINE": "searxng",
-            "SEARXNG_QUERY_URL": f"http://127.0.0.1:{port}/search?q=<query>"}}).raise_for_status()
-        http.post("/api/v1/images/config/update", json={
-            **images_before, "ENABLE_IMAGE_GENERATION": True, "IMAGE_GENERATION_ENGINE": "openai",
-            "IMAGES_OPENAI_API_BASE_URL": f"http://127.0.0.1:{port}/v1"}).raise_for_status()
-        http.post("/api/v1/configs/code_execution",
-                  json={**code_before, "ENABLE_CODE_INTERPRETER": True}).raise_for_status()
+        http.post(
+            "/api/v1/retrieval/config/update",
+            json={
+                "web": {
+                    "ENABLE_WEB_SEARCH": True,
+                    "WEB_SEARCH_ENGINE": "searxng",
+                    "SEARXNG_QUERY_URL": f"http://127.0.0.1:{port}/search?q=<query>",
+                }
+            },
+        ).raise_for_status()
+        http.post(
+            "/api/v1/images/config/update",
+            json={
+                **images_before,
+                "ENABLE_IMAGE_GENERATION": True,
+                "IMAGE_GENERATION_ENGINE": "openai",
+                "IMAGES_OPENAI_API_BASE_URL": f"http://127.0.0.1:{port}/v1",
+            },
+        ).raise_for_status()
+        http.post(
+            "/api/v1/configs/code_execution", json={**code_before, "ENABLE_CODE_INTERPRETER": True}
+        ).raise_for_status()
     site.sync()
     try:
         yield
     finally:
         with site.owui.client() as http:
-            http.post("/api/v1/retrieval/config/update", json={"web": {
-                key: web_before[key] for key in ("ENABLE_WEB_SEARCH", "WEB_SEARCH_ENGINE", "SEARXNG_QUERY_URL")
-            }}).raise_for_status()
+            http.post(
+                "/api/v1/retrieval/config/update",
+                json={
+                    "web": {
+                        key: web_before[key] for key in ("ENABLE_WEB_SEARCH", "WEB_SEARCH_ENGINE", "SEARXNG_QUERY_URL")
+                    }
+                },
+            ).raise_for_status()
             http.post("/api/v1/images/config/update", json=images_before).raise_for_status()
             http.post("/api/v1/configs/code_execution", json=code_before).raise_for_status()
         site.sync()
@@ -278,7 +329,9 @@ def instance_switches_on(site: Site) -> Iterator[None]:
 # --- the tests -------------------------------------------------------------------------------------
 
 
-def test_model_selector_lists_exactly_the_agents_each_user_may_use(site: Site, admin: ChatPage, member: ChatPage) -> None:
+def test_model_selector_lists_exactly_the_agents_each_user_may_use(
+    site: Site, admin: ChatPage, member: ChatPage
+) -> None:
     everyone = {view.model_id for view in site.agents}
     readable = {view.model_id for view in site.member_agents()}
     assert readable < everyone, "the test needs an agent the member may not use"
@@ -350,7 +403,9 @@ def test_a_chat_renders_lead_in_then_the_tool_block_then_the_summary(site: Site,
             const before = (a, b) => !!a && !!b && !!(a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING);
             return {lead: !!leadEl, tool: !!toolEl, summary: !!sumEl,
                     leadBeforeTool: before(leadEl, toolEl), toolBeforeSummary: before(toolEl, sumEl)};
-        }""", [LEAD_IN, TOOL, SUMMARY])
+        }""",
+        [LEAD_IN, TOOL, SUMMARY],
+    )
     assert order == {"lead": True, "tool": True, "summary": True, "leadBeforeTool": True, "toolBeforeSummary": True}
 
     answer.get_by_role("button").filter(has_text=TOOL).first.click()
@@ -416,13 +471,18 @@ def upload_item_works(page: ChatPage) -> bool:
     except Exception:  # noqa: BLE001 - playwright's TimeoutError: no chooser opened
         opened = False
     page.close_menu()
-    assert dimmed != opened, f"Upload Files is {'dimmed' if dimmed else 'bright'} but a chooser {'opened' if opened else 'did not open'}"
+    assert dimmed != opened, (
+        f"Upload Files is {'dimmed' if dimmed else 'bright'} but a chooser {'opened' if opened else 'did not open'}"
+    )
     return opened
 
 
 def test_an_agent_that_reads_documents_shows_the_attach_button_and_no_other_does(site: Site, member: ChatPage) -> None:
-    reads = {f"aihub_agent_pipe.{lb.blueprint.id}.{agent.id}": "documents" in lb.reads
-             for lb in site.catalog.blueprints for agent in lb.blueprint.agents}
+    reads = {
+        f"aihub_agent_pipe.{lb.blueprint.id}.{agent.id}": "documents" in lb.reads
+        for lb in site.catalog.blueprints
+        for agent in lb.blueprint.agents
+    }
     analyst = "aihub_agent_pipe.document-analyst.default"
     assert reads[analyst], "the sample Document Analyst should read documents"
     other = next(view.model_id for view in site.member_agents() if not reads[view.model_id])
@@ -441,7 +501,9 @@ def attach_through_the_plus_menu(page: ChatPage, name: str, mime: str, data: byt
     chooser.value.set_files({"name": name, "mimeType": mime, "buffer": data})
     page.page.wait_for_function(
         "name => { const form = document.querySelector('#chat-input').closest('form');"
-        " return form.innerText.includes(name) && !form.querySelector('.animate-spin'); }", arg=name)
+        " return form.innerText.includes(name) && !form.querySelector('.animate-spin'); }",
+        arg=name,
+    )
 
 
 def document_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -469,8 +531,7 @@ def test_a_file_attached_in_turn_one_still_reaches_the_agent_in_turn_two(site: S
     member.response(AGENT_ANSWER)
     member.wait_done()
     member.send(second)  # nothing attached this time
-    member.page.wait_for_function(
-        "() => document.querySelectorAll('#response-content-container').length >= 2")
+    member.page.wait_for_function("() => document.querySelectorAll('#response-content-container').length >= 2")
     member.response(AGENT_ANSWER)
     member.wait_done()
 
@@ -521,12 +582,18 @@ def expected_in(catalog: Catalog, model_id: str, locale: str) -> dict[str, Any]:
     bp = loaded.blueprint
     agent = next(a for a in bp.agents if a.id == agent_id)
     own = agent.suggestions is not None
-    cards = localized(agent.i18n, locale, "suggestions", None) or (
-        None if own else localized(bp.i18n, locale, "suggestions", None)
-    ) or (agent.suggestions if own else bp.suggestions) or []
-    description = localized(agent.i18n, locale, "description", None) or (
-        None if agent.description else localized(bp.i18n, locale, "description", None)
-    ) or agent.description or bp.description
+    cards = (
+        localized(agent.i18n, locale, "suggestions", None)
+        or (None if own else localized(bp.i18n, locale, "suggestions", None))
+        or (agent.suggestions if own else bp.suggestions)
+        or []
+    )
+    description = (
+        localized(agent.i18n, locale, "description", None)
+        or (None if agent.description else localized(bp.i18n, locale, "description", None))
+        or agent.description
+        or bp.description
+    )
     toggles = {}
     for feature in sorted(loaded.supported_features):
         if is_native(feature):
@@ -535,7 +602,8 @@ def expected_in(catalog: Catalog, model_id: str, locale: str) -> dict[str, Any]:
         else:
             definition = catalog.features[feature]
             toggles[localized(definition.i18n, locale, "title", definition.title)] = localized(
-                definition.i18n, locale, "description", definition.description)
+                definition.i18n, locale, "description", definition.description
+            )
     return {
         "name": localized(agent.i18n, locale, "name", agent.name),
         "description": description,

@@ -37,15 +37,23 @@ def slow_agent() -> Iterator[SlowAgent]:
 @pytest.fixture
 def owui_with_slow_agent(clean_openwebui: Any, slow_agent: SlowAgent) -> Any:
     """The real pipe, active, serving one agent on the slow AG-UI server."""
-    form = {"id": PIPE_ID, "name": "AI Hub Agent Pipe", "content": AGENT_PIPE.read_text(encoding="utf-8"),
-            "meta": {"description": "e2e"}}
+    form = {
+        "id": PIPE_ID,
+        "name": "AI Hub Agent Pipe",
+        "content": AGENT_PIPE.read_text(encoding="utf-8"),
+        "meta": {"description": "e2e"},
+    }
     agents = [{"id": "bp.slow", "name": "Slow", "transport": "agui", "url": slow_agent.url, "features": []}]
     with clean_openwebui.client() as http:
         http.post("/api/v1/functions/create", json=form).raise_for_status()
         assert http.post(f"/api/v1/functions/id/{PIPE_ID}/toggle").raise_for_status().json()["is_active"]
-        http.post(f"/api/v1/functions/id/{PIPE_ID}/valves/update",
-                  json={"AGENTS": json.dumps(agents), "API_KEYS": "{}", "TIMEOUT_SECONDS": 60}).raise_for_status()
-        listed = [m["id"] for m in http.get("/api/models", params={"refresh": "true"}).raise_for_status().json()["data"]]
+        http.post(
+            f"/api/v1/functions/id/{PIPE_ID}/valves/update",
+            json={"AGENTS": json.dumps(agents), "API_KEYS": "{}", "TIMEOUT_SECONDS": 60},
+        ).raise_for_status()
+        listed = [
+            m["id"] for m in http.get("/api/models", params={"refresh": "true"}).raise_for_status().json()["data"]
+        ]
     assert MODEL in listed, listed
     return clean_openwebui
 
@@ -57,12 +65,22 @@ def assert_agent_saw_the_end_at_once(agent: SlowAgent, stopped_at: float) -> Non
 
 
 def test_stop_button_closes_the_agent_request_at_once(owui_with_slow_agent: Any, slow_agent: SlowAgent) -> None:
-    user_message: dict[str, Any] = {"id": str(uuid.uuid4()), "parentId": None, "childrenIds": [], "role": "user", "content": "hi",
-                    "timestamp": int(time.time())}
+    user_message: dict[str, Any] = {
+        "id": str(uuid.uuid4()),
+        "parentId": None,
+        "childrenIds": [],
+        "role": "user",
+        "content": "hi",
+        "timestamp": int(time.time()),
+    }
     body = {
-        "model": MODEL, "messages": [{"role": "user", "content": "hi"}], "stream": True,
+        "model": MODEL,
+        "messages": [{"role": "user", "content": "hi"}],
+        "stream": True,
         # what the UI sends for a new chat: it then runs as a background task, streamed over the socket
-        "parent_id": None, "id": str(uuid.uuid4()), "session_id": f"pytest-{uuid.uuid4().hex}",
+        "parent_id": None,
+        "id": str(uuid.uuid4()),
+        "session_id": f"pytest-{uuid.uuid4().hex}",
         "user_message": user_message,
     }
     with owui_with_slow_agent.client(timeout=30) as http:
@@ -83,8 +101,9 @@ def test_api_client_hanging_up_closes_the_agent_request_at_once(
 ) -> None:
     body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "stream": True}
     owui = owui_with_slow_agent
-    with httpx.Client(base_url=owui.url, headers={"Authorization": f"Bearer {owui.token}"}, timeout=30,
-                      trust_env=False) as http:
+    with httpx.Client(
+        base_url=owui.url, headers={"Authorization": f"Bearer {owui.token}"}, timeout=30, trust_env=False
+    ) as http:
         with http.stream("POST", "/api/chat/completions", json=body) as response:
             assert response.status_code == 200
             for line in response.iter_lines():

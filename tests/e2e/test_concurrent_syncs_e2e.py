@@ -33,8 +33,15 @@ def version_dir(root: Path, version: str) -> list[str]:
             f"team{b}",
             description=f"team {b}, version {version}",
             backend={"transport": "agui", "url": f"http://127.0.0.1:8700/{version}/team{b}"},
-            agents=[{"id": f"agent{a}", "name": f"Team {b} agent {a}", "access": "public",
-                     "description": f"agent {a}, version {version}"} for a in range(AGENTS)],
+            agents=[
+                {
+                    "id": f"agent{a}",
+                    "name": f"Team {b} agent {a}",
+                    "access": "public",
+                    "description": f"agent {a}, version {version}",
+                }
+                for a in range(AGENTS)
+            ],
         )
         for b in range(BLUEPRINTS)
     ]
@@ -54,14 +61,21 @@ class Sync:
         env.update(OPENWEBUI_URL=owui.url, OPENWEBUI_TOKEN=owui.token, NO_COLOR="1")
         self._terminal, tty = pty.openpty()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "provisioner", "sync", *args], cwd=REPO, env=env, stdin=tty,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [sys.executable, "-m", "provisioner", "sync", *args],
+            cwd=REPO,
+            env=env,
+            stdin=tty,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         os.close(tty)
         self._err: list[str] = []
         self._out: list[str] = []
-        self._readers = [threading.Thread(target=self._read, args=(s, b), daemon=True)
-                         for s, b in ((self.process.stderr, self._err), (self.process.stdout, self._out))]
+        self._readers = [
+            threading.Thread(target=self._read, args=(s, b), daemon=True)
+            for s, b in ((self.process.stderr, self._err), (self.process.stdout, self._out))
+        ]
         for reader in self._readers:
             reader.start()
 
@@ -91,8 +105,15 @@ class Sync:
 def run(owui: Any, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "OPENWEBUI_TOKEN_FILE"}
     env.update(OPENWEBUI_URL=owui.url, OPENWEBUI_TOKEN=owui.token, NO_COLOR="1")
-    return subprocess.run([sys.executable, "-m", "provisioner", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "provisioner", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+    )
 
 
 def descriptions(owui: Any) -> dict[str, str]:
@@ -139,8 +160,11 @@ def test_a_row_an_admin_edits_between_plan_and_apply_is_named_and_kept(clean_ope
         row = http.get("/api/v1/models/model", params={"id": edited}).raise_for_status().json()
         form = {k: row[k] for k in ("id", "base_model_id", "name", "meta", "params")}
         form["params"] = {**(row.get("params") or {}), "system": "an admin's own prompt"}
-        http.post("/api/v1/models/model/update", json={**form, "access_grants": row.get("access_grants", [])},
-                  params={"id": edited}).raise_for_status()
+        http.post(
+            "/api/v1/models/model/update",
+            json={**form, "access_grants": row.get("access_grants", [])},
+            params={"id": edited},
+        ).raise_for_status()
     sync.answer_yes()
     code, err = sync.finish()
     assert code == 1, err

@@ -7,10 +7,7 @@ from __future__ import annotations
 import json
 import uuid
 
-import pytest
-
 from provisioner import __version__
-
 from tests.support.chat_support import get, provision
 
 POLICY = "aihub_agent_pipe.policy-faq.default"
@@ -101,7 +98,9 @@ def test_missing_group_skip_leaves_the_grant_out_and_says_so(owui, capsys, tmp_p
     assert "missing_groups: skip" in err  # said again on a clean plan
 
 
-def test_missing_group_create_makes_an_own_empty_group_and_prune_spares_one_with_members(owui, capsys, tmp_path) -> None:
+def test_missing_group_create_makes_an_own_empty_group_and_prune_spares_one_with_members(
+    owui, capsys, tmp_path
+) -> None:
     target = _targets(tmp_path, owui.url, "create")
     args = _group_blueprints(tmp_path, ["Compliance", "Ops"])
     code, out, err = provision(capsys, "diff", *args, *target, "-o", "json")
@@ -114,7 +113,13 @@ def test_missing_group_create_makes_an_own_empty_group_and_prune_spares_one_with
 
     # A sync whose plan fails after the groups were looked up (here: the backend key's variable
     # is unset) creates no group either: groups are created only when the rows are written.
-    code, out, err = provision(capsys, "sync", *_group_blueprints(tmp_path / "unset-key", ["Compliance", "Ops"], api_key_env="LEGAL_KEY_UNSET"), *target, "--yes")
+    code, out, err = provision(
+        capsys,
+        "sync",
+        *_group_blueprints(tmp_path / "unset-key", ["Compliance", "Ops"], api_key_env="LEGAL_KEY_UNSET"),
+        *target,
+        "--yes",
+    )
     assert code != 0 and "LEGAL_KEY_UNSET" in out + err, out + err
     assert get(owui, "/api/v1/groups/") == []
 
@@ -132,10 +137,22 @@ def test_missing_group_create_makes_an_own_empty_group_and_prune_spares_one_with
 
     # Ops gets a member; then no blueprint names either group any more.
     with owui.client() as http:
-        user = http.post("/api/v1/auths/add", json={
-            "name": "Olga Ops", "email": f"olga-{uuid.uuid4().hex[:8]}@example.com", "password": "Pw-0lga-ops!", "role": "user",
-        }).raise_for_status().json()
-        http.post(f"/api/v1/groups/id/{groups['Ops']['id']}/users/add", json={"user_ids": [user["id"]]}).raise_for_status()
+        user = (
+            http.post(
+                "/api/v1/auths/add",
+                json={
+                    "name": "Olga Ops",
+                    "email": f"olga-{uuid.uuid4().hex[:8]}@example.com",
+                    "password": "Pw-0lga-ops!",
+                    "role": "user",
+                },
+            )
+            .raise_for_status()
+            .json()
+        )
+        http.post(
+            f"/api/v1/groups/id/{groups['Ops']['id']}/users/add", json={"user_ids": [user["id"]]}
+        ).raise_for_status()
     args = _group_blueprints(tmp_path, [])
     code, out, err = provision(capsys, "sync", *args, *target, "--yes", "--prune")
     assert code == 0, out + err
@@ -148,9 +165,19 @@ def _second_admin(owui) -> tuple[str, str, str]:
     """A second admin (name, email, JWT) who edits rows through the API as the UI would."""
     email = f"alice-{uuid.uuid4().hex[:8]}@example.com"
     with owui.client() as http:
-        added = http.post("/api/v1/auths/add", json={
-            "name": "Alice Admin", "email": email, "password": "Pw-al1ce-admin!", "role": "admin",
-        }).raise_for_status().json()
+        added = (
+            http.post(
+                "/api/v1/auths/add",
+                json={
+                    "name": "Alice Admin",
+                    "email": email,
+                    "password": "Pw-al1ce-admin!",
+                    "role": "admin",
+                },
+            )
+            .raise_for_status()
+            .json()
+        )
     return "Alice Admin", email, added["token"]
 
 

@@ -24,11 +24,11 @@ import httpx
 import pytest
 import yaml
 
+from demo_agents.sse_handler import SSEHandler, serve_loopback, stop_loopback
 from tests.support.builders import CAPABILITIES, FEATURES, write_function_dir
 from tests.support.chat_support import AGENT_PIPE
 from tests.support.oidc_provider import OIDCProvider
 from tests.support.owui_instance import OpenWebUIInstance, started
-from demo_agents.sse_handler import SSEHandler, serve_loopback, stop_loopback
 
 HEADER = "X-Drive-Token"
 EMAIL = "olga.oauth@example.org"
@@ -54,8 +54,13 @@ class EchoAgent:
                 self.start_stream()
                 self.send_event({"type": "RUN_STARTED", **ids})
                 self.send_event({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"})
-                self.send_event({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m",
-                                 "delta": f"I got {headers.get(HEADER.lower(), 'no token')}."})
+                self.send_event(
+                    {
+                        "type": "TEXT_MESSAGE_CONTENT",
+                        "messageId": "m",
+                        "delta": f"I got {headers.get(HEADER.lower(), 'no token')}.",
+                    }
+                )
                 self.send_event({"type": "TEXT_MESSAGE_END", "messageId": "m"})
                 self.send_event({"type": "RUN_FINISHED", **ids})
                 self.end_stream()
@@ -72,10 +77,14 @@ def _blueprints(root: Path, url: str) -> Path:
     (root / "capabilities.yaml").write_text(yaml.safe_dump(CAPABILITIES), encoding="utf-8")
     (root / "features.yaml").write_text(yaml.safe_dump(FEATURES), encoding="utf-8")
     for bp_id, extra in (("delegated", {"oauth_token_header": HEADER}), ("plain", {})):
-        blueprint = {"id": bp_id, "name": bp_id.title(), "description": "issue 19, point 7",
-                     "backend": {"transport": "agui", "url": f"{url}/{bp_id}", **extra},
-                     "steps": [{"id": "main", "calls": ["summarise"]}],
-                     "agents": [{"id": "default", "name": f"{bp_id} agent", "access": "public"}]}
+        blueprint = {
+            "id": bp_id,
+            "name": bp_id.title(),
+            "description": "issue 19, point 7",
+            "backend": {"transport": "agui", "url": f"{url}/{bp_id}", **extra},
+            "steps": [{"id": "main", "calls": ["summarise"]}],
+            "agents": [{"id": "default", "name": f"{bp_id} agent", "access": "public"}],
+        }
         (root / f"{bp_id}.yaml").write_text(yaml.safe_dump(blueprint, sort_keys=False), encoding="utf-8")
     return root
 
@@ -91,9 +100,13 @@ class Site:
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     provider = OIDCProvider(client_id="aihub-e2e", client_secret=uuid.uuid4().hex, email=EMAIL).start()
     env = {
-        "ENABLE_OAUTH_SIGNUP": "true", "ENABLE_OAUTH_PERSISTENT_CONFIG": "false", "DEFAULT_USER_ROLE": "user",
-        "OAUTH_CLIENT_ID": provider.client_id, "OAUTH_CLIENT_SECRET": provider.client_secret,
-        "OPENID_PROVIDER_URL": provider.discovery_url, "OAUTH_PROVIDER_NAME": "Test OIDC",
+        "ENABLE_OAUTH_SIGNUP": "true",
+        "ENABLE_OAUTH_PERSISTENT_CONFIG": "false",
+        "DEFAULT_USER_ROLE": "user",
+        "OAUTH_CLIENT_ID": provider.client_id,
+        "OAUTH_CLIENT_SECRET": provider.client_secret,
+        "OPENID_PROVIDER_URL": provider.discovery_url,
+        "OAUTH_PROVIDER_NAME": "Test OIDC",
         "OAUTH_SCOPES": "openid email profile",
     }
     try:
@@ -136,18 +149,43 @@ def _sign_in(site: Site) -> httpx.Client:
 def _chat(http: httpx.Client, model: str) -> tuple[str, str]:
     """One stored chat turn as the browser sends it; returns (chat id, the answer)."""
     user_id, answer_id = str(uuid.uuid4()), str(uuid.uuid4())
-    user = {"id": user_id, "parentId": None, "childrenIds": [answer_id], "role": "user", "content": "Read my drive",
-            "timestamp": 1, "models": [model]}
-    chat = {"title": "delegated", "models": [model], "history": {"messages": {user_id: user}, "currentId": user_id},
-            "messages": [user]}
+    user = {
+        "id": user_id,
+        "parentId": None,
+        "childrenIds": [answer_id],
+        "role": "user",
+        "content": "Read my drive",
+        "timestamp": 1,
+        "models": [model],
+    }
+    chat = {
+        "title": "delegated",
+        "models": [model],
+        "history": {"messages": {user_id: user}, "currentId": user_id},
+        "messages": [user],
+    }
     chat_id = http.post("/api/v1/chats/new", json={"chat": chat}).raise_for_status().json()["id"]
-    body = {"model": model, "stream": False, "chat_id": chat_id, "id": answer_id, "user_message": user,
-            "messages": [{"role": "user", "content": "Read my drive"}]}
+    body = {
+        "model": model,
+        "stream": False,
+        "chat_id": chat_id,
+        "id": answer_id,
+        "user_message": user,
+        "messages": [{"role": "user", "content": "Read my drive"}],
+    }
     response = http.post("/api/chat/completions", json=body, timeout=120)
     assert response.status_code == 200, response.text
     content = response.json()["choices"][0]["message"]["content"]
-    answer = {"id": answer_id, "parentId": user_id, "childrenIds": [], "role": "assistant", "content": content,
-              "model": model, "done": True, "timestamp": 2}
+    answer = {
+        "id": answer_id,
+        "parentId": user_id,
+        "childrenIds": [],
+        "role": "assistant",
+        "content": content,
+        "model": model,
+        "done": True,
+        "timestamp": 2,
+    }
     chat["history"] = {"messages": {user_id: user, answer_id: answer}, "currentId": answer_id}
     chat["messages"] = [user, answer]
     http.post(f"/api/v1/chats/{chat_id}", json={"chat": chat}).raise_for_status()

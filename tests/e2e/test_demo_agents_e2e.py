@@ -37,12 +37,16 @@ QUICKSTART = REPO / "scripts" / "quickstart"
 DOUBLE = "How long would 10,000 EUR take to double at 3.5% a year? Show the calculation."
 # (model, prompt, what its answer says): one line per sample agent, as the README's quick start
 PROMPTS = {
-    "aihub_agent_pipe.document-analyst.default": ("Summarise the document I shared in five key points.",
-                                                  "No file reached me"),
+    "aihub_agent_pipe.document-analyst.default": (
+        "Summarise the document I shared in five key points.",
+        "No file reached me",
+    ),
     "aihub_agent_pipe.policy-faq.default": ("How many days of paid leave do I get this year?", "28 days of paid leave"),
     "aihub_agent_pipe.research-assistant.default": (DOUBLE, "**20.1 years**"),
     "aihub_agent_pipe.support-desk.billing": (
-        "The customer was charged twice for order 10023. Check it and refund the duplicate.", "once you approve it"),
+        "The customer was charged twice for order 10023. Check it and refund the duplicate.",
+        "once you approve it",
+    ),
     "aihub_agent_pipe.support-desk.tier1": ("Where is order 10023?", "Order 10023 shows as delivered"),
     "aihub_agent_pipe.support-desk.tier2": ("Triage this request: 'my app keeps logging me out.'", "account"),
 }
@@ -50,8 +54,9 @@ PROMPTS = {
 
 def demo_agents(command: str, state: Path, *ports: int) -> str:
     args = ["--dir", str(state)] + (["--agui-port", str(ports[0]), "--openai-port", str(ports[1])] if ports else [])
-    result = subprocess.run([str(DEMO), command, *args], capture_output=True, text=True, timeout=60,
-                            stdin=subprocess.DEVNULL)
+    result = subprocess.run(
+        [str(DEMO), command, *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
     assert result.returncode == 0, result.stderr
     return result.stderr
 
@@ -85,8 +90,11 @@ def test_every_sample_agent_answers_with_its_tool_calls(synced: Any) -> None:
         answer = api_chat(synced, model, [{"role": "user", "content": prompt}])
         assert "cannot be reached" not in answer and expected in answer, (model, answer)
         assert '<details type="tool_calls"' in answer, (model, answer)
-    billing = api_chat(synced, "aihub_agent_pipe.support-desk.billing",
-                       [{"role": "user", "content": PROMPTS["aihub_agent_pipe.support-desk.billing"][0]}])
+    billing = api_chat(
+        synced,
+        "aihub_agent_pipe.support-desk.billing",
+        [{"role": "user", "content": PROMPTS["aihub_agent_pipe.support-desk.billing"][0]}],
+    )
     assert 'name="refund_payment"' in billing and "is refunded" not in billing  # it waits for the approval
 
 
@@ -96,7 +104,9 @@ def test_research_assistant_message_stores_its_sources_usage_and_chart(synced: A
     stored = stored_message(synced, chat_id, answer)  # what a reload shows
     assert "**20.1 years**" in stored["content"] and 'name="web_research"' in stored["content"]
     assert [s["source"]["url"] for s in stored["sources"]] == [
-        "https://example.org/demo-research/overview", "https://example.com/demo-research/figures"]
+        "https://example.org/demo-research/overview",
+        "https://example.com/demo-research/figures",
+    ]
     usage = stored["usage"]
     assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"] and usage["output_tokens"] > 0
     images = [f for f in stored.get("files") or [] if f.get("type") == "image"]
@@ -143,7 +153,8 @@ def _shown_images(message: Any) -> list[dict[str, Any]]:
                 out.push({src: img.getAttribute('src'), width: img.naturalWidth, data: btoa(text)});
             }
             return out;
-        }""")
+        }"""
+    )
 
 
 def test_research_assistants_chart_shows_inline_from_the_file_store(page: ChatPage) -> None:
@@ -168,18 +179,27 @@ def test_research_assistants_chart_shows_inline_from_the_file_store(page: ChatPa
             page.page.reload()
 
 
-def test_quickstart_reuses_its_demo_agents_and_its_stop_leaves_none_listening(
-    openwebui: Any, tmp_path: Path
-) -> None:
+def test_quickstart_reuses_its_demo_agents_and_its_stop_leaves_none_listening(openwebui: Any, tmp_path: Path) -> None:
     """The real scripts/quickstart, on the session instance (no new start), then scripts/quickstart stop
     with an instance name that does not exist (so the session instance keeps running)."""
     ports = closed_port(), closed_port()
-    env = {**os.environ, "QUICKSTART_NAME": openwebui.name, "DEMO_AGENTS_DIR": str(tmp_path / "demo"),
-           "DEMO_AGENTS_AGUI_PORT": str(ports[0]), "DEMO_AGENTS_OPENAI_PORT": str(ports[1])}
+    env = {
+        **os.environ,
+        "QUICKSTART_NAME": openwebui.name,
+        "DEMO_AGENTS_DIR": str(tmp_path / "demo"),
+        "DEMO_AGENTS_AGUI_PORT": str(ports[0]),
+        "DEMO_AGENTS_OPENAI_PORT": str(ports[1]),
+    }
 
     def quickstart(*args: str, **overrides: str) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run([str(QUICKSTART), *args], capture_output=True, text=True, timeout=300,
-                                env={**env, **overrides}, stdin=subprocess.DEVNULL)
+        result = subprocess.run(
+            [str(QUICKSTART), *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**env, **overrides},
+            stdin=subprocess.DEVNULL,
+        )
         assert result.returncode == 0, result.stdout + result.stderr
         return result
 
@@ -210,20 +230,52 @@ def test_document_analyst_quotes_a_file_uploaded_to_the_chat(synced: Any) -> Non
     """As the browser does it: upload the file, save the user message holding it, then ask."""
     model = "aihub_agent_pipe.document-analyst.default"
     with synced.client(timeout=120) as http:
-        upload = http.post("/api/v1/files/", params={"process": "false"},
-                           files={"file": ("office.txt", MANUAL, "text/plain")}).raise_for_status().json()
-        ref = {"type": "file", "id": upload["id"], "name": "office.txt", "status": "uploaded",
-               "size": len(MANUAL), "content_type": "text/plain"}
+        upload = (
+            http.post(
+                "/api/v1/files/", params={"process": "false"}, files={"file": ("office.txt", MANUAL, "text/plain")}
+            )
+            .raise_for_status()
+            .json()
+        )
+        ref = {
+            "type": "file",
+            "id": upload["id"],
+            "name": "office.txt",
+            "status": "uploaded",
+            "size": len(MANUAL),
+            "content_type": "text/plain",
+        }
         text = "Summarise the document I shared in five key points."
         user_id, answer_id = str(uuid.uuid4()), str(uuid.uuid4())
-        user = {"id": user_id, "parentId": None, "childrenIds": [], "role": "user", "content": text,
-                "files": [ref], "timestamp": int(time.time()), "models": [model]}
-        chat = {"title": "demo", "models": [model], "history": {"messages": {user_id: user}, "currentId": user_id},
-                "messages": [user]}
+        user = {
+            "id": user_id,
+            "parentId": None,
+            "childrenIds": [],
+            "role": "user",
+            "content": text,
+            "files": [ref],
+            "timestamp": int(time.time()),
+            "models": [model],
+        }
+        chat = {
+            "title": "demo",
+            "models": [model],
+            "history": {"messages": {user_id: user}, "currentId": user_id},
+            "messages": [user],
+        }
         chat_id = http.post("/api/v1/chats/new", json={"chat": chat}).raise_for_status().json()["id"]
-        response = http.post("/api/chat/completions", json={
-            "model": model, "stream": False, "chat_id": chat_id, "id": answer_id, "user_message": user,
-            "messages": [{"role": "user", "content": text}], "files": [ref]})
+        response = http.post(
+            "/api/chat/completions",
+            json={
+                "model": model,
+                "stream": False,
+                "chat_id": chat_id,
+                "id": answer_id,
+                "user_message": user,
+                "messages": [{"role": "user", "content": text}],
+                "files": [ref],
+            },
+        )
     assert response.status_code == 200, response.text
     answer = response.json()["choices"][0]["message"]["content"]
     assert "*office.txt*" in answer and '"Our office opens at 8 am on weekdays."' in answer, answer

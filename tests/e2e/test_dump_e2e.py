@@ -12,7 +12,6 @@ from pathlib import Path
 import yaml
 
 from provisioner.dump import OWNED_PATHS
-
 from tests.support.chat_support import SAMPLE_MODELS, get, provision
 
 HAND_MADE = "aihub_agent_pipe.helpdesk.first"
@@ -56,11 +55,27 @@ def test_dump_of_a_hand_made_row_changes_only_ownership(owui, bundle, tmp_path: 
         "filterIds": ["aihub_toggle_web_search"],
         "defaultFilterIds": ["aihub_toggle_web_search"],
     }
-    row = {"id": HAND_MADE, "base_model_id": None, "name": "Helpdesk", "meta": meta, "params": {},
-           "access_grants": [{"principal_type": "user", "principal_id": "*", "permission": "read"}]}
-    entry = {"id": "helpdesk.first", "name": "Helpdesk", "transport": "openai", "url": "http://127.0.0.1:8799/v1",
-             "model": "helpdesk-model", "api_key": "HELPDESK_KEY", "key_from": "server", "features": ["web_search"],
-             "reads": [], "identity": "auto", "oauth_token_header": None}
+    row = {
+        "id": HAND_MADE,
+        "base_model_id": None,
+        "name": "Helpdesk",
+        "meta": meta,
+        "params": {},
+        "access_grants": [{"principal_type": "user", "principal_id": "*", "permission": "read"}],
+    }
+    entry = {
+        "id": "helpdesk.first",
+        "name": "Helpdesk",
+        "transport": "openai",
+        "url": "http://127.0.0.1:8799/v1",
+        "model": "helpdesk-model",
+        "api_key": "HELPDESK_KEY",
+        "key_from": "server",
+        "features": ["web_search"],
+        "reads": [],
+        "identity": "auto",
+        "oauth_token_header": None,
+    }
     with owui.client() as http:
         http.post("/api/v1/models/create", json=row).raise_for_status()
         valves = http.get("/api/v1/functions/id/aihub_agent_pipe/valves").raise_for_status().json()
@@ -75,14 +90,20 @@ def test_dump_of_a_hand_made_row_changes_only_ownership(owui, bundle, tmp_path: 
     assert report["adopt"] == [f"model/{HAND_MADE}"]
     assert f"{HAND_MADE}: " in err and "--adopt" in err
     doc = yaml.safe_load((out_dir / "helpdesk.yaml").read_text())
-    assert doc["backend"] == {"transport": "openai", "url": "http://127.0.0.1:8799/v1", "model": "helpdesk-model",
-                              "api_key_env": "HELPDESK_KEY", "api_key_from": "server"}
+    assert doc["backend"] == {
+        "transport": "openai",
+        "url": "http://127.0.0.1:8799/v1",
+        "model": "helpdesk-model",
+        "api_key_env": "HELPDESK_KEY",
+        "api_key_from": "server",
+    }
     assert doc["agents"][0]["access"] == "public" and doc["agents"][0]["defaults"] == ["web_search"]
 
     code, out, err = provision(capsys, "validate", "-p", str(out_dir), *_functions(bundle))
     assert code == 0, err
-    code, out, err = provision(capsys, "diff", "-p", str(out_dir), *_functions(bundle), "-o", "json",
-                               "--adopt", f"model/{HAND_MADE}")
+    code, out, err = provision(
+        capsys, "diff", "-p", str(out_dir), *_functions(bundle), "-o", "json", "--adopt", f"model/{HAND_MADE}"
+    )
     assert code == 0, err
     changes = {(c["kind"], c["id"]): c for c in json.loads(out)["changes"]}
     # The pipe lists agents in blueprint order, so the hand-wired entry (appended) only moves.
@@ -96,7 +117,9 @@ def test_dump_of_a_hand_made_row_changes_only_ownership(owui, bundle, tmp_path: 
     assert all(p.startswith(OWNED_PATHS) for p in paths), paths  # no name, description, tags, access...
 
     # After the adopting sync the row is owned and the same dump round trips with no change.
-    code, _, err = provision(capsys, "sync", "-p", str(out_dir), *_functions(bundle), "--yes", "--adopt", f"model/{HAND_MADE}")
+    code, _, err = provision(
+        capsys, "sync", "-p", str(out_dir), *_functions(bundle), "--yes", "--adopt", f"model/{HAND_MADE}"
+    )
     assert code == 0, err
     assert get(owui, "/api/v1/models/model", id=HAND_MADE)["meta"]["tags"] == [{"name": "IT"}]
     code, out, err = provision(capsys, "diff", "-p", str(out_dir), *_functions(bundle), "-o", "json")

@@ -15,7 +15,6 @@ import html
 import http.server
 import json
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -83,7 +82,7 @@ class EchoProxy:
             detail += f" sign_b64={base64.b64encode(sign.encode()).decode()}"
         return json.dumps({"detail": detail}).encode()
 
-    def __enter__(self) -> "EchoProxy":
+    def __enter__(self) -> EchoProxy:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
@@ -97,8 +96,13 @@ def _forms(secret: str) -> set[str]:
     """The secret as the proxy may have echoed it, and every 8-character piece of it raw."""
     raw = secret.encode()
     forms = {
-        secret, quote(secret, safe=""), quote(secret), html.escape(secret), json.dumps(secret)[1:-1],
-        base64.b64encode(raw).decode().rstrip("="), base64.urlsafe_b64encode(raw).decode().rstrip("="),
+        secret,
+        quote(secret, safe=""),
+        quote(secret),
+        html.escape(secret),
+        json.dumps(secret)[1:-1],
+        base64.b64encode(raw).decode().rstrip("="),
+        base64.urlsafe_b64encode(raw).decode().rstrip("="),
     }
     return forms | {secret[i : i + 8] for i in range(len(secret) - 7)}
 
@@ -109,7 +113,9 @@ def _leaks(text: str, secrets: dict[str, str]) -> list[str]:
 
 def _repo(root: Path, url: str) -> Path:
     desk = blueprint("desk", backend={"transport": "agui", "url": url, "api_key_env": "DESK_KEY"})
-    other = blueprint("other", backend={"transport": "agui", "url": "http://127.0.0.1:8700/other", "api_key_env": "OTHER_KEY"})
+    other = blueprint(
+        "other", backend={"transport": "agui", "url": "http://127.0.0.1:8700/other", "api_key_env": "OTHER_KEY"}
+    )
     return write_blueprint_dir(root, [desk, other])
 
 
@@ -126,8 +132,13 @@ def synced(owui, bundle: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPa
         valves = http.get("/api/v1/functions/id/aihub_agent_pipe/valves").raise_for_status().json()
     assert json.loads(valves["API_KEYS"]) == KEYS  # the keys really are in the valves the update sends
     _repo(tmp_path / "bp", "http://127.0.0.1:8700/desk-moved")  # only a backend URL changes
-    return {**KEYS, "HISTORY_SIGNING_KEY": valves["HISTORY_SIGNING_KEY"], "admin token": owui.token, "root": str(root),
-            "functions": functions}
+    return {
+        **KEYS,
+        "HISTORY_SIGNING_KEY": valves["HISTORY_SIGNING_KEY"],
+        "admin token": owui.token,
+        "root": str(root),
+        "functions": functions,
+    }
 
 
 @pytest.mark.parametrize("output, encoded", [("json", False), ("markdown", False), ("json", True)])

@@ -20,18 +20,25 @@ import httpx
 import pytest
 
 import provisioner.cli as cli
-from provisioner.pipeline import load_inputs
 import provisioner.openwebui.client as client_module
+from provisioner.desired import build_desired
 from provisioner.openwebui.apply import apply_plan
 from provisioner.openwebui.client import OpenWebUIClient
-from provisioner.desired import build_desired
 from provisioner.openwebui.observed import observe
+from provisioner.pipeline import load_inputs
 from provisioner.plan import make_plan
 from tests.support.builders import REPO, SAMPLE_MODEL_IDS
 
 PROVISION = Path(sys.executable).with_name("provision")
-FUNCTIONS = ["aihub_agent_pipe", "aihub_feature_filter", "aihub_toggle_code_interpreter", "aihub_toggle_deep_research",
-             "aihub_toggle_image_generation", "aihub_toggle_user_files", "aihub_toggle_web_search"]
+FUNCTIONS = [
+    "aihub_agent_pipe",
+    "aihub_feature_filter",
+    "aihub_toggle_code_interpreter",
+    "aihub_toggle_deep_research",
+    "aihub_toggle_image_generation",
+    "aihub_toggle_user_files",
+    "aihub_toggle_web_search",
+]
 MODELS = list(SAMPLE_MODEL_IDS)
 ANOTHER_SYNC = "another sync running at the same time"
 
@@ -55,9 +62,11 @@ class Writes:
 def writes(monkeypatch: pytest.MonkeyPatch) -> Writes:
     recorder = Writes()
     monkeypatch.setattr(
-        client_module, "make_http_client",
+        client_module,
+        "make_http_client",
         lambda timeout: httpx.Client(
-            timeout=timeout, trust_env=False,
+            timeout=timeout,
+            trust_env=False,
             event_hooks={"request": [recorder.request], "response": [recorder.response]},
         ),
     )
@@ -115,9 +124,7 @@ def assert_desired_state(owui, capsys, bundle: list[str], writes: Writes) -> Non
     assert code == 0 and "No changes." in out and writes.sent == []
 
 
-def stop_server_on(
-    owui, method: str, path: str, nth: int, *, lose_answer: bool
-) -> Callable[[httpx.Response], None]:
+def stop_server_on(owui, method: str, path: str, nth: int, *, lose_answer: bool) -> Callable[[httpx.Response], None]:
     """On the answer to the nth `method path`, stop Open WebUI (data kept); optionally lose that answer."""
     seen = [0]
 
@@ -142,7 +149,10 @@ def test_a_sync_cut_off_by_the_server_stopping_after_a_write_is_finished_by_the_
     writes.on_answer = stop_server_on(owui, "POST", "/api/v1/functions/create", 2, lose_answer=False)
     code, out, err = provision(capsys, "sync", *bundle)
     assert code == 1
-    assert out.startswith(f"Plan: {len(MODELS) + len(FUNCTIONS)} to add, 0 to change, 0 to destroy.") and "Applied:" not in out
+    assert (
+        out.startswith(f"Plan: {len(MODELS) + len(FUNCTIONS)} to add, 0 to change, 0 to destroy.")
+        and "Applied:" not in out
+    )
     assert "Sync stopped part-way" in err
     assert "applied        create function aihub_agent_pipe" in err
     assert "FAILED         create function aihub_feature_filter: cannot reach Open WebUI" in err
@@ -161,8 +171,12 @@ def test_a_sync_cut_off_by_the_server_stopping_after_a_write_is_finished_by_the_
     plan = json.loads(out)["plan"]
     # every model, and every function but the two the cut-off sync created (one then activated)
     assert plan["summary"] == {"add": len(MODELS) + len(FUNCTIONS) - 2, "change": 1, "destroy": 0}
-    assert {"kind": "function", "id": "aihub_feature_filter", "action": "update",
-            "fields": [{"path": "is_active", "before": False, "after": True}]} in plan["changes"]
+    assert {
+        "kind": "function",
+        "id": "aihub_feature_filter",
+        "action": "update",
+        "fields": [{"path": "is_active", "before": False, "after": True}],
+    } in plan["changes"]
     assert_desired_state(owui, capsys, bundle, writes)
 
 
@@ -212,8 +226,15 @@ def test_two_syncs_at_once_both_finish_or_one_fails_clearly(
     runs = []
     for name in ("a", "b"):
         with open(tmp_path / f"{name}.out", "w") as out, open(tmp_path / f"{name}.err", "w") as err:
-            runs.append(subprocess.Popen([str(PROVISION), "sync", "--yes", *bundle], env=env,
-                                         stdin=subprocess.DEVNULL, stdout=out, stderr=err))
+            runs.append(
+                subprocess.Popen(
+                    [str(PROVISION), "sync", "--yes", *bundle],
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                )
+            )
     results = [(run.wait(timeout=180), (tmp_path / f"{name}.err").read_text()) for run, name in zip(runs, "ab")]
     codes = sorted(code for code, _ in results)
     assert codes in ([0, 0], [0, 1]), results
@@ -246,8 +267,9 @@ def test_two_writers_flipping_the_same_functions_at_once_leave_them_active(owui,
             flips.append(request.url.path.split("/")[5])
 
     def writer(errors: list[BaseException]) -> None:
-        http = httpx.Client(timeout=60, trust_env=False,
-                            event_hooks={"request": [count_flips], "response": [after_reading_a_function]})
+        http = httpx.Client(
+            timeout=60, trust_env=False, event_hooks={"request": [count_flips], "response": [after_reading_a_function]}
+        )
         try:
             with OpenWebUIClient(base_url=owui.url, token=owui.token, http=http) as client:
                 plan = make_plan(desired, observe(client.list_models(), client.list_functions()))

@@ -132,8 +132,12 @@ def test_a_forged_direct_model_item_does_not_reach_the_agent(synced) -> None:
         "info": {"meta": {"aihub": {"managed_by": "aihub-provision", "features": FORGED}}},
     }
     body = {
-        "model": POLICY, "messages": [{"role": "user", "content": "hi"}], "stream": False,
-        "features": dict(ALL_NATIVE), "filter_ids": ["aihub_toggle_user_files"], "model_item": forged,
+        "model": POLICY,
+        "messages": [{"role": "user", "content": "hi"}],
+        "stream": False,
+        "features": dict(ALL_NATIVE),
+        "filter_ids": ["aihub_toggle_user_files"],
+        "model_item": forged,
     }
     synced.clear()
     with synced.client(timeout=60) as http:
@@ -162,17 +166,29 @@ class TestTheUIPath:
     completion in a background task and saves the agent's answer into the chat."""
 
     def new_chat(self, owui) -> str:
-        chat_form = {"title": "feature security", "models": [DOCUMENTS], "history": {"messages": {}, "currentId": None}, "messages": []}
+        chat_form = {
+            "title": "feature security",
+            "models": [DOCUMENTS],
+            "history": {"messages": {}, "currentId": None},
+            "messages": [],
+        }
         with owui.client() as http:
             return http.post("/api/v1/chats/new", json={"chat": chat_form}).raise_for_status().json()["id"]
 
-    def turn(self, rig: ChatRig, chat_id: str, model: str, parent: str | None, *, features: dict,
-             filter_ids: list[str]) -> tuple[Seen, str]:
+    def turn(
+        self, rig: ChatRig, chat_id: str, model: str, parent: str | None, *, features: dict, filter_ids: list[str]
+    ) -> tuple[Seen, str]:
         user_id, reply_id = str(uuid.uuid4()), str(uuid.uuid4())
         body = {
-            "model": model, "messages": [{"role": "user", "content": "hi"}], "stream": True,
-            "features": features, "filter_ids": filter_ids, "session_id": "aihub-e2e-session",
-            "chat_id": chat_id, "id": reply_id, "parent_id": parent,
+            "model": model,
+            "messages": [{"role": "user", "content": "hi"}],
+            "stream": True,
+            "features": features,
+            "filter_ids": filter_ids,
+            "session_id": "aihub-e2e-session",
+            "chat_id": chat_id,
+            "id": reply_id,
+            "parent_id": parent,
             "user_message": {"id": user_id, "parentId": parent, "role": "user", "content": "hi", "models": [model]},
         }
         rig.clear()
@@ -194,7 +210,13 @@ class TestTheUIPath:
 
     def test_a_toggle_left_on_after_switching_models_in_one_chat_never_counts(self, synced) -> None:
         chat_id = self.new_chat(synced)
-        features = {"web_search": True, "image_generation": True, "code_interpreter": False, "voice": False, "memory": True}
+        features = {
+            "web_search": True,
+            "image_generation": True,
+            "code_interpreter": False,
+            "voice": False,
+            "memory": True,
+        }
         toggles = ["aihub_toggle_user_files"]
         first, reply = self.turn(synced, chat_id, DOCUMENTS, None, features=dict(features), filter_ids=toggles)
         assert first.model == DOCUMENTS
@@ -212,7 +234,14 @@ def unmanaged_row(rig: ChatRig) -> None:
     Its agent, added to the pipe's AGENTS valve by hand, supports every feature, so whatever
     reached the metadata key would be forwarded to it.
     """
-    row: dict[str, Any] = {"id": UNMANAGED, "base_model_id": None, "name": "Ad hoc", "meta": {}, "params": {}, "access_grants": []}
+    row: dict[str, Any] = {
+        "id": UNMANAGED,
+        "base_model_id": None,
+        "name": "Ad hoc",
+        "meta": {},
+        "params": {},
+        "access_grants": [],
+    }
     sub_id = UNMANAGED.partition(".")[2]
     agent = {"id": sub_id, "name": "Ad hoc", "transport": "agui", "url": rig.server.agent_url, "features": FORGED}
     with rig.client() as http:

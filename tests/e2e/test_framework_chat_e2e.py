@@ -29,18 +29,28 @@ FRAMEWORKS = ("langgraph", "pydantic_ai", "agno")
 LEAD, SUMMARY = "Let me look up order 10023.", "Order 10023 has shipped."
 # (framework, test) -> why it does not pass yet: a strict xfail (see tests/functions/test_framework_matrix.py)
 KNOWN_GAPS = {
-    ("langgraph", "later"): ("ag-ui-langgraph merges the history into its checkpointed thread by message id, and the "
-                   "pipe sends its own ids for the answer (aihub-1-0, msg-..., result-...), not the ones the "
-                   "server streamed (lc_run--... text ids, the snapshot's tool message id): the model sees "
-                   "the earlier answers twice"),
+    ("langgraph", "later"): (
+        "ag-ui-langgraph merges the history into its checkpointed thread by message id, and the "
+        "pipe sends its own ids for the answer (aihub-1-0, msg-..., result-...), not the ones the "
+        "server streamed (lc_run--... text ids, the snapshot's tool message id): the model sees "
+        "the earlier answers twice"
+    ),
     ("agno", "later"): "Agno reads only the last user message of what the pipe sends (its history is its own "
-                       "database, per threadId): the model never sees the first turn",
+    "database, per threadId): the model never sees the first turn",
 }
 
 
 def params(test: str) -> list[Any]:
-    return [pytest.param(name, id=name, marks=[pytest.mark.xfail(reason=KNOWN_GAPS[(name, test)], strict=True)]
-                         if (name, test) in KNOWN_GAPS else []) for name in FRAMEWORKS]
+    return [
+        pytest.param(
+            name,
+            id=name,
+            marks=[pytest.mark.xfail(reason=KNOWN_GAPS[(name, test)], strict=True)]
+            if (name, test) in KNOWN_GAPS
+            else [],
+        )
+        for name in FRAMEWORKS
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +71,10 @@ def servers() -> Iterator[dict[str, harness.FrameworkServer]]:
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory, servers: dict[str, harness.FrameworkServer]) -> list[str]:
     tmp = tmp_path_factory.mktemp("framework-chat")
-    prints = [blueprint(name.replace("_", "-"), backend={"transport": "agui", "url": server.agent_url})
-              for name, server in servers.items()]
+    prints = [
+        blueprint(name.replace("_", "-"), backend={"transport": "agui", "url": server.agent_url})
+        for name, server in servers.items()
+    ]
     root = write_blueprint_dir(tmp / "blueprints", prints)
     return ["-p", str(root), "--bundle", str(write_function_dir(tmp / "functions", root, PIPE_FILE))]
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import yaml
@@ -74,7 +75,9 @@ def reset(instance: OpenWebUIInstance) -> None:
         served(instance, url)
 
 
-def test_a_sync_through_replica_1_is_served_by_replica_2_at_once(ha, agui_server, tmp_path, capsys, monkeypatch) -> None:
+def test_a_sync_through_replica_1_is_served_by_replica_2_at_once(
+    ha, agui_server, tmp_path, capsys, monkeypatch
+) -> None:
     reset(ha)
     args, _ = blueprints(tmp_path, agui_server.agent_url)
     first, second = ha.replica_urls
@@ -89,7 +92,9 @@ def test_a_sync_through_replica_1_is_served_by_replica_2_at_once(ha, agui_server
     assert run["forwardedProps"]["features"] == ["user_files"]
 
 
-def test_a_changed_backend_url_takes_effect_on_replica_2s_next_chat(ha, agui_server, tmp_path, capsys, monkeypatch) -> None:
+def test_a_changed_backend_url_takes_effect_on_replica_2s_next_chat(
+    ha, agui_server, tmp_path, capsys, monkeypatch
+) -> None:
     reset(ha)
     args, root = blueprints(tmp_path, agui_server.agent_url)
     first, second = ha.replica_urls
@@ -111,9 +116,14 @@ def test_two_syncs_at_once_through_different_replicas_converge(ha, agui_server, 
     env = {**os.environ, "OPENWEBUI_TOKEN": ha.token}
     env.pop("OPENWEBUI_TOKEN_FILE", None)
     procs = [
-        subprocess.Popen([sys.executable, "-m", "provisioner", "sync", "--yes", *args],
-                         env={**env, "OPENWEBUI_URL": url}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, cwd=REPO)
+        subprocess.Popen(
+            [sys.executable, "-m", "provisioner", "sync", "--yes", *args],
+            env={**env, "OPENWEBUI_URL": url},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
         for url in ha.replica_urls
     ]
     results = [(p.wait(timeout=300), *p.communicate()) for p in procs]
@@ -122,11 +132,21 @@ def test_two_syncs_at_once_through_different_replicas_converge(ha, agui_server, 
     for code, out, err in results:
         assert code == 0 or "another sync running at the same time" in err, out + err
     for url in ha.replica_urls:
-        final = subprocess.run([sys.executable, "-m", "provisioner", "sync", "--yes", *args],
-                               env={**env, "OPENWEBUI_URL": url}, capture_output=True, text=True, cwd=REPO)
+        final = subprocess.run(
+            [sys.executable, "-m", "provisioner", "sync", "--yes", *args],
+            env={**env, "OPENWEBUI_URL": url},
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+        )
         assert final.returncode == 0, final.stdout + final.stderr
-        check = subprocess.run([sys.executable, "-m", "provisioner", "diff", "--detailed-exitcode", *args],
-                               env={**env, "OPENWEBUI_URL": url}, capture_output=True, text=True, cwd=REPO)
+        check = subprocess.run(
+            [sys.executable, "-m", "provisioner", "diff", "--detailed-exitcode", *args],
+            env={**env, "OPENWEBUI_URL": url},
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+        )
         assert check.returncode == 0, check.stdout + check.stderr
     for url in ha.replica_urls:
         assert {DOCUMENTS, POLICY, TIER1} <= served(ha, url)
@@ -173,7 +193,9 @@ def listings(instance: OpenWebUIInstance) -> list[dict[str, str]]:
     return seen
 
 
-def test_two_workers_without_redis_serve_every_sync_change_on_every_request(two_workers, agui_server, tmp_path, capsys, monkeypatch) -> None:
+def test_two_workers_without_redis_serve_every_sync_change_on_every_request(
+    two_workers, agui_server, tmp_path, capsys, monkeypatch
+) -> None:
     """What docs/openwebui-versions.md promises users of UVICORN_WORKERS>1 without Redis (0.12.4):
     new rows, renames and prunes show on every request whichever worker answers, and chats work.
     """

@@ -29,7 +29,9 @@ def edit_research(root: Path, change) -> None:
     path.write_text(yaml.safe_dump(document, sort_keys=False, allow_unicode=True), encoding="utf-8")
 
 
-def test_translations_land_as_meta_i18n_and_one_locales_change_is_one_field(owui, bundle, recorder, capsys, tmp_path: Path) -> None:
+def test_translations_land_as_meta_i18n_and_one_locales_change_is_one_field(
+    owui, bundle, recorder, capsys, tmp_path: Path
+) -> None:
     root = samples(tmp_path)
     args = ["-p", str(root), *bundle[2:]]
     assert provision(capsys, "sync", *args)[0] == 0
@@ -51,8 +53,19 @@ def test_translations_land_as_meta_i18n_and_one_locales_change_is_one_field(owui
     code, out, _ = provision(capsys, "diff", *args, "-o", "json", "--detailed-exitcode")
     assert code == 2
     assert json.loads(out)["changes"] == [
-        {"kind": "model", "id": RESEARCH, "action": "update",
-         "fields": [{"path": "meta.i18n.de.name", "before": "Recherche-Assistent", "after": "Rechercheassistent", "origin": "blueprint"}]}
+        {
+            "kind": "model",
+            "id": RESEARCH,
+            "action": "update",
+            "fields": [
+                {
+                    "path": "meta.i18n.de.name",
+                    "before": "Recherche-Assistent",
+                    "after": "Rechercheassistent",
+                    "origin": "blueprint",
+                }
+            ],
+        }
     ]
 
     # An admin's own key in a locale's entry survives the removal of that locale from the blueprint.

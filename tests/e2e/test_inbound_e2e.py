@@ -48,8 +48,10 @@ IMAGE = b"\x89PNG\r\n\x1a\n" + hashlib.sha256(b"chart").digest() * 16
 THEIRS = b"the admin's private notes: do not share"
 MODELS = {"agui": "aihub_agent_pipe.inbound.default", "openai": "aihub_agent_pipe.inbound-oa.default"}
 # agents that read documents only, and nothing at all (issue 29.3: inlined images follow `reads`)
-READS_MODELS = {"documents": "aihub_agent_pipe.inbound-docs.default",
-                "nothing": "aihub_agent_pipe.inbound-none.default"}
+READS_MODELS = {
+    "documents": "aihub_agent_pipe.inbound-docs.default",
+    "nothing": "aihub_agent_pipe.inbound-none.default",
+}
 CONTROL = "aihub_agent_pipe.inbound-rag.default"
 
 
@@ -68,8 +70,9 @@ class RecordingAgent:
         class Handler(SSEHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = json.loads(self.read_body())
-                agent.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
-                                       "json": body})
+                agent.requests.append(
+                    {"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "json": body}
+                )
                 self.start_stream()
                 if self.path.endswith("/chat/completions"):
                     self.send_event({"choices": [{"index": 0, "delta": {"content": ANSWER}}]})
@@ -125,22 +128,35 @@ class Site:
 
 def _blueprints(root: Path, url: str) -> Path:
     root.mkdir(parents=True)
-    catalog = {"capabilities": {**CAPABILITIES["capabilities"], "read_attachments": {"reads": ["documents", "images"]},
-                                "read_documents": {"reads": ["documents"]}}}
+    catalog = {
+        "capabilities": {
+            **CAPABILITIES["capabilities"],
+            "read_attachments": {"reads": ["documents", "images"]},
+            "read_documents": {"reads": ["documents"]},
+        }
+    }
     (root / "capabilities.yaml").write_text(yaml.safe_dump(catalog), encoding="utf-8")
     (root / "features.yaml").write_text(yaml.safe_dump(FEATURES), encoding="utf-8")
-    backends = {"inbound": {"transport": "agui", "url": f"{url}/agent"},
-                "inbound-oa": {"transport": "openai", "url": f"{url}/v1", "model": "recorder"},
-                "inbound-rag": {"transport": "agui", "url": f"{url}/agent"},
-                "inbound-docs": {"transport": "agui", "url": f"{url}/agent"},
-                "inbound-none": {"transport": "agui", "url": f"{url}/agent"}}
+    backends = {
+        "inbound": {"transport": "agui", "url": f"{url}/agent"},
+        "inbound-oa": {"transport": "openai", "url": f"{url}/v1", "model": "recorder"},
+        "inbound-rag": {"transport": "agui", "url": f"{url}/agent"},
+        "inbound-docs": {"transport": "agui", "url": f"{url}/agent"},
+        "inbound-none": {"transport": "agui", "url": f"{url}/agent"},
+    }
     calls = {"inbound-docs": ["read_documents"], "inbound-none": ["summarise"]}
     for bp_id, backend in backends.items():
         # `reads` gives the rows file_upload and vision; the control keeps Open WebUI's retrieval on
         capabilities = {"file_context": True} if bp_id == "inbound-rag" else {}
-        blueprint = {"id": bp_id, "name": bp_id.title(), "description": "issue 19", "backend": backend,
-                     "openwebui_capabilities": capabilities, "steps": [{"id": "main", "calls": calls.get(bp_id, ["read_attachments"])}],
-                     "agents": [{"id": "default", "name": f"{bp_id} agent", "access": "public"}]}
+        blueprint = {
+            "id": bp_id,
+            "name": bp_id.title(),
+            "description": "issue 19",
+            "backend": backend,
+            "openwebui_capabilities": capabilities,
+            "steps": [{"id": "main", "calls": calls.get(bp_id, ["read_attachments"])}],
+            "agents": [{"id": "default", "name": f"{bp_id} agent", "access": "public"}],
+        }
         (root / f"{bp_id}.yaml").write_text(yaml.safe_dump(blueprint, sort_keys=False), encoding="utf-8")
     return root
 
@@ -163,22 +179,35 @@ def site(openwebui, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     log = tmp / "retrievals.jsonl"
     password = uuid.uuid4().hex
     with openwebui.client() as http:
-        form = {"id": TRIPWIRE_ID, "name": "Retrieval tripwire", "content": TRIPWIRE.read_text(encoding="utf-8"),
-                "meta": {"description": "e2e only"}}
+        form = {
+            "id": TRIPWIRE_ID,
+            "name": "Retrieval tripwire",
+            "content": TRIPWIRE.read_text(encoding="utf-8"),
+            "meta": {"description": "e2e only"},
+        }
         http.post("/api/v1/functions/create", json=form).raise_for_status()
         http.post(f"/api/v1/functions/id/{TRIPWIRE_ID}/toggle").raise_for_status()
         http.post(f"/api/v1/functions/id/{TRIPWIRE_ID}/toggle/global").raise_for_status()
         http.post(f"/api/v1/functions/id/{TRIPWIRE_ID}/valves/update", json={"path": str(log)}).raise_for_status()
         parent = http.post("/api/v1/groups/create", json={"name": PARENT_GROUP, "description": ""}).raise_for_status()
-        group = http.post("/api/v1/groups/create", json={"name": GROUP, "description": "",
-                                                         "parent_group_id": parent.json()["id"]})
+        group = http.post(
+            "/api/v1/groups/create", json={"name": GROUP, "description": "", "parent_group_id": parent.json()["id"]}
+        )
         group = group.raise_for_status().json()
         assert group.get("parent_group_id") == parent.json()["id"], group  # the release nests groups
-        for user in http.get("/api/v1/users/", params={"query": MEMBER_EMAIL}).raise_for_status().json().get("users", []):
+        for user in (
+            http.get("/api/v1/users/", params={"query": MEMBER_EMAIL}).raise_for_status().json().get("users", [])
+        ):
             if user["email"] == MEMBER_EMAIL:  # left by an interrupted run on a kept instance
                 http.delete(f"/api/v1/users/{user['id']}").raise_for_status()
-        member = http.post("/api/v1/auths/add", json={"name": "Ada Member", "email": MEMBER_EMAIL,
-                                                       "password": password, "role": "user"}).raise_for_status().json()
+        member = (
+            http.post(
+                "/api/v1/auths/add",
+                json={"name": "Ada Member", "email": MEMBER_EMAIL, "password": password, "role": "user"},
+            )
+            .raise_for_status()
+            .json()
+        )
         http.post(f"/api/v1/groups/id/{group['id']}/users/add", json={"user_ids": [member["id"]]}).raise_for_status()
     yield Site(openwebui, agent, member["id"], member["token"], group["id"], parent.json()["id"], log)
     agent.stop()
@@ -199,8 +228,14 @@ def provision_quietly(*args: str) -> int:
 def _ref(file: dict[str, Any], kind: str = "file") -> dict[str, Any]:
     """A message's file entry as the 0.12.4 browser stores it (the image's url: its file id)."""
     meta = file.get("meta") or {}
-    ref = {"type": kind, "id": file["id"], "name": meta.get("name") or file["filename"], "status": "uploaded",
-           "size": meta.get("size"), "content_type": meta.get("content_type")}
+    ref = {
+        "type": kind,
+        "id": file["id"],
+        "name": meta.get("name") or file["filename"],
+        "status": "uploaded",
+        "size": meta.get("size"),
+        "content_type": meta.get("content_type"),
+    }
     if kind == "image":
         ref["url"] = file["id"]
     return ref
@@ -214,32 +249,65 @@ class Chat:
         self.messages: dict[str, dict[str, Any]] = {}
         self.last: str | None = None
         with site.member() as http:
-            created = http.post("/api/v1/chats/new", json={"chat": {"title": "inbound", "models": [model],
-                                                                     "history": {"messages": {}, "currentId": None},
-                                                                     "messages": []}})
+            created = http.post(
+                "/api/v1/chats/new",
+                json={
+                    "chat": {
+                        "title": "inbound",
+                        "models": [model],
+                        "history": {"messages": {}, "currentId": None},
+                        "messages": [],
+                    }
+                },
+            )
         assert created.status_code == 200, created.text
         self.id = created.json()["id"]
 
     def turn(self, text: str, files: list[dict[str, Any]], chat_files: list[dict[str, Any]]) -> tuple[str, str, str]:
         """One turn: returns (user message id, assistant message id, the answer's content)."""
         user_id, assistant_id = str(uuid.uuid4()), str(uuid.uuid4())
-        user: dict[str, Any] = {"id": user_id, "parentId": self.last, "childrenIds": [], "role": "user", "content": text,
-                "files": files, "timestamp": int(time.time()), "models": [self.model]}
+        user: dict[str, Any] = {
+            "id": user_id,
+            "parentId": self.last,
+            "childrenIds": [],
+            "role": "user",
+            "content": text,
+            "files": files,
+            "timestamp": int(time.time()),
+            "models": [self.model],
+        }
         if self.last:
             self.messages[self.last]["childrenIds"].append(user_id)
         self.messages[user_id] = user
         self._save(user_id)
-        body = {"model": self.model, "stream": False, "chat_id": self.id, "id": assistant_id,
-                "user_message": user, "messages": [{"role": "user", "content": text}], "files": chat_files,
-                "variables": {"{{USER_LANGUAGE}}": "en-GB", "{{CURRENT_DATETIME}}": "2026-12-02 10:00:00",
-                              "{{CURRENT_TIMEZONE}}": "Europe/London"}}
+        body = {
+            "model": self.model,
+            "stream": False,
+            "chat_id": self.id,
+            "id": assistant_id,
+            "user_message": user,
+            "messages": [{"role": "user", "content": text}],
+            "files": chat_files,
+            "variables": {
+                "{{USER_LANGUAGE}}": "en-GB",
+                "{{CURRENT_DATETIME}}": "2026-12-02 10:00:00",
+                "{{CURRENT_TIMEZONE}}": "Europe/London",
+            },
+        }
         with self.site.member(timeout=120) as http:
             response = http.post("/api/chat/completions", json=body)
         assert response.status_code == 200, response.text
         content = response.json()["choices"][0]["message"]["content"]
-        self.messages[assistant_id] = {"id": assistant_id, "parentId": user_id, "childrenIds": [],
-                                       "role": "assistant", "content": content, "model": self.model, "done": True,
-                                       "timestamp": int(time.time())}
+        self.messages[assistant_id] = {
+            "id": assistant_id,
+            "parentId": user_id,
+            "childrenIds": [],
+            "role": "assistant",
+            "content": content,
+            "model": self.model,
+            "done": True,
+            "timestamp": int(time.time()),
+        }
         user["childrenIds"].append(assistant_id)
         self.last = assistant_id
         self._save(assistant_id)
@@ -250,8 +318,12 @@ class Chat:
         while node:
             chain.append(node)
             node = self.messages.get(node["parentId"]) if node["parentId"] else None
-        chat = {"title": "inbound", "models": [self.model], "history": {"messages": self.messages, "currentId": current},
-                "messages": list(reversed(chain))}
+        chat = {
+            "title": "inbound",
+            "models": [self.model],
+            "history": {"messages": self.messages, "currentId": current},
+            "messages": list(reversed(chain)),
+        }
         with self.site.member() as http:
             http.post(f"/api/v1/chats/{self.id}", json={"chat": chat}).raise_for_status()
 
@@ -297,8 +369,9 @@ def test_a_members_document_and_image_reach_the_agent_with_a_verifiable_identity
     injected = {"type": "file", "id": theirs["id"]}  # another user's file id, as an API client could send it
 
     # turn 1: the document and the image on the user's message, the other user's id injected
-    user_1, answer_1, content = chat.turn("Summarise the report", [_ref(document), _ref(image, "image")],
-                                          [_ref(document), injected])
+    user_1, answer_1, content = chat.turn(
+        "Summarise the report", [_ref(document), _ref(image, "image")], [_ref(document), injected]
+    )
     assert content == ANSWER
     (request,) = site.agent.requests
     (message,) = _users(request)
@@ -316,10 +389,16 @@ def test_a_members_document_and_image_reach_the_agent_with_a_verifiable_identity
     headers = request["headers"]
     claims = jwt.decode(headers["x-openwebui-user-jwt"], FORWARD_JWT_SECRET, algorithms=["HS256"])
     assert (claims["sub"], claims["email"], claims["role"], claims["iss"]) == (
-        site.member_id, MEMBER_EMAIL, "user", "open-webui")
+        site.member_id,
+        MEMBER_EMAIL,
+        "user",
+        "open-webui",
+    )
     # the group the member is in, and the group it nests in, as Open WebUI's own access rules count them
     assert sorted(claims["groups"], key=lambda g: g["name"]) == [
-        {"id": site.parent_group_id, "name": PARENT_GROUP}, {"id": site.group_id, "name": GROUP}]
+        {"id": site.parent_group_id, "name": PARENT_GROUP},
+        {"id": site.group_id, "name": GROUP},
+    ]
     assert (claims["model"], claims["chat_id"], claims["message_id"]) == (model, chat.id, answer_1)
     token = headers["x-aihub-identity"]
     assert jwt.get_unverified_header(token)["kid"] == IDENTITY_KID

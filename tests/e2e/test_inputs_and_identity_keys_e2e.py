@@ -13,7 +13,6 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from provisioner.identity_keys import private_key_lines
-
 from tests.support.chat_support import get, provision
 
 PIPE = "aihub_agent_pipe"
@@ -49,8 +48,9 @@ def _open_webui_python(owui) -> str:
 
 
 def _signed_in_open_webui(owui, value: str) -> str:
-    result = subprocess.run([_open_webui_python(owui), "-c", SIGN_IN_OPEN_WEBUI], input=value,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [_open_webui_python(owui), "-c", SIGN_IN_OPEN_WEBUI], input=value, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout.strip()
 

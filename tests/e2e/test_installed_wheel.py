@@ -39,7 +39,13 @@ from provisioner import __version__
 from tests.support.builders import REPO
 
 MODEL = "aihub_agent_pipe.it-helpdesk.default"
-FUNCTIONS = {"aihub_feature_filter", "aihub_agent_pipe", "aihub_toggle_knowledge_base", "aihub_toggle_web_search", "pii_redaction"}
+FUNCTIONS = {
+    "aihub_feature_filter",
+    "aihub_agent_pipe",
+    "aihub_toggle_knowledge_base",
+    "aihub_toggle_web_search",
+    "pii_redaction",
+}
 PIN = f'"aihub-provision=={__version__}"'
 AGENT_KEY = "helpdesk-backend-key-for-the-wheel-test"
 # What the wheel is built from: the package, the bundle it carries, the project metadata.
@@ -57,7 +63,9 @@ class Installed:
 
 
 def sh(args: list[str], *, cwd: Path, env: Mapping[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, env=dict(env), capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout)
+    return subprocess.run(
+        args, cwd=cwd, env=dict(env), capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout
+    )
 
 
 def clean_env(installed: Installed, home: Path, **extra: str) -> dict[str, str]:
@@ -87,7 +95,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
         else:
             shutil.copy(path, src / name)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    built = sh([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(root / "dist"), str(src)], cwd=root, env=env)
+    built = sh(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(root / "dist"), str(src)], cwd=root, env=env
+    )
     assert built.returncode == 0, built.stderr
     [wheel] = (root / "dist").glob("aihub_provision-*.whl")
     made = sh([sys.executable, "-m", "venv", str(root / "venv")], cwd=root, env=env)
@@ -116,9 +126,20 @@ def test_from_a_new_repo_to_a_synced_instance_and_the_ci_recipes_run(
     def provision(*args: str) -> subprocess.CompletedProcess[str]:
         return sh(["provision", *args], cwd=repo, env=env)
 
-    where = sh(["python", "-c", "import provisioner, shutil; print(provisioner.__file__); print(shutil.which('provision'))"], cwd=tmp_path, env=env)
+    where = sh(
+        ["python", "-c", "import provisioner, shutil; print(provisioner.__file__); print(shutil.which('provision'))"],
+        cwd=tmp_path,
+        env=env,
+    )
     assert where.stdout.splitlines() == [
-        str(installed.venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages" / "provisioner" / "__init__.py"),
+        str(
+            installed.venv
+            / "lib"
+            / f"python{sys.version_info.major}.{sys.version_info.minor}"
+            / "site-packages"
+            / "provisioner"
+            / "__init__.py"
+        ),
         str(installed.bin / "provision"),
     ], where.stdout + where.stderr
 
@@ -146,7 +167,9 @@ def test_from_a_new_repo_to_a_synced_instance_and_the_ci_recipes_run(
     secrets = {"OPENWEBUI_TOKEN_STAGING": owui.token, "HELPDESK_AGENT_KEY": AGENT_KEY}
     owui.reset()
     summary = tmp_path / "step_summary.md"
-    ran = run_github(workflow, repo, installed, tmp_path, secrets, event="pull_request", ref="refs/pull/1/merge", summary=summary)
+    ran = run_github(
+        workflow, repo, installed, tmp_path, secrets, event="pull_request", ref="refs/pull/1/merge", summary=summary
+    )
     assert ran == ["plan"]
     text = summary.read_text()
     assert MODEL in text and "|" in text and "pii_redaction" in text  # the plan as Markdown
@@ -159,11 +182,20 @@ def test_from_a_new_repo_to_a_synced_instance_and_the_ci_recipes_run(
 
     gitlab = yaml.safe_load((repo / ".gitlab-ci.yml").read_text())
     owui.reset()
-    ran = run_gitlab(gitlab, repo, installed, tmp_path, secrets, {"CI_PIPELINE_SOURCE": "merge_request_event", "CI_COMMIT_BRANCH": ""})
+    ran = run_gitlab(
+        gitlab,
+        repo,
+        installed,
+        tmp_path,
+        secrets,
+        {"CI_PIPELINE_SOURCE": "merge_request_event", "CI_COMMIT_BRANCH": ""},
+    )
     assert ran == ["validate", "plan"]
     assert MODEL in (repo / "plan.md").read_text()
     assert instance_is_empty(owui)
-    ran = run_gitlab(gitlab, repo, installed, tmp_path, secrets, {"CI_PIPELINE_SOURCE": "push", "CI_COMMIT_BRANCH": "main"})
+    ran = run_gitlab(
+        gitlab, repo, installed, tmp_path, secrets, {"CI_PIPELINE_SOURCE": "push", "CI_COMMIT_BRANCH": "main"}
+    )
     assert ran == ["validate", "sync-staging"]
     check_instance(owui)
     assert provision("diff", "--target", "staging", "--detailed-exitcode").returncode == 0
@@ -175,7 +207,9 @@ def test_from_a_new_repo_to_a_synced_instance_and_the_ci_recipes_run(
     drift_flow = yaml.safe_load((repo / ".github" / "workflows" / "provision-drift.yml").read_text())
     assert "schedule" in (drift_flow.get("on") or drift_flow.get(True))
     summary.write_text("")
-    assert run_github(drift_flow, repo, installed, tmp_path, secrets, event="schedule", ref="refs/heads/main", summary=summary) == ["drift"]
+    assert run_github(
+        drift_flow, repo, installed, tmp_path, secrets, event="schedule", ref="refs/heads/main", summary=summary
+    ) == ["drift"]
     assert "**No drift.**" in summary.read_text()
     scheduled = {"CI_PIPELINE_SOURCE": "schedule", "CI_COMMIT_BRANCH": "main"}
     assert run_gitlab(gitlab, repo, installed, tmp_path, secrets, scheduled) == ["drift"]  # no sync on a schedule
@@ -185,8 +219,17 @@ def test_from_a_new_repo_to_a_synced_instance_and_the_ci_recipes_run(
         form["name"] = "Helpdesk (renamed by hand)"
         http.post("/api/v1/models/model/update", json=form).raise_for_status()
     summary.write_text("")
-    assert run_github(drift_flow, repo, installed, tmp_path, secrets, event="schedule", ref="refs/heads/main",
-                      summary=summary, last_step_exit=2) == ["drift"]
+    assert run_github(
+        drift_flow,
+        repo,
+        installed,
+        tmp_path,
+        secrets,
+        event="schedule",
+        ref="refs/heads/main",
+        summary=summary,
+        last_step_exit=2,
+    ) == ["drift"]
     for report in (summary.read_text(), ""):
         if not report:
             assert run_gitlab(gitlab, repo, installed, tmp_path, secrets, scheduled, expect=2) == ["drift"]
@@ -225,7 +268,12 @@ def check_instance(owui: Any) -> None:
     [row] = get(owui, "/api/v1/models/all")
     assert row["id"] == MODEL and row["name"] == "IT Helpdesk"
     meta = row["meta"]
-    assert meta["filterIds"] == ["aihub_feature_filter", "aihub_toggle_knowledge_base", "aihub_toggle_web_search", "pii_redaction"]
+    assert meta["filterIds"] == [
+        "aihub_feature_filter",
+        "aihub_toggle_knowledge_base",
+        "aihub_toggle_web_search",
+        "pii_redaction",
+    ]
     assert meta["defaultFilterIds"] == ["aihub_toggle_knowledge_base"]
     # web_search is the bundle's toggle filter; Open WebUI's own stays off
     assert meta["capabilities"]["web_search"] is False and meta["capabilities"]["memory"] is False
@@ -254,7 +302,9 @@ def with_wheel(command: str, installed: Installed) -> str:
 def run_shell(script: str, repo: Path, env: Mapping[str, str], what: str, expect: int = 0) -> None:
     assert "${{" not in script, f"{what}: an expression the test does not fill in: {script}"
     result = sh(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=repo, env=env)
-    assert result.returncode == expect, f"{what} exited {result.returncode}, not {expect}:\n{script}\n{result.stdout}\n{result.stderr}"
+    assert result.returncode == expect, (
+        f"{what} exited {result.returncode}, not {expect}:\n{script}\n{result.stdout}\n{result.stderr}"
+    )
 
 
 # The job conditions the generated workflow uses, evaluated for the simulated event; a condition
@@ -262,8 +312,12 @@ def run_shell(script: str, repo: Path, env: Mapping[str, str], what: str, expect
 GITHUB_IFS: dict[str, Callable[[str, str], bool]] = {
     "true": lambda event, ref: True,  # a job without `if:` (the drift workflow's)
     "github.event_name == 'pull_request'": lambda event, ref: event == "pull_request",
-    "github.event_name == 'push' && github.ref == 'refs/heads/main'": lambda event, ref: event == "push" and ref == "refs/heads/main",
-    "github.event_name == 'push' && startsWith(github.ref, 'refs/tags/v')": lambda event, ref: event == "push" and ref.startswith("refs/tags/v"),
+    "github.event_name == 'push' && github.ref == 'refs/heads/main'": lambda event, ref: (
+        event == "push" and ref == "refs/heads/main"
+    ),
+    "github.event_name == 'push' && startsWith(github.ref, 'refs/tags/v')": lambda event, ref: (
+        event == "push" and ref.startswith("refs/tags/v")
+    ),
 }
 
 
@@ -274,8 +328,18 @@ def fill_secrets(value: Any, secrets: Mapping[str, str]) -> str:
     return text
 
 
-def run_github(workflow: dict[Any, Any], repo: Path, installed: Installed, home: Path, secrets: Mapping[str, str],
-               *, event: str, ref: str, summary: Path, last_step_exit: int = 0) -> list[str]:
+def run_github(
+    workflow: dict[Any, Any],
+    repo: Path,
+    installed: Installed,
+    home: Path,
+    secrets: Mapping[str, str],
+    *,
+    event: str,
+    ref: str,
+    summary: Path,
+    last_step_exit: int = 0,
+) -> list[str]:
     """Run the jobs the event triggers, in file order; return their names. Each job's last step
     must exit `last_step_exit` (2: the drift job reports drift), every other step 0."""
     triggers = workflow.get("on") or workflow.get(True)  # PyYAML reads the key `on` as true
@@ -288,8 +352,16 @@ def run_github(workflow: dict[Any, Any], repo: Path, installed: Installed, home:
         if not GITHUB_IFS[condition](event, ref):
             continue
         job_env = {k: fill_secrets(v, secrets) for k, v in {**workflow.get("env", {}), **job.get("env", {})}.items()}
-        env = clean_env(installed, home, CI="true", GITHUB_ACTIONS="true", GITHUB_EVENT_NAME=event, GITHUB_REF=ref,
-                        GITHUB_STEP_SUMMARY=str(summary), **job_env)
+        env = clean_env(
+            installed,
+            home,
+            CI="true",
+            GITHUB_ACTIONS="true",
+            GITHUB_EVENT_NAME=event,
+            GITHUB_REF=ref,
+            GITHUB_STEP_SUMMARY=str(summary),
+            **job_env,
+        )
         installs = 0
         for index, step in enumerate(job["steps"]):
             if "uses" in step:
@@ -297,7 +369,13 @@ def run_github(workflow: dict[Any, Any], repo: Path, installed: Installed, home:
                 continue
             installs += f"pip install {PIN}" in step["run"]
             expect = last_step_exit if index == len(job["steps"]) - 1 else 0
-            run_shell(with_wheel(step["run"], installed), repo, env, f"job {name}, step {step.get('name', step['run'])!r}", expect)
+            run_shell(
+                with_wheel(step["run"], installed),
+                repo,
+                env,
+                f"job {name}, step {step.get('name', step['run'])!r}",
+                expect,
+            )
         assert installs == 1, f"job {name} should install the pinned provision once"
         ran.append(name)
     return ran
@@ -306,21 +384,32 @@ def run_github(workflow: dict[Any, Any], repo: Path, installed: Installed, home:
 GITLAB_IFS: dict[str, Callable[[Mapping[str, str]], bool]] = {
     '$CI_PIPELINE_SOURCE == "schedule"': lambda v: v["CI_PIPELINE_SOURCE"] == "schedule",
     '$CI_PIPELINE_SOURCE == "merge_request_event"': lambda v: v["CI_PIPELINE_SOURCE"] == "merge_request_event",
-    "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH": lambda v: bool(v["CI_COMMIT_BRANCH"]) and v["CI_COMMIT_BRANCH"] == v["CI_DEFAULT_BRANCH"],
+    "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH": lambda v: (
+        bool(v["CI_COMMIT_BRANCH"]) and v["CI_COMMIT_BRANCH"] == v["CI_DEFAULT_BRANCH"]
+    ),
     "$CI_COMMIT_TAG =~ /^v/": lambda v: v.get("CI_COMMIT_TAG", "").startswith("v"),
 }
 GITLAB_KEYWORDS = {"stages", "default", "variables", "workflow", "include", "image", "before_script", "after_script"}
 
 
-def run_gitlab(pipeline: dict[str, Any], repo: Path, installed: Installed, home: Path, secrets: Mapping[str, str],
-               predefined: Mapping[str, str], expect: int = 0) -> list[str]:
+def run_gitlab(
+    pipeline: dict[str, Any],
+    repo: Path,
+    installed: Installed,
+    home: Path,
+    secrets: Mapping[str, str],
+    predefined: Mapping[str, str],
+    expect: int = 0,
+) -> list[str]:
     """Run the jobs the pipeline source triggers, stage by stage; return their names. As in
     GitLab, a job's first rule that matches decides (`when: never` keeps it out)."""
     ci = {"CI": "true", "GITLAB_CI": "true", "CI_DEFAULT_BRANCH": "main", **predefined}
     jobs = {name: job for name, job in pipeline.items() if name not in GITLAB_KEYWORDS and not name.startswith(".")}
     order = {stage: i for i, stage in enumerate(pipeline["stages"])}
     ran = []
-    for name, job in sorted(jobs.items(), key=lambda item: order[item[1]["stage"]]):  # stable: file order within a stage
+    for name, job in sorted(
+        jobs.items(), key=lambda item: order[item[1]["stage"]]
+    ):  # stable: file order within a stage
         for rule in job["rules"]:
             assert rule["if"] in GITLAB_IFS, f"job {name}: the test cannot evaluate `if: {rule['if']}`"
         first = next((rule for rule in job["rules"] if GITLAB_IFS[rule["if"]](ci)), None)
@@ -329,7 +418,9 @@ def run_gitlab(pipeline: dict[str, Any], repo: Path, installed: Installed, home:
         variables = {**pipeline.get("variables", {}), **job.get("variables", {})}
         env = clean_env(installed, home, **ci, **secrets, **{k: str(v) for k, v in variables.items()})
         lines = [*job.get("before_script", pipeline["default"]["before_script"]), *job["script"]]
-        assert sum(f"pip install {PIN}" in line for line in lines) == 1, f"job {name} should install the pinned provision once"
+        assert sum(f"pip install {PIN}" in line for line in lines) == 1, (
+            f"job {name} should install the pinned provision once"
+        )
         run_shell("\n".join(with_wheel(line, installed) for line in lines), repo, env, f"job {name}", expect)
         ran.append(name)
     return ran

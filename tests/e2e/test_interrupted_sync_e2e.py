@@ -31,7 +31,11 @@ def test_sigterm_mid_sync_reports_the_partial_sync_and_the_next_run_converges(ow
     env.pop("OPENWEBUI_TOKEN_FILE", None)
     run = subprocess.Popen(
         [str(PROVISION), "-v", "sync", "--yes", "-o", "json", *args],
-        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     seen: list[str] = []
     try:

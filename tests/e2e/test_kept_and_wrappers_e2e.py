@@ -23,26 +23,41 @@ def own_copy(chat_bundle: list[str], tmp_path: Path) -> tuple[Path, list[str]]:
     return root, args
 
 
-def test_an_agent_kept_without_prune_keeps_answering_until_pruned(chat_rig: ChatRig, chat_bundle, tmp_path, capsys) -> None:
+def test_an_agent_kept_without_prune_keeps_answering_until_pruned(
+    chat_rig: ChatRig, chat_bundle, tmp_path, capsys
+) -> None:
     root, args = own_copy(chat_bundle, tmp_path)
     (root / "support_desk.yaml").unlink()
     code, out, err = provision(capsys, "sync", *args)
     assert code == 0, out + err
-    assert f"{DESK}  (kept and still served by the pipe from {chat_rig.server.agent_url} (its last backend) until --prune)" in err
+    assert (
+        f"{DESK}  (kept and still served by the pipe from {chat_rig.server.agent_url} (its last backend) until --prune)"
+        in err
+    )
     seen = chat(chat_rig, DESK, features={"web_search": True}, filter_ids=["aihub_toggle_deep_research"])
     assert sorted(seen.forwarded) == ["deep_research", "web_search"]
 
     code, out, err = provision(capsys, "sync", *args, "--prune")
     assert code == 0, out + err
     with chat_rig.client(timeout=60) as http:
-        response = http.post("/api/chat/completions", json={"model": DESK, "messages": [{"role": "user", "content": "hi"}]})
+        response = http.post(
+            "/api/chat/completions", json={"model": DESK, "messages": [{"role": "user", "content": "hi"}]}
+        )
     assert response.status_code != 200 and AGENT_ANSWER not in response.text
 
 
 def test_a_wrapper_runs_its_own_filters_only_and_diff_names_it(chat_rig: ChatRig, chat_bundle, capsys) -> None:
-    row = {"id": WRAPPER, "base_model_id": RESEARCH, "name": "My researcher", "params": {}, "access_grants": [],
-           "meta": {"description": "A user's own preset on the research agent",
-                    "capabilities": {"web_search": True, "code_interpreter": True}}}
+    row = {
+        "id": WRAPPER,
+        "base_model_id": RESEARCH,
+        "name": "My researcher",
+        "params": {},
+        "access_grants": [],
+        "meta": {
+            "description": "A user's own preset on the research agent",
+            "capabilities": {"web_search": True, "code_interpreter": True},
+        },
+    }
     with chat_rig.client() as http:
         http.post("/api/v1/models/create", json=row).raise_for_status()
         http.get("/api/models", params={"refresh": "true"}).raise_for_status()

@@ -19,7 +19,6 @@ from typing import Any
 import yaml
 
 from provisioner import __version__
-
 from tests.support.builders import REPO
 from tests.support.chat_support import get
 
@@ -79,8 +78,15 @@ class Pod:
         lines = script.strip().splitlines()
         assert lines[0] == PIN, "the example pins the provision version it documents"
         script = self.local("\n".join(lines[1:]))
-        return subprocess.run(["/bin/sh", "-ec", script], cwd=self.local(self.container["workingDir"]), env=self.env,
-                              capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            ["/bin/sh", "-ec", script],
+            cwd=self.local(self.container["workingDir"]),
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+        )
 
 
 def test_the_helm_hook_job_and_the_drift_cronjob_run_against_a_real_open_webui(owui, tmp_path: Path) -> None:
@@ -93,8 +99,9 @@ def test_the_helm_hook_job_and_the_drift_cronjob_run_against_a_real_open_webui(o
 
     email, password = f"k8s-{uuid.uuid4().hex[:8]}@example.com", "Pw-k8s-" + uuid.uuid4().hex[:12]
     with owui.client() as http:
-        http.post("/api/v1/auths/add", json={"name": "Cluster Admin", "email": email, "password": password,
-                                              "role": "admin"}).raise_for_status()
+        http.post(
+            "/api/v1/auths/add", json={"name": "Cluster Admin", "email": email, "password": password, "role": "admin"}
+        ).raise_for_status()
     secret = {"email": email, "password": password}
 
     def pod(spec: dict[str, Any], name: str) -> Pod:

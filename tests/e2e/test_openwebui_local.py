@@ -31,13 +31,22 @@ def create_probe_objects(instance: OpenWebUIInstance) -> None:
     with instance.client() as http:
         http.post(
             "/api/v1/functions/create",
-            json={"id": "probe_filter", "name": "Probe filter", "content": PROBE_FILTER,
-                  "meta": {"description": "made by a test"}},
+            json={
+                "id": "probe_filter",
+                "name": "Probe filter",
+                "content": PROBE_FILTER,
+                "meta": {"description": "made by a test"},
+            },
         ).raise_for_status()
         http.post(
             "/api/v1/models/create",
-            json={"id": "probe-row", "name": "Probe row", "base_model_id": None,
-                  "meta": {"description": "made by a test"}, "params": {}},
+            json={
+                "id": "probe-row",
+                "name": "Probe row",
+                "base_model_id": None,
+                "meta": {"description": "made by a test"},
+                "params": {},
+            },
         ).raise_for_status()
         parent = http.post("/api/v1/groups/create", json={"name": "probe-parent", "description": ""})
         parent.raise_for_status()
@@ -188,7 +197,8 @@ def test_stop_without_keep_data_removes_the_data_dir() -> None:
 def test_env_of_a_stopped_instance_fails_without_traceback() -> None:
     result = subprocess.run(
         [sys.executable, str(SCRIPT), "env", "--name", f"pytest-{os.getpid()}-absent"],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 1
     assert result.stdout == ""

@@ -34,14 +34,24 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture
-def page(owui: Any, agui_server: Any, browser: Any, tmp_path: Any, capsys: pytest.CaptureFixture[str],
-         request: pytest.FixtureRequest) -> Iterator[ChatPage]:
-    root = write_blueprint_dir(tmp_path / "blueprints", [
-        blueprint("approve", calls=["summarise"], backend={"transport": "agui", "url": agui_server.agent_url}),
-        blueprint("cited", calls=["summarise"], backend={"transport": "agui", "url": agui_server.agent_url}),
-    ])
-    code, out, err = provision(capsys, "sync", "-p", str(root), "--bundle",
-                               str(write_function_dir(tmp_path / "functions", root, AGENT_PIPE)))
+def page(
+    owui: Any,
+    agui_server: Any,
+    browser: Any,
+    tmp_path: Any,
+    capsys: pytest.CaptureFixture[str],
+    request: pytest.FixtureRequest,
+) -> Iterator[ChatPage]:
+    root = write_blueprint_dir(
+        tmp_path / "blueprints",
+        [
+            blueprint("approve", calls=["summarise"], backend={"transport": "agui", "url": agui_server.agent_url}),
+            blueprint("cited", calls=["summarise"], backend={"transport": "agui", "url": agui_server.agent_url}),
+        ],
+    )
+    code, out, err = provision(
+        capsys, "sync", "-p", str(root), "--bundle", str(write_function_dir(tmp_path / "functions", root, AGENT_PIPE))
+    )
     assert code == 0, out + err
     yield from logged_in_page(browser, owui, request)
 

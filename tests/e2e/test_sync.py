@@ -31,12 +31,22 @@ def test_sync_from_empty_creates_every_row_and_function(owui, bundle, recorder, 
     assert row["base_model_id"] is None
     # Open WebUI's own toggles stay off; the agent's features are the bundle's toggle filters.
     assert row["meta"]["capabilities"]["web_search"] is False and row["meta"]["capabilities"]["memory"] is False
-    assert row["meta"]["filterIds"] == ["aihub_feature_filter", "aihub_toggle_code_interpreter",
-                                        "aihub_toggle_image_generation", "aihub_toggle_web_search"]
+    assert row["meta"]["filterIds"] == [
+        "aihub_feature_filter",
+        "aihub_toggle_code_interpreter",
+        "aihub_toggle_image_generation",
+        "aihub_toggle_web_search",
+    ]
     functions = {f["id"]: f for f in get(owui, "/api/v1/functions/export")}
-    assert set(functions) == {"aihub_feature_filter", "aihub_toggle_deep_research", "aihub_toggle_user_files",
-                              "aihub_toggle_web_search", "aihub_toggle_code_interpreter",
-                              "aihub_toggle_image_generation", "aihub_agent_pipe"}
+    assert set(functions) == {
+        "aihub_feature_filter",
+        "aihub_toggle_deep_research",
+        "aihub_toggle_user_files",
+        "aihub_toggle_web_search",
+        "aihub_toggle_code_interpreter",
+        "aihub_toggle_image_generation",
+        "aihub_agent_pipe",
+    }
     assert all(f["is_active"] for f in functions.values())
     assert not any(f["is_global"] for f in functions.values())  # every file says global: false
     assert functions["aihub_toggle_user_files"]["meta"]["toggle"] is True
@@ -69,7 +79,11 @@ def test_second_sync_makes_zero_write_calls(owui, bundle, recorder, capsys) -> N
     code, out, _ = provision(capsys, "sync", *bundle)
     assert code == 0 and "No changes." in out
     assert recorder.writes == []
-    assert recorder.requests == [("GET", "/api/version"), ("GET", "/api/v1/models/all"), ("GET", "/api/v1/functions/export")]
+    assert recorder.requests == [
+        ("GET", "/api/version"),
+        ("GET", "/api/v1/models/all"),
+        ("GET", "/api/v1/functions/export"),
+    ]
     assert provision(capsys, "diff", *bundle, "--detailed-exitcode")[0] == 0
 
 
@@ -88,8 +102,12 @@ def test_hand_edit_of_a_managed_field_is_one_field_in_diff_and_reverted(owui, bu
     code, out, _ = provision(capsys, "diff", *bundle, "-o", "json", "--detailed-exitcode")
     assert code == 2
     assert json.loads(out)["changes"] == [
-        {"kind": "model", "id": model_id, "action": "update",
-         "fields": [{"path": "meta.capabilities.web_search", "before": True, "after": False, "origin": "openwebui"}]}
+        {
+            "kind": "model",
+            "id": model_id,
+            "action": "update",
+            "fields": [{"path": "meta.capabilities.web_search", "before": True, "after": False, "origin": "openwebui"}],
+        }
     ]
     assert provision(capsys, "sync", *bundle)[0] == 0
     after = get(owui, "/api/v1/models/model", id=model_id)
@@ -101,11 +119,20 @@ def test_hand_edit_of_a_managed_field_is_one_field_in_diff_and_reverted(owui, bu
 
 
 def test_unmanaged_rows_and_functions_are_never_touched(owui, bundle, recorder, capsys, tmp_path: Path) -> None:
-    foreign_row = {"id": "team-gpt", "base_model_id": "gpt-4o", "name": "Team GPT", "meta": {"description": "admin's"}, "params": {}}
+    foreign_row = {
+        "id": "team-gpt",
+        "base_model_id": "gpt-4o",
+        "name": "Team GPT",
+        "meta": {"description": "admin's"},
+        "params": {},
+    }
     foreign_fn = (REPO / "owui_functions" / "aihub_feature_filter.py").read_text()
     with owui.client() as http:
         http.post("/api/v1/models/create", json=foreign_row).raise_for_status()
-        http.post("/api/v1/functions/create", json={"id": "admin_filter", "name": "Admin", "content": foreign_fn, "meta": {"description": ""}}).raise_for_status()
+        http.post(
+            "/api/v1/functions/create",
+            json={"id": "admin_filter", "name": "Admin", "content": foreign_fn, "meta": {"description": ""}},
+        ).raise_for_status()
     before_rows = {r["id"]: r for r in get(owui, "/api/v1/models/all")}
     assert provision(capsys, "sync", *bundle, "--prune")[0] == 0
     rows = {r["id"]: r for r in get(owui, "/api/v1/models/all")}
@@ -117,7 +144,9 @@ def test_unmanaged_rows_and_functions_are_never_touched(owui, bundle, recorder, 
 def test_a_row_with_our_id_but_no_marker_stops_sync_before_any_write(owui, bundle, recorder, capsys) -> None:
     model_id = "aihub_agent_pipe.policy-faq.default"
     with owui.client() as http:
-        http.post("/api/v1/models/create", json={"id": model_id, "name": "Hand made", "meta": {}, "params": {}}).raise_for_status()
+        http.post(
+            "/api/v1/models/create", json={"id": model_id, "name": "Hand made", "meta": {}, "params": {}}
+        ).raise_for_status()
     code, _, err = provision(capsys, "sync", *bundle)
     assert code == 1 and "not managed by provision" in err and model_id in err
     assert recorder.writes == []
@@ -142,7 +171,9 @@ def test_prune_removes_a_dropped_blueprint_and_nothing_else(owui, bundle, record
     assert len(get(owui, "/api/v1/functions/export")) == 7  # bundle (2) + toggles (5)
 
 
-def test_group_access_is_resolved_by_name_and_a_missing_group_changes_nothing(owui, recorder, capsys, tmp_path: Path) -> None:
+def test_group_access_is_resolved_by_name_and_a_missing_group_changes_nothing(
+    owui, recorder, capsys, tmp_path: Path
+) -> None:
     with owui.client() as http:
         group = http.post("/api/v1/groups/create", json={"name": "Legal", "description": ""}).raise_for_status().json()
     agents = [{"id": "counsel", "name": "Counsel", "access": {"groups": ["Legal"]}}]
@@ -170,17 +201,27 @@ class TestChatThroughOpenWebUI:
         return chat_rig
 
     def test_native_toggles_are_stripped_and_only_supported_requests_count(self, synced) -> None:
-        seen = chat(synced, "aihub_agent_pipe.support-desk.tier2",
-                    features={"web_search": True, "image_generation": True, "code_interpreter": True, "memory": True})
+        seen = chat(
+            synced,
+            "aihub_agent_pipe.support-desk.tier2",
+            features={"web_search": True, "image_generation": True, "code_interpreter": True, "memory": True},
+        )
         assert seen.forwarded == ["web_search"]  # image_generation and code_interpreter are not supported
-        assert {k: v for k, v in seen.features.items() if k in ("web_search", "image_generation", "code_interpreter", "memory")} == {
-            "web_search": False, "image_generation": False, "code_interpreter": False, "memory": False}
+        assert {
+            k: v
+            for k, v in seen.features.items()
+            if k in ("web_search", "image_generation", "code_interpreter", "memory")
+        } == {"web_search": False, "image_generation": False, "code_interpreter": False, "memory": False}
         # stripped in place: the dict Open WebUI reads from the metadata later is this one
         assert seen.observed["features_is_metadata_features"] is True
 
     def test_web_search_sent_to_an_agent_without_it_never_counts(self, synced) -> None:
-        seen = chat(synced, "aihub_agent_pipe.policy-faq.default", features={"web_search": True},
-                    extra={"params": {"function_calling": "legacy"}})
+        seen = chat(
+            synced,
+            "aihub_agent_pipe.policy-faq.default",
+            features={"web_search": True},
+            extra={"params": {"function_calling": "legacy"}},
+        )
         assert seen.forwarded == [] and seen.requested == []
         assert seen.features["web_search"] is False
 
@@ -190,13 +231,21 @@ class TestChatThroughOpenWebUI:
         assert chat(synced, model, features={}, filter_ids=["aihub_toggle_user_files"]).forwarded == ["user_files"]
 
     def test_a_toggle_for_a_feature_the_model_lacks_does_nothing(self, synced) -> None:
-        seen = chat(synced, "aihub_agent_pipe.policy-faq.default", features={},
-                    filter_ids=["aihub_toggle_user_files", "aihub_toggle_deep_research"])
+        seen = chat(
+            synced,
+            "aihub_agent_pipe.policy-faq.default",
+            features={},
+            filter_ids=["aihub_toggle_user_files", "aihub_toggle_deep_research"],
+        )
         assert seen.forwarded == [] and seen.requested == []
 
     def test_several_features_together(self, synced) -> None:
-        seen = chat(synced, "aihub_agent_pipe.support-desk.tier2", features={"web_search": True},
-                    filter_ids=["aihub_toggle_deep_research", "aihub_toggle_user_files"])
+        seen = chat(
+            synced,
+            "aihub_agent_pipe.support-desk.tier2",
+            features={"web_search": True},
+            filter_ids=["aihub_toggle_deep_research", "aihub_toggle_user_files"],
+        )
         assert seen.forwarded == ["web_search", "deep_research"]
 
 

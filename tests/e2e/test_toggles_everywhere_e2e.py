@@ -23,12 +23,14 @@ import pytest
 import yaml
 
 from provisioner.features import NATIVE_FEATURES, NATIVE_TOGGLES
-
 from tests.support.builders import REPO
 from tests.support.chat_support import SAMPLE_MODELS, ChatRig, chat, get, provision
 
-SWITCHES = {"web_search": "enable_web_search", "image_generation": "enable_image_generation",
-            "code_interpreter": "enable_code_interpreter"}
+SWITCHES = {
+    "web_search": "enable_web_search",
+    "image_generation": "enable_image_generation",
+    "code_interpreter": "enable_code_interpreter",
+}
 CUSTOM = yaml.safe_load((REPO / "blueprints" / "features.yaml").read_text(encoding="utf-8"))["features"]
 EVERYTHING = {"web_search": True, "image_generation": True, "code_interpreter": True, "memory": True}
 LEGACY = {"params": {"function_calling": "legacy"}}  # Open WebUI acts on `features` itself in this mode
@@ -79,15 +81,28 @@ def switch_everything_on(owui, engine_url: str) -> dict[str, Any]:
             "images": http.get("/api/v1/images/config").raise_for_status().json(),
             "code": http.get("/api/v1/configs/code_execution").raise_for_status().json(),
         }
-        web = {**saved["web"], "ENABLE_WEB_SEARCH": True, "WEB_SEARCH_ENGINE": "searxng",
-               "SEARXNG_QUERY_URL": f"{engine_url}/search?q=<query>"}
+        web = {
+            **saved["web"],
+            "ENABLE_WEB_SEARCH": True,
+            "WEB_SEARCH_ENGINE": "searxng",
+            "SEARXNG_QUERY_URL": f"{engine_url}/search?q=<query>",
+        }
         http.post("/api/v1/retrieval/config/update", json={"web": web}).raise_for_status()
-        images = {**saved["images"], "ENABLE_IMAGE_GENERATION": True, "IMAGE_GENERATION_ENGINE": "openai",
-                  "IMAGES_OPENAI_API_BASE_URL": f"{engine_url}/v1", "IMAGES_OPENAI_API_KEY": "not-a-key",
-                  "IMAGE_GENERATION_MODEL": "dall-e-2"}
+        images = {
+            **saved["images"],
+            "ENABLE_IMAGE_GENERATION": True,
+            "IMAGE_GENERATION_ENGINE": "openai",
+            "IMAGES_OPENAI_API_BASE_URL": f"{engine_url}/v1",
+            "IMAGES_OPENAI_API_KEY": "not-a-key",
+            "IMAGE_GENERATION_MODEL": "dall-e-2",
+        }
         http.post("/api/v1/images/config/update", json=images).raise_for_status()
-        code = {**saved["code"], "ENABLE_CODE_INTERPRETER": True, "CODE_INTERPRETER_ENGINE": "jupyter",
-                "CODE_INTERPRETER_JUPYTER_URL": engine_url}
+        code = {
+            **saved["code"],
+            "ENABLE_CODE_INTERPRETER": True,
+            "CODE_INTERPRETER_ENGINE": "jupyter",
+            "CODE_INTERPRETER_JUPYTER_URL": engine_url,
+        }
         http.post("/api/v1/configs/code_execution", json=code).raise_for_status()
     return saved
 
@@ -125,8 +140,10 @@ def instance(request, chat_rig: ChatRig, engines: Recorder) -> Iterator[ChatRig]
 
 def chat_input(entry: dict[str, Any], switches: dict[str, bool]) -> dict[str, dict[str, Any]]:
     """Title -> what the admin's chat input shows for this model (MessageInput.svelte, 0.12.4)."""
-    shown = {f["name"]: {"kind": "filter", "id": f["id"], "description": f.get("description"), "icon": f.get("icon")}
-             for f in entry.get("filters") or []}
+    shown = {
+        f["name"]: {"kind": "filter", "id": f["id"], "description": f.get("description"), "icon": f.get("icon")}
+        for f in entry.get("filters") or []
+    }
     capabilities = ((entry.get("info") or {}).get("meta") or {}).get("capabilities") or {}
     for feature in NATIVE_FEATURES:
         if capabilities.get(feature, True) and switches[feature]:
@@ -142,7 +159,11 @@ def expected_toggles(features: list[str]) -> dict[str, tuple[str, str, str | Non
             native = NATIVE_TOGGLES[feature]
             out[native.title] = (f"aihub_toggle_{feature}", native.description, native.icon)
         else:
-            out[CUSTOM[feature]["title"]] = (f"aihub_toggle_{feature}", CUSTOM[feature]["description"], "data:image/svg+xml")
+            out[CUSTOM[feature]["title"]] = (
+                f"aihub_toggle_{feature}",
+                CUSTOM[feature]["description"],
+                "data:image/svg+xml",
+            )
     return out
 
 
@@ -165,7 +186,11 @@ def test_each_agent_shows_exactly_its_supported_features_as_toggles(instance: Ch
 def test_sample_expectations_cover_native_custom_and_none(chat_rig: ChatRig) -> None:
     # Pins what the test above ranges over, so it cannot pass on agents that show nothing.
     entries = {m["id"]: m for m in get(chat_rig.owui, "/api/models")["data"]}
-    assert set(expected_toggles(entries[RESEARCH]["info"]["meta"]["aihub"]["features"])) == {"Web Search", "Code Interpreter", "Image"}
+    assert set(expected_toggles(entries[RESEARCH]["info"]["meta"]["aihub"]["features"])) == {
+        "Web Search",
+        "Code Interpreter",
+        "Image",
+    }
     assert set(expected_toggles(entries[DESK]["info"]["meta"]["aihub"]["features"])) == {"Web Search", "Deep research"}
     assert expected_toggles(entries[POLICY]["info"]["meta"]["aihub"]["features"]) == {}
 
@@ -182,12 +207,21 @@ def test_default_toggles_start_on_through_their_filters(chat_rig: ChatRig) -> No
 def test_a_switched_on_toggle_reaches_the_agent_and_open_webui_runs_nothing_itself(
     instance: ChatRig, engines: Recorder
 ) -> None:
-    toggles = ["aihub_toggle_web_search", "aihub_toggle_code_interpreter", "aihub_toggle_image_generation",
-               "aihub_toggle_deep_research", "aihub_toggle_user_files"]
+    toggles = [
+        "aihub_toggle_web_search",
+        "aihub_toggle_code_interpreter",
+        "aihub_toggle_image_generation",
+        "aihub_toggle_deep_research",
+        "aihub_toggle_user_files",
+    ]
     assert chat(instance, RESEARCH, features={}).forwarded == []
     assert chat(instance, RESEARCH, features={}, filter_ids=["aihub_toggle_web_search"]).forwarded == ["web_search"]
-    assert chat(instance, RESEARCH, features={}, filter_ids=["aihub_toggle_code_interpreter"]).forwarded == ["code_interpreter"]
-    assert chat(instance, RESEARCH, features={}, filter_ids=["aihub_toggle_image_generation"]).forwarded == ["image_generation"]
+    assert chat(instance, RESEARCH, features={}, filter_ids=["aihub_toggle_code_interpreter"]).forwarded == [
+        "code_interpreter"
+    ]
+    assert chat(instance, RESEARCH, features={}, filter_ids=["aihub_toggle_image_generation"]).forwarded == [
+        "image_generation"
+    ]
     for extra in ({}, LEGACY):
         seen = chat(instance, RESEARCH, features=dict(EVERYTHING), filter_ids=toggles, extra=extra)
         assert sorted(seen.forwarded) == ["code_interpreter", "image_generation", "web_search"]

@@ -57,7 +57,11 @@ def test_user_functions_are_synced_attached_and_run(owui, agui_server: Any, tmp_
 
     # A chat: the agent gets the message with the address masked by the user's filter.
     agui_server.clear()
-    body = {"model": MODEL, "stream": False, "messages": [{"role": "user", "content": "Reset it for jane.doe@example.com"}]}
+    body = {
+        "model": MODEL,
+        "stream": False,
+        "messages": [{"role": "user", "content": "Reset it for jane.doe@example.com"}],
+    }
     with owui.client(timeout=60) as http:
         response = http.post("/api/chat/completions", json=body)
     assert response.status_code == 200, response.text

@@ -21,20 +21,24 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import jwt
 import pytest
 import yaml
 
 from provisioner.openwebui import compat
-
 from tests.support.builders import REPO, samples_on
 from tests.support.chat_support import AGENT_ANSWER, provision, stored_message, ui_body
 from tests.support.header_tap import HeaderTap
 from tests.support.owui_instance import (
-    FORWARD_JWT_SECRET, OpenWebUIInstance, OpenWebUIUnavailable, started, unavailable,
+    FORWARD_JWT_SECRET,
+    OpenWebUIInstance,
+    OpenWebUIUnavailable,
+    started,
+    unavailable,
 )
 
 MATRIX_ENV = "AIHUB_OWUI_MATRIX"
@@ -48,8 +52,16 @@ OLDER_ENV = "AIHUB_OWUI_OLDER"
 RESULTS_DIR = Path(os.environ.get("AIHUB_COMPAT_RESULTS") or REPO / ".compat")
 FILE_CHAT = "chat with a file"
 STEPS = (
-    "validate", "diff", "sync", "idempotent re-sync", "access", "change",
-    "filter order", "pipe answers", FILE_CHAT, "prune",
+    "validate",
+    "diff",
+    "sync",
+    "idempotent re-sync",
+    "access",
+    "change",
+    "filter order",
+    "pipe answers",
+    FILE_CHAT,
+    "prune",
 )
 DOCUMENTS = "aihub_agent_pipe.document-analyst.default"
 POLICY = "aihub_agent_pipe.policy-faq.default"
@@ -125,8 +137,12 @@ class StepLog:
 
     def write(self) -> None:
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-        data = {"version": self.version, "steps": self.results,
-                "seconds": round(time.monotonic() - self.started, 1), "recorded_at": int(time.time())}
+        data = {
+            "version": self.version,
+            "steps": self.results,
+            "seconds": round(time.monotonic() - self.started, 1),
+            "recorded_at": int(time.time()),
+        }
         (RESULTS_DIR / f"{self.version}.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
@@ -184,8 +200,14 @@ def chat(instance: OpenWebUIInstance, agui_server: Any, model: str, **extra: Any
     return runs[0]["forwardedProps"]["features"]
 
 
-def test_core_cycle(release: OpenWebUIInstance, agui_server: Any, tap: HeaderTap, tmp_path: Path, capsys,
-                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_core_cycle(
+    release: OpenWebUIInstance,
+    agui_server: Any,
+    tap: HeaderTap,
+    tmp_path: Path,
+    capsys,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     version = release.version or compat.PINNED
     steps = StepLog(version)
     steps.write()
@@ -196,8 +218,15 @@ def test_core_cycle(release: OpenWebUIInstance, agui_server: Any, tap: HeaderTap
     with release.client() as http:
         group = http.post("/api/v1/groups/create", json={"name": "Support", "description": "matrix"})
         group_id = group.raise_for_status().json()["id"]
-        member = http.post("/api/v1/auths/add", json={"name": "Ada Member", "email": "matrix-member@example.org",
-                                                       "password": uuid.uuid4().hex, "role": "user"})
+        member = http.post(
+            "/api/v1/auths/add",
+            json={
+                "name": "Ada Member",
+                "email": "matrix-member@example.org",
+                "password": uuid.uuid4().hex,
+                "role": "user",
+            },
+        )
         member = member.raise_for_status().json()
         http.post(f"/api/v1/groups/id/{group_id}/users/add", json={"user_ids": [member["id"]]}).raise_for_status()
 
@@ -237,7 +266,9 @@ def test_core_cycle(release: OpenWebUIInstance, agui_server: Any, tap: HeaderTap
         rows = {r["id"]: r for r in release_rows(release, table)}
         assert rows[TIER2]["name"].endswith("(v2)")
         if table.access_control:  # a write without access_control would have made it public
-            assert rows[TIER2]["access_control"] is not None and rows[BILLING]["access_control"]["read"]["group_ids"] == [group_id]
+            assert rows[TIER2]["access_control"] is not None and rows[BILLING]["access_control"]["read"][
+                "group_ids"
+            ] == [group_id]
         else:
             assert rows[TIER2].get("access_grants") == [] and len(rows[BILLING]["access_grants"]) == 1
     with steps.run("filter order"):
@@ -261,8 +292,9 @@ def test_core_cycle(release: OpenWebUIInstance, agui_server: Any, tap: HeaderTap
         assert TIER1 not in served and DOCUMENTS in served
 
 
-def chat_with_a_file(release: OpenWebUIInstance, agui_server: Any, tap: HeaderTap, member: dict[str, Any],
-                     group_id: str, capsys) -> list[str]:
+def chat_with_a_file(
+    release: OpenWebUIInstance, agui_server: Any, tap: HeaderTap, member: dict[str, Any], group_id: str, capsys
+) -> list[str]:
     """A member of group Support uploads a document and chats with the Document Analyst as the page
     does. The agent gets the bytes and two identities that verify (Open WebUI's HS256 JWT with the
     server's secret, the pipe's EdDSA token with `provision jwks`); the source and the usage it
@@ -273,12 +305,19 @@ def chat_with_a_file(release: OpenWebUIInstance, agui_server: Any, tap: HeaderTa
     assert code == 0, out + err
     keys = jwt.PyJWKSet.from_dict(json.loads(out))
     with release.client(token=member["token"]) as http:
-        uploaded = http.post("/api/v1/files/", params={"process": "false"},
-                             files={"file": ("report.pdf", DOCUMENT, "application/pdf")})
+        uploaded = http.post(
+            "/api/v1/files/", params={"process": "false"}, files={"file": ("report.pdf", DOCUMENT, "application/pdf")}
+        )
     assert uploaded.status_code == 200, uploaded.text[:300]
     file = uploaded.json()
-    ref = {"type": "file", "id": file["id"], "name": "report.pdf", "status": "uploaded", "size": len(DOCUMENT),
-           "content_type": "application/pdf"}
+    ref = {
+        "type": "file",
+        "id": file["id"],
+        "name": "report.pdf",
+        "status": "uploaded",
+        "size": len(DOCUMENT),
+        "content_type": "application/pdf",
+    }
     agui_server.clear()
     tap.headers.clear()
     chat_id, answer_id, stored = page_turn(release, member["token"], version, ref, notes)
@@ -292,10 +331,19 @@ def chat_with_a_file(release: OpenWebUIInstance, agui_server: Any, tap: HeaderTa
     (headers,) = tap.headers
     claims = jwt.decode(headers["x-openwebui-user-jwt"], FORWARD_JWT_SECRET, algorithms=["HS256"])
     assert (claims["sub"], claims["groups"], claims["chat_id"], claims["message_id"]) == (
-        member["id"], [{"id": group_id, "name": "Support"}], chat_id, answer_id), claims
+        member["id"],
+        [{"id": group_id, "name": "Support"}],
+        chat_id,
+        answer_id,
+    ), claims
     token = headers["x-aihub-identity"]
-    signed = jwt.decode(token, keys[jwt.get_unverified_header(token)["kid"]].key, algorithms=["EdDSA"],
-                        audience=DOCUMENTS, issuer="aihub-agent-pipe")
+    signed = jwt.decode(
+        token,
+        keys[jwt.get_unverified_header(token)["kid"]].key,
+        algorithms=["EdDSA"],
+        audience=DOCUMENTS,
+        issuer="aihub-agent-pipe",
+    )
     assert (signed["sub"], signed["groups"], signed["message_id"]) == (member["id"], claims["groups"], answer_id)
 
     # 0.10.2 keeps the answer as `output` items only, with no `content`
@@ -307,30 +355,42 @@ def chat_with_a_file(release: OpenWebUIInstance, agui_server: Any, tap: HeaderTa
     assert len(sources) - len(theirs) == 1, sources  # the agent's source, once
     if theirs and version < (0, 7, 0):  # 0.7 added the row's file_context switch the pipe's rows turn off
         assert [(s["source"].get("id"), s.get("document")) for s in theirs] == [(file["id"], [])], theirs
-        notes.append("0.6 runs its own retrieval on the file (no file_context switch before 0.7): it finds "
-                     "nothing, and its empty source for the file sits beside the agent's")
+        notes.append(
+            "0.6 runs its own retrieval on the file (no file_context switch before 0.7): it finds "
+            "nothing, and its empty source for the file sits beside the agent's"
+        )
     else:
         assert theirs == [], theirs
     return notes
 
 
-def page_turn(release: OpenWebUIInstance, token: str, version: compat.Version, ref: dict[str, Any],
-              notes: list[str]) -> tuple[str, str, dict[str, Any]]:
+def page_turn(
+    release: OpenWebUIInstance, token: str, version: compat.Version, ref: dict[str, Any], notes: list[str]
+) -> tuple[str, str, dict[str, Any]]:
     """One message with the file, sent as that release's chat page sends it: the chat saved first,
     the answer made in the background for the page's socket. Returns (chat id, answer id, the
     stored answer)."""
     user_id, answer_id = str(uuid.uuid4()), str(uuid.uuid4())
-    body = ui_body(DOCUMENTS, CITED, user_id=user_id, assistant_id=answer_id, parent_id=None, first=False,
-                   files=[ref])
+    body = ui_body(DOCUMENTS, CITED, user_id=user_id, assistant_id=answer_id, parent_id=None, first=False, files=[ref])
     if version < (0, 10, 0):
         body.pop("message_ids")  # 0.9 reads it as a dict of model -> message id, and before 0.9 not at all
     if version < (0, 9, 0):  # that page sends the history, and the user message as parent_message
         body.update(messages=[{"role": "user", "content": CITED}], parent_message=body.pop("user_message"))
     user = {**(body.get("user_message") or body["parent_message"]), "childrenIds": [answer_id]}
-    answer = {"id": answer_id, "parentId": user_id, "childrenIds": [], "role": "assistant", "content": "",
-              "model": DOCUMENTS}
-    chat = {"title": "matrix", "models": [DOCUMENTS], "messages": [user, answer],
-            "history": {"messages": {user_id: user, answer_id: answer}, "currentId": answer_id}}
+    answer = {
+        "id": answer_id,
+        "parentId": user_id,
+        "childrenIds": [],
+        "role": "assistant",
+        "content": "",
+        "model": DOCUMENTS,
+    }
+    chat = {
+        "title": "matrix",
+        "models": [DOCUMENTS],
+        "messages": [user, answer],
+        "history": {"messages": {user_id: user, answer_id: answer}, "currentId": answer_id},
+    }
     page = PageSocket(release.url, token)
     try:
         body["session_id"] = page.sid
@@ -363,8 +423,11 @@ class PageSocket:
         self.thread.start()
         self.client = socketio.AsyncClient()
         self.client.on("events", self._on_event)
-        self._run(self.client.connect(url, socketio_path="/ws/socket.io", transports=["websocket"],
-                                      auth={"token": token}, wait_timeout=30))
+        self._run(
+            self.client.connect(
+                url, socketio_path="/ws/socket.io", transports=["websocket"], auth={"token": token}, wait_timeout=30
+            )
+        )
 
     @property
     def sid(self) -> str:
@@ -413,7 +476,9 @@ def access_of(row: dict[str, Any], table: compat.Compat) -> list[tuple[str, str]
         if control is None:
             return [("user", "*")]
         read = control.get("read") or {}
-        return sorted([("group", g) for g in read.get("group_ids") or []] + [("user", u) for u in read.get("user_ids") or []])
+        return sorted(
+            [("group", g) for g in read.get("group_ids") or []] + [("user", u) for u in read.get("user_ids") or []]
+        )
     return sorted((g["principal_type"], g["principal_id"]) for g in row.get("access_grants") or [])
 
 
@@ -428,17 +493,21 @@ def release_rows(instance: OpenWebUIInstance, table: compat.Compat) -> list[dict
 
 # Defined only when older patches are selected: a default run shows no empty-parameter skip.
 if selected_older_patches():
+
     @pytest.mark.parametrize("version", selected_older_patches())
     def test_an_older_patch_release_starts_signs_in_and_lists_models(
         version: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        instance = started(OpenWebUIInstance(f"older-{version}-{os.getpid()}", version=version), f"Open WebUI {version}")
+        instance = started(
+            OpenWebUIInstance(f"older-{version}-{os.getpid()}", version=version), f"Open WebUI {version}"
+        )
         try:
             admin = json.loads((instance.instance_dir / "admin.json").read_text(encoding="utf-8"))
             with instance.client(token="") as http:
                 assert http.get("/api/version").raise_for_status().json()["version"] == version
-                signed_in = http.post("/api/v1/auths/signin",
-                                      json={"email": admin["email"], "password": admin["password"]})
+                signed_in = http.post(
+                    "/api/v1/auths/signin", json={"email": admin["email"], "password": admin["password"]}
+                )
                 assert signed_in.status_code == 200 and signed_in.json()["role"] == "admin", signed_in.text[:300]
             with instance.client() as http:  # the API key the script minted
                 models = http.get("/api/models")
@@ -447,14 +516,17 @@ if selected_older_patches():
             monkeypatch.setenv("OPENWEBUI_URL", instance.url)
             monkeypatch.setenv("OPENWEBUI_TOKEN", instance.token)
             monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
-            code, out, err = provision(capsys, "diff", "-p", str(REPO / "blueprints"), "--bundle", str(REPO / "owui_functions"))
+            code, out, err = provision(
+                capsys, "diff", "-p", str(REPO / "blueprints"), "--bundle", str(REPO / "owui_functions")
+            )
             if (compat.parse_version(version) or (0, 0, 0)) < compat.MINIMUM:
-                assert code == 1 and f"Open WebUI {version} is not supported: provision needs 0.6.27 or later" in err, out + err
+                assert code == 1 and f"Open WebUI {version} is not supported: provision needs 0.6.27 or later" in err, (
+                    out + err
+                )
             else:
                 assert code == 0, out + err
         finally:
             instance.purge()
-
 
 
 def test_drift_is_reported_on_every_release_and_named_where_history_is_kept(

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
 from tests.support.agui_server import harness
 from tests.support.frameworks import harness as frameworks
 from tests.support.owui_instance import unavailable

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+
 from tests.support.pipe_support import pipe_module as P
 
 EVENTS = [

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
 from tests.support.pipe_support import FakeStore, PipeRun, agui_shape, drive, make_pipe, pipe_module, signer_for
 
 P = pipe_module
@@ -253,7 +254,9 @@ def test_a_call_cut_off_by_an_error_is_closed_as_failed_not_left_executing(serve
     run = ask(server, "call_then_error")
     segments = P.parse_content(run.content)
     assert outline(segments) == [
-        LEAD, "TC[get_weather]", "tool(get_weather)",
+        LEAD,
+        "TC[get_weather]",
+        "tool(get_weather)",
         'ERR"An internal error has occurred while streaming events. (RuntimeError)"',
     ]
     call = segments[1].calls[0]
@@ -302,8 +305,15 @@ def test_a_genuine_two_round_conversation_round_trips_with_the_same_ids_in_the_s
     assert [c["id"] for m in sent for c in m.get("toolCalls", [])] == calls
     assert [(m["toolCallId"], m["id"]) for m in sent if m["role"] == "tool"] == results
     assert [item.split("call_")[0] for item in agui_shape(sent)] == [
-        'user"scenario:two_rounds"', 'A"First Paris."', "TC[", "tool(", 'A"Now Oslo."', "TC[", "tool(",
-        'A"Both cities checked."', 'user"scenario:text_only"',
+        'user"scenario:two_rounds"',
+        'A"First Paris."',
+        "TC[",
+        "tool(",
+        'A"Now Oslo."',
+        "TC[",
+        "tool(",
+        'A"Both cities checked."',
+        'user"scenario:text_only"',
     ]
     seen = [m for m in server.model_calls()[0] if m["role"] != "system"]
     assert [c for m in seen for c in m["calls"]] == calls
@@ -315,8 +325,12 @@ def test_a_genuine_two_round_conversation_round_trips_with_the_same_ids_in_the_s
 
 def test_the_runs_usage_is_reported_once_and_citations_become_sources(server: Any, wire: Any) -> None:
     run = ask(server, "cited")  # two model calls: 10 in / 3 out, then 20 in / 6 out
-    assert outline(P.parse_content(run.content)) == [LEAD, "TC[get_weather]", "tool(get_weather)",
-                                                      'A"It is sunny in Paris."']
+    assert outline(P.parse_content(run.content)) == [
+        LEAD,
+        "TC[get_weather]",
+        "tool(get_weather)",
+        'A"It is sunny in Paris."',
+    ]
     reports = [e["value"] for e in wire if e.get("type") == "CUSTOM" and e.get("name") == "usage"]
     assert len(reports) == 2  # the framework sent usage as CUSTOM "usage", one report per model call
     (usage,) = [item["usage"] for item in run.data]
@@ -324,7 +338,8 @@ def test_the_runs_usage_is_reported_once_and_citations_become_sources(server: An
     if server.version == "1.7.0":
         assert counts == (30, 9, 39)  # its reports are the run's usage so far
         assert [(s["source"]["name"], s["source"]["url"], s["document"]) for s in run.sources] == [
-            ("Weather &lt;Paris&gt; &amp; more", "https://weather.example.org/paris?d=today", ["Sunny, 21 °C"])]
+            ("Weather &lt;Paris&gt; &amp; more", "https://weather.example.org/paris?d=today", ["Sunny, 21 °C"])
+        ]
     else:
         assert counts == (20, 6, 26)  # 1.0.0rc8 reports each call's own: the last one counts
         assert run.sources == []  # and it drops a text's citations
@@ -361,8 +376,12 @@ def test_an_approved_tool_runs_and_the_same_answer_goes_on(server: Any) -> None:
     assert server.booked() == ["Ritz"]
     call = _approval_block(run)
     assert (call.name, call.result) == ("book_hotel", "[approved by the user] Booked Ritz.")
-    assert outline(P.parse_content(run.content)) == ['A"I will book the Ritz."', "TC[book_hotel]",
-                                                      "tool(book_hotel)", 'A"All done."']
+    assert outline(P.parse_content(run.content)) == [
+        'A"I will book the Ritz."',
+        "TC[book_hotel]",
+        "tool(book_hotel)",
+        'A"All done."',
+    ]
     first, resumed = server.recorded()
     assert resumed["threadId"] == first["threadId"] and resumed["runId"] != first["runId"]
     assert resumed["resume"][0]["status"] == "resolved" and resumed["resume"][0]["payload"] == {"approved": True}
@@ -375,20 +394,27 @@ def test_an_approved_tool_runs_and_the_same_answer_goes_on(server: Any) -> None:
 ASKED_STATUS = "Waiting for your answer…"
 
 
-@pytest.mark.parametrize(("dialog", "expected", "status"), [
-    (Dialog(False), "Not run: the user declined.", "resolved"),
-    (Dialog(True, delay=3), "Not run: nobody answered the question within 1 seconds.", "cancelled"),
-    (None, "Not run: the agent asked for an answer, which only a chat in the browser can give.", "cancelled"),
-    (Dialog({"error": "Client session disconnected."}),
-     "Not run: the agent asked for an answer, which only a chat in the browser can give.", "cancelled"),
-])
+@pytest.mark.parametrize(
+    ("dialog", "expected", "status"),
+    [
+        (Dialog(False), "Not run: the user declined.", "resolved"),
+        (Dialog(True, delay=3), "Not run: nobody answered the question within 1 seconds.", "cancelled"),
+        (None, "Not run: the agent asked for an answer, which only a chat in the browser can give.", "cancelled"),
+        (
+            Dialog({"error": "Client session disconnected."}),
+            "Not run: the agent asked for an answer, which only a chat in the browser can give.",
+            "cancelled",
+        ),
+    ],
+)
 def test_a_declined_unanswered_or_unaskable_tool_does_not_run_and_its_block_says_why(
     server: Any, dialog: Any, expected: str, status: str
 ) -> None:
     pipe = make_pipe([{"id": "demo.scripted", "name": "Scripted", "transport": "agui", "url": server.agent_url}])
     pipe.valves.QUESTION_TIMEOUT_SECONDS = 1
-    run = asyncio.run(drive(pipe, "demo.scripted", [{"role": "user", "content": "scenario:approval"}],
-                            event_call=dialog))
+    run = asyncio.run(
+        drive(pipe, "demo.scripted", [{"role": "user", "content": "scenario:approval"}], event_call=dialog)
+    )
     assert server.booked() == []
     call = _approval_block(run)
     assert (call.name, call.result) == ("book_hotel", expected)
@@ -440,8 +466,10 @@ def test_document_and_image_parts_reach_the_agents_model_with_their_bytes(server
     assert "Agent error" not in run.content
     (user,) = [m for m in server.model_calls()[0] if m["role"] == "user"]
     assert user["text"] == "scenario:text_only"
-    assert _media(user) == [("data", "application/pdf", hashlib.sha256(PDF).hexdigest()),
-                            ("data", "image/png", hashlib.sha256(PNG).hexdigest())]
+    assert _media(user) == [
+        ("data", "application/pdf", hashlib.sha256(PDF).hexdigest()),
+        ("data", "image/png", hashlib.sha256(PNG).hexdigest()),
+    ]
 
 
 def test_a_file_of_turn_one_is_still_given_to_the_model_in_turn_two(server: Any) -> None:

@@ -16,10 +16,11 @@ from typing import Any
 
 import aiohttp
 import pytest
-from tests.support.loading import load_file
-from tests.support.pipe_support import PIPE_FILE, FINISHED, T, drive, events, make_pipe, pipe_module
-from tests.support.slow_agent import SlowAgent
+
 from demo_agents.sse_handler import SSEHandler
+from tests.support.loading import load_file
+from tests.support.pipe_support import FINISHED, PIPE_FILE, T, drive, events, make_pipe, pipe_module
+from tests.support.slow_agent import SlowAgent
 
 HOLDER = pipe_module._POOL_HOLDER
 TURN = events(T("Hi"), FINISHED)
@@ -120,7 +121,9 @@ def test_ssl_context_is_built_once_and_never_on_the_event_loop(monkeypatch: pyte
 
         async def chats() -> list[str]:
             # the first chats of a process arrive together; then more chats, on another loop too
-            runs = await asyncio.gather(*(drive(pipe, "bp.agent", [{"role": "user", "content": "hi"}]) for _ in range(5)))
+            runs = await asyncio.gather(
+                *(drive(pipe, "bp.agent", [{"role": "user", "content": "hi"}]) for _ in range(5))
+            )
             return [run.content for run in runs]
 
         assert asyncio.run(chats()) == ["Hi"] * 5
@@ -243,7 +246,14 @@ def test_after_the_first_chat_nothing_is_handed_to_a_thread(monkeypatch: pytest.
 
 
 PROXY_ENVIRONMENT = (
-    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "ALL_PROXY", "REQUEST_METHOD"
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "ALL_PROXY",
+    "REQUEST_METHOD",
 )
 
 
@@ -254,10 +264,16 @@ PROXY_ENVIRONMENT = (
         ({"HTTPS_PROXY": "http://proxy:3128"}, "https://agents.internal/x", "http://proxy:3128"),
         ({"HTTPS_PROXY": "http://proxy:3128"}, "http://agents.internal/x", None),
         ({"HTTP_PROXY": "http://proxy:3128", "NO_PROXY": "agents.internal"}, "http://agents.internal/x", None),
-        ({"HTTP_PROXY": "http://proxy:3128", "NO_PROXY": "other.internal"}, "http://agents.internal/x",
-         "http://proxy:3128"),
-        ({"http_proxy": "http://lower:3128", "HTTP_PROXY": "http://upper:3128"}, "http://a.internal/x",
-         "http://lower:3128"),
+        (
+            {"HTTP_PROXY": "http://proxy:3128", "NO_PROXY": "other.internal"},
+            "http://agents.internal/x",
+            "http://proxy:3128",
+        ),
+        (
+            {"http_proxy": "http://lower:3128", "HTTP_PROXY": "http://upper:3128"},
+            "http://a.internal/x",
+            "http://lower:3128",
+        ),
         ({"HTTP_PROXY": "http://proxy:3128", "REQUEST_METHOD": "GET"}, "http://a.internal/x", None),
         ({"HTTPS_PROXY": "http://proxy:3128", "REQUEST_METHOD": "GET"}, "https://a.internal/x", "http://proxy:3128"),
         ({"HTTPS_PROXY": "http://proxy:3128", "no_proxy": "*"}, "https://a.internal/x", None),
@@ -290,4 +306,3 @@ def test_a_changed_proxy_counts_at_the_next_chat(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delenv("REQUEST_METHOD")
     monkeypatch.setenv("no_proxy", "agents.internal")
     assert pipe_module._proxy_for(url) is None
-

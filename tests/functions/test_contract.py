@@ -41,7 +41,9 @@ def constants(tree: ast.Module) -> dict[str, object]:
     """Module-level NAME = "literal" assignments."""
     found: dict[str, object] = {}
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
         value = getattr(node, "value", None)
         for target in targets:
             if isinstance(target, ast.Name) and target.id.isupper() and isinstance(value, ast.Constant):
@@ -82,9 +84,7 @@ def test_every_bundle_id_has_the_bundle_prefix():
 
 def test_the_pipe_declares_every_valve_sync_writes():
     source = PIPE.read_text(encoding="utf-8")
-    valves = next(
-        n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ClassDef) and n.name == "Valves"
-    )
+    valves = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ClassDef) and n.name == "Valves")
     declared = {n.target.id for n in valves.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
     assert PIPE_VALVES <= declared, f"the pipe's Valves lack {sorted(PIPE_VALVES - declared)}"
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.support.pipe_support import make_pipe, run_pipe
 
 from demo_agents.answers import AGENTS, growth_chart
 from demo_agents.server import start_servers
+from tests.support.pipe_support import make_pipe, run_pipe
 
 MANUAL = "Our office opens at 8 am. Invoices are due by 2026-03-31.\nStaff must file expenses within 30 days."
 MANUAL_V2 = "Our office opens at 9 am. Invoices are due by 2026-03-31.\nStaff must file expenses within 30 days."
@@ -76,16 +76,22 @@ def test_document_analyst_quotes_an_openai_file_part(demo: str) -> None:
     chunks = openai(demo, "document-analyst", user("Summarise the document I shared in five key points.", part))
     text = openai_text(chunks)
     assert '"Our office opens at 8 am."' in text and "manual.txt" in text
-    calls = [c["choices"][0]["delta"]["tool_calls"][0]["function"] for c in chunks
-             if c != "[DONE]" and c["choices"] and "tool_calls" in c["choices"][0]["delta"]]
+    calls = [
+        c["choices"][0]["delta"]["tool_calls"][0]["function"]
+        for c in chunks
+        if c != "[DONE]" and c["choices"] and "tool_calls" in c["choices"][0]["delta"]
+    ]
     assert [c["name"] for c in calls] == ["read_user_files", "summarise"]
     assert chunks[-1] == "[DONE]" and chunks[-2]["usage"]["total_tokens"] > 0
 
 
 def test_document_analyst_reads_agui_document_parts_finds_deadlines_and_compares_versions(demo: str) -> None:
     def doc(text: str, name: str) -> dict[str, Any]:
-        return {"type": "document", "source": {"type": "data", "value": b64(text), "mimeType": "text/plain"},
-                "metadata": {"filename": name, "file_id": "f1", "size": len(text)}}
+        return {
+            "type": "document",
+            "source": {"type": "data", "value": b64(text), "mimeType": "text/plain"},
+            "metadata": {"filename": name, "file_id": "f1", "size": len(text)},
+        }
 
     deadlines = agui_text(agui(demo, "document-analyst", user("List every deadline", doc(MANUAL, "a.txt"))))
     assert '"Invoices are due by 2026-03-31."' in deadlines and "8 am" not in deadlines
@@ -93,17 +99,24 @@ def test_document_analyst_reads_agui_document_parts_finds_deadlines_and_compares
     history += user("Compare the two versions I shared", doc(MANUAL_V2, "v2.txt"))
     compared = agui_text(agui(demo, "document-analyst", history))
     assert "from *v1.txt* to *v2.txt*" in compared
-    assert 'removed: "Our office opens at 8 am. Invoices' in compared and 'added: "Our office opens at 9 am.' in compared
+    assert (
+        'removed: "Our office opens at 8 am. Invoices' in compared and 'added: "Our office opens at 9 am.' in compared
+    )
 
 
 def test_document_analyst_without_a_file_says_how_to_attach_one(demo: str) -> None:
-    for text in (agui_text(agui(demo, "document-analyst", user("Summarise my document"))),
-                 openai_text(openai(demo, "document-analyst", user("Summarise my document")))):
+    for text in (
+        agui_text(agui(demo, "document-analyst", user("Summarise my document"))),
+        openai_text(openai(demo, "document-analyst", user("Summarise my document"))),
+    ):
         assert "No file reached me" in text and "Upload files" in text
 
 
 def test_document_analyst_names_a_file_it_cannot_read_and_sees_images(demo: str) -> None:
-    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(b"\x89PNG\x00\x01").decode()}}
+    image = {
+        "type": "image_url",
+        "image_url": {"url": "data:image/png;base64," + base64.b64encode(b"\x89PNG\x00\x01").decode()},
+    }
     text = openai_text(openai(demo, "document-analyst", user("What is this?", image)))
     assert "could not read *image 1* (image/png, 6 bytes)" in text
 
@@ -119,7 +132,9 @@ def test_research_assistant_agui_streams_a_call_sources_usage_and_a_chart(demo: 
     assert kinds.index("TOOL_CALL_RESULT") < kinds.index("CUSTOM")  # results come with their calls, in order
     custom = {e["name"]: e["value"] for e in events if e["type"] == "CUSTOM"}
     assert [s["url"] for s in custom["aihub.source"]] == [
-        "https://example.org/demo-research/overview", "https://example.com/demo-research/figures"]
+        "https://example.org/demo-research/overview",
+        "https://example.com/demo-research/figures",
+    ]
     assert base64.b64decode(custom["aihub.image"]["data"]).startswith(b"\x89PNG")
     assert "**20.1 years**" in agui_text(events)
     usage = events[-1]["usage"][0]
@@ -134,7 +149,8 @@ def test_research_assistant_openai_sends_annotations_images_and_the_usage_chunk(
     assert citations == ["https://example.org/demo-research/overview", "https://example.com/demo-research/figures"]
     assert [d["images"][0]["image_url"]["url"][:22] for d in deltas if "images" in d] == ["data:image/png;base64,"]
     assert [d["tool_call_id"] for d in deltas if d.get("role") == "tool"] == [
-        d["tool_calls"][0]["id"] for d in deltas if "tool_calls" in d]
+        d["tool_calls"][0]["id"] for d in deltas if "tool_calls" in d
+    ]
     assert set(chunks[-2]["usage"]) == {"prompt_tokens", "completion_tokens", "total_tokens"}
 
 
@@ -181,7 +197,10 @@ def test_support_desk_over_openai_says_approval_needs_agui_and_does_nothing(demo
 def test_support_desk_and_policy_faq_answer_with_their_calls_in_order(demo: str) -> None:
     order = agui(demo, "support-desk", user("Where is order 10023? The customer says it was due last week."))
     assert [e["toolCallName"] for e in order if e["type"] == "TOOL_CALL_START"] == [
-        "classify_ticket", "lookup_order", "draft_reply"]
+        "classify_ticket",
+        "lookup_order",
+        "draft_reply",
+    ]
     assert "Order 10023 shows as delivered" in agui_text(order)
     policy = agui(demo, "policy-faq", user("How many days of paid leave do I get this year?"))
     assert [e["toolCallName"] for e in policy if e["type"] == "TOOL_CALL_START"] == ["retrieve_policies", "draft_reply"]
@@ -193,19 +212,29 @@ def test_support_desk_and_policy_faq_answer_with_their_calls_in_order(demo: str)
 
 def _pipe_agent(demo: str, agent: str, transport: str) -> dict[str, Any]:
     url = f"{demo}/v1" if transport == "openai" else f"{demo}/{agent}"
-    return {"id": f"{agent}.default", "name": agent, "transport": transport, "url": url, "model": agent,
-            **({"api_key": "k"} if transport == "openai" else {})}
+    return {
+        "id": f"{agent}.default",
+        "name": agent,
+        "transport": transport,
+        "url": url,
+        "model": agent,
+        **({"api_key": "k"} if transport == "openai" else {}),
+    }
 
 
 @pytest.mark.parametrize("transport", ["agui", "openai"])
-@pytest.mark.parametrize("agent,prompt,expected", [
-    ("document-analyst", "Summarise my document", "No file reached me"),
-    ("policy-faq", "Can I expense a client dinner?", "60 EUR a person"),
-    ("research-assistant", "Compare heat pumps and gas boilers, with sources.", "source chips"),
-    ("support-desk", "Draft a friendly reply to a customer whose parcel arrived damaged.", "reply you can send"),
-])
-def test_every_sample_agent_answers_through_the_pipe(demo: str, transport: str, agent: str, prompt: str,
-                                                     expected: str) -> None:
+@pytest.mark.parametrize(
+    "agent,prompt,expected",
+    [
+        ("document-analyst", "Summarise my document", "No file reached me"),
+        ("policy-faq", "Can I expense a client dinner?", "60 EUR a person"),
+        ("research-assistant", "Compare heat pumps and gas boilers, with sources.", "source chips"),
+        ("support-desk", "Draft a friendly reply to a customer whose parcel arrived damaged.", "reply you can send"),
+    ],
+)
+def test_every_sample_agent_answers_through_the_pipe(
+    demo: str, transport: str, agent: str, prompt: str, expected: str
+) -> None:
     pipe = make_pipe([_pipe_agent(demo, agent, transport)], api_keys={"k": "demo-key"})
     run = run_pipe(pipe, f"{agent}.default", [{"role": "user", "content": prompt}])
     assert expected in run.content and "cannot be reached" not in run.content
@@ -214,7 +243,9 @@ def test_every_sample_agent_answers_through_the_pipe(demo: str, transport: str, 
     assert len(usage) == 1 and usage[0]["total_tokens"] > 0
     if agent == "research-assistant":
         assert [s["source"]["url"] for s in run.sources] == [
-            "https://example.org/demo-research/overview", "https://example.com/demo-research/figures"]
+            "https://example.org/demo-research/overview",
+            "https://example.com/demo-research/figures",
+        ]
 
 
 @pytest.mark.parametrize("approved,expected", [(True, "is refunded"), (False, "I did not refund anything")])

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from provisioner.function_files import extract_frontmatter  # mirrors Open WebUI 0.12.4
 from tests.support.filter_support import SOURCE, call_like_openwebui, ff
 
-
 KEY = "aihub_requested_features"
 STRIPPED = ("web_search", "image_generation", "code_interpreter", "memory")
 
@@ -240,9 +239,7 @@ def test_odd_features_never_raise(features):
     returned = call_like_openwebui(ff.Filter().inlet, body, metadata=metadata, model=our_model())
     assert returned is body
     if isinstance(features, dict):
-        assert metadata[KEY] == [
-            "web_search"
-        ]  # a truthy value is a request, like Open WebUI reads it
+        assert metadata[KEY] == ["web_search"]  # a truthy value is a request, like Open WebUI reads it
     else:
         assert metadata[KEY] == []
         assert body.get("features") == features  # nothing to strip in a non-dict; left as sent
@@ -299,14 +296,10 @@ def test_odd_marker_features_strip_and_request_nothing(marker_features):
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=20), children, max_size=4)
-    ),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=20), children, max_size=4),
     max_leaves=12,
 )
-feature_names = st.sampled_from([*STRIPPED, "voice", "user_files", "deep_research"]) | st.text(
-    max_size=12
-)
+feature_names = st.sampled_from([*STRIPPED, "voice", "user_files", "deep_research"]) | st.text(max_size=12)
 
 
 @settings(max_examples=300, deadline=None)
@@ -315,9 +308,7 @@ feature_names = st.sampled_from([*STRIPPED, "voice", "user_files", "deep_researc
     marker_features=st.lists(feature_names | json_values, max_size=6) | json_values,
     metadata=st.dictionaries(st.text(max_size=20), json_values, max_size=4) | json_values,
 )
-def test_never_raises_and_grants_only_supported_native_features(
-    features, marker_features, metadata
-):
+def test_never_raises_and_grants_only_supported_native_features(features, marker_features, metadata):
     body = {"messages": [], "features": features}
     if isinstance(metadata, dict):
         metadata["features"] = features
@@ -338,15 +329,11 @@ def test_never_raises_and_grants_only_supported_native_features(
 
 
 def test_helpers_are_pure_functions_of_their_input():
-    assert ff.requested_features({"web_search": True, "voice": True, "user_files": True}) == {
-        "web_search"
-    }
+    assert ff.requested_features({"web_search": True, "voice": True, "user_files": True}) == {"web_search"}
     assert ff.requested_features(["web_search"]) == frozenset()
     assert ff.supported_features(our_model(["a", "b"])) == {"a", "b"}
     assert ff.supported_features(plain_model()) == frozenset()
     features = {"web_search": True}
     ff.strip_native_toggles(features)
-    assert features == dict.fromkeys(
-        ("web_search", "image_generation", "code_interpreter", "memory"), False
-    )
+    assert features == dict.fromkeys(("web_search", "image_generation", "code_interpreter", "memory"), False)
     ff.strip_native_toggles("not a dict")  # no error

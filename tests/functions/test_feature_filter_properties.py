@@ -35,7 +35,9 @@ SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[Heal
 
 # --- strategies --------------------------------------------------------------------------------
 
-names = st.sampled_from([*STRIPPED, "voice", "user_files", "deep_research", KEY, "aihub", "features"]) | st.text(max_size=8)
+names = st.sampled_from([*STRIPPED, "voice", "user_files", "deep_research", KEY, "aihub", "features"]) | st.text(
+    max_size=8
+)
 scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)
 json_values = st.recursive(
     scalars | names,

@@ -17,9 +17,19 @@ import re
 from typing import Any
 
 import pytest
+
 from tests.support.frameworks import harness, matrix
 from tests.support.frameworks.matrix import (
-    ADDRESS, Chat, Dialog, Wire, calls, outcome, outline, pause_kind, spinning, texts,
+    ADDRESS,
+    Chat,
+    Dialog,
+    Wire,
+    calls,
+    outcome,
+    outline,
+    pause_kind,
+    spinning,
+    texts,
 )
 from tests.support.frameworks.testing import started
 from tests.support.pipe_support import FakeStore
@@ -28,39 +38,46 @@ pytestmark = pytest.mark.agui
 
 # (framework, behaviour) -> why the pipe does not do it yet (issue 32 items 2-4, being built): a
 # strict xfail, so the day the pipe does it the test fails until the entry goes.
-IN_THE_TOOL = ("the question is in the tool's own code: the call reaches the client as ask_address(order), so the "
-               "pipe asks it as that call's confirmation, not as the question")
+IN_THE_TOOL = (
+    "the question is in the tool's own code: the call reaches the client as ask_address(order), so the "
+    "pipe asks it as that call's confirmation, not as the question"
+)
 KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("langgraph", "later turns"): ("ag-ui-langgraph merges the history into its checkpointed thread by message id, and the "
-                   "pipe sends its own ids for the answer (aihub-1-0, msg-..., result-...), not the ones the "
-                   "server streamed (lc_run--... text ids, the snapshot's tool message id): the model sees "
-                   "the earlier answers twice"),
+    ("langgraph", "later turns"): (
+        "ag-ui-langgraph merges the history into its checkpointed thread by message id, and the "
+        "pipe sends its own ids for the answer (aihub-1-0, msg-..., result-...), not the ones the "
+        "server streamed (lc_run--... text ids, the snapshot's tool message id): the model sees "
+        "the earlier answers twice"
+    ),
     ("pydantic_ai", "question: answered"): IN_THE_TOOL,
     ("adk", "approval: no answer"): "ADK's confirmation is a call left for the client: one nobody answers is "
-                                    "closed as not run without a new run, so the agent hears of it next turn",
+    "closed as not run without a new run, so the agent hears of it next turn",
     ("adk", "question: answered"): IN_THE_TOOL,
     # fw-b's frameworks (2026-12-04, against main's pipe of that hour)
     ("agent_framework", "client tool: answered"): "the pipe closes Agent Framework's declaration-only call but no new "
-                                                  "run goes on with the answer",
+    "run goes on with the answer",
     ("agno", "later turns"): "Agno reads only the last user message of what the pipe sends (its history is its own "
-                             "database, per threadId): the model never sees the earlier turns",
+    "database, per threadId): the model never sees the earlier turns",
     ("agno", "approval: no answer"): "when nobody answers, the pipe closes Agno's paused call but sends Agno no "
-                                     "{accepted: false} tool message: the agent is never told",
+    "{accepted: false} tool message: the agent is never told",
     ("agno", "question: answered"): "Agno's requires_user_input call looks like any call left open: the pipe asks it "
-                                    "as an approval, and Agno wants {values: {...}}",
+    "as an approval, and Agno wants {values: {...}}",
     ("llamaindex", "later turns"): "LlamaIndex turns the tool message the pipe sends back into a user message: the "
-                                   "model sees the tool's result as the user's words",
+    "model sees the tool's result as the user's words",
     ("crewai", "stream+tools"): "CrewAI keeps no text of a model response that calls tools, and ag-ui-crewai streams "
-                                "no agent text: the text before the call never reaches the client",
-    ("crewai", "later turns"): "ag-ui-crewai fails the second turn (ValidationError in LiteAgentExecutionStartedEvent): "
-                               "Agent.kickoff rejects an assistant message with toolCalls and no content; the same "
-                               "history with content \"\" goes on (the pipe omits it)",
+    "no agent text: the text before the call never reaches the client",
+    (
+        "crewai",
+        "later turns",
+    ): "ag-ui-crewai fails the second turn (ValidationError in LiteAgentExecutionStartedEvent): "
+    "Agent.kickoff rejects an assistant message with toolCalls and no content; the same "
+    'history with content "" goes on (the pipe omits it)',
     ("crewai", "files"): "ag-ui-crewai puts the files in the flow's state.messages; Agent.kickoff gives the model "
-                         "only the text",
+    "only the text",
     ("crewai", "approval: approved"): "CrewAI's @human_feedback is a free-text question (no responseSchema): the pipe "
-                                      "asks it as an input, not an approval",
+    "asks it as an input, not an approval",
     ("crewai", "tool error"): "ag-ui-crewai drops a tool's error events: the failed call never shows (the model's "
-                              "answer does)",
+    "answer does)",
     ("crewai", "model error"): "ag-ui-crewai streams no agent text: only the error shows, not the text before it",
 }
 
@@ -129,8 +146,12 @@ def test_streamed_text_a_tool_with_its_result_and_more_text_show_once_in_stream_
     with outcome(server, "stream+tools") as note:
         run = Chat(server).say("scenario:tool", stream_interval_ms=0)
         shown = outline(run.content)
-        assert shown == ['A"Let me look up order 10023."', "TC[lookup_order]", "tool(lookup_order)",
-                         'A"Order 10023 has shipped."'], f"the answer shows as {shown}"
+        assert shown == [
+            'A"Let me look up order 10023."',
+            "TC[lookup_order]",
+            "tool(lookup_order)",
+            'A"Order 10023 has shipped."',
+        ], f"the answer shows as {shown}"
         (call,) = calls(run.content)
         assert _json(call.arguments) == {"order": "10023"}, f"the call's arguments show as {call.arguments!r}"
         assert call.result == "order 10023 shipped", f"the result shows as {call.result!r}, not its text"
@@ -138,8 +159,9 @@ def test_streamed_text_a_tool_with_its_result_and_more_text_show_once_in_stream_
         assert ran(server, "lookup_order") == [{"name": "lookup_order", "args": {"order": "10023"}}]
         # (the pipe may hold a word back while it could start a key: only the first word is sure to go at once)
         first = {key: _first_chunk(run.chunks, key) for key in ("Let", "<details", "has shipped")}
-        assert 0 <= first["Let"] < first["<details"] <= first["has shipped"], \
+        assert 0 <= first["Let"] < first["<details"] <= first["has shipped"], (
             f"the chat streamed the parts out of order: {first}"
+        )
         pieces = [e for e in wire.of("TOOL_CALL_ARGS") if e.get("toolCallId") == call.id]
         chunks = [e for e in wire.of("TOOL_CALL_CHUNK") if e.get("delta")]
         if len(pieces) + len(chunks) < 2:
@@ -165,7 +187,9 @@ def test_a_second_and_third_turn_give_the_model_each_earlier_turn_once(framework
         assert users == ["scenario:tool", "scenario:stream (second turn)", "scenario:stream (third turn)"], users
         said = [m["text"] for m in seen if m["role"] == "assistant" and m["text"]]
         for answer in ("Let me look up order 10023.", "Order 10023 has shipped.", "Hello from the scripted agent."):
-            assert sum(answer in s for s in said) == 1, f"{answer!r} seen {sum(answer in s for s in said)} times: {said}"
+            assert sum(answer in s for s in said) == 1, (
+                f"{answer!r} seen {sum(answer in s for s in said)} times: {said}"
+            )
         results = [r for m in seen for r in m["results"]]
         assert len(results) == 1 and "order 10023 shipped" in str(results[0][1]), results
 
@@ -210,10 +234,12 @@ def test_an_approved_tool_runs_and_the_same_answer_goes_on(framework_servers: An
         assert len(dialog.questions) == 1, f"asked {len(dialog.questions)} times"
         question = dialog.questions[0]
         assert question["type"] == "confirmation", f"asked as {question['type']}, not as an approval"
-        assert "cancel_order" in json.dumps(question) and "10023" in json.dumps(question), \
+        assert "cancel_order" in json.dumps(question) and "10023" in json.dumps(question), (
             f"the dialog names neither the tool nor its arguments: {question['data']}"
-        assert ran(server, "cancel_order") == [{"name": "cancel_order", "args": {"order": "10023"}}], \
+        )
+        assert ran(server, "cancel_order") == [{"name": "cancel_order", "args": {"order": "10023"}}], (
             "the approved tool did not run"
+        )
         assert not spinning(run.content), SPINS
         assert "Agent error" not in run.content, f"the resumed run failed: {_error(run.content)}"
         assert "order 10023 cancelled" in texts(run.content), "the run did not go on after the tool"
@@ -242,7 +268,9 @@ def _no_approval_sent(server: harness.FrameworkServer) -> None:
 
 
 @pytest.mark.parametrize("name", params("approval: no answer"))
-def test_an_unanswered_approval_never_runs_the_tool_and_the_agent_is_told(framework_servers: Any, name: str, wire: Wire) -> None:
+def test_an_unanswered_approval_never_runs_the_tool_and_the_agent_is_told(
+    framework_servers: Any, name: str, wire: Wire
+) -> None:
     server = server_for(framework_servers, name)
     with outcome(server, "approval: no answer"):
         dialog = Dialog(True, delay=3)
@@ -260,7 +288,9 @@ def test_an_unanswered_approval_never_runs_the_tool_and_the_agent_is_told(framew
 
 
 @pytest.mark.parametrize("name", params("question: answered"))
-def test_the_frameworks_question_is_asked_and_its_answer_reaches_the_agent(framework_servers: Any, name: str, wire: Wire) -> None:
+def test_the_frameworks_question_is_asked_and_its_answer_reaches_the_agent(
+    framework_servers: Any, name: str, wire: Wire
+) -> None:
     server = server_for(framework_servers, name)
     with outcome(server, "question: answered"):
         dialog = Dialog(ADDRESS)
@@ -269,15 +299,18 @@ def test_the_frameworks_question_is_asked_and_its_answer_reaches_the_agent(frame
         assert len(dialog.questions) == 1, f"asked {len(dialog.questions)} times"
         question = dialog.questions[0]
         assert question["type"] == "input", f"asked as {question['type']}, not as a question to answer"
-        assert "Which address should the parcel go to?" in _unescaped(question["data"]["message"]), \
+        assert "Which address should the parcel go to?" in _unescaped(question["data"]["message"]), (
             f"the dialog does not hold the question: {question['data']['message']!r}"
+        )
         assert not spinning(run.content), SPINS
         assert "Agent error" not in run.content, f"the resumed run failed: {_error(run.content)}"
         assert ADDRESS in texts(run.content), "the answer did not reach the agent"
 
 
 @pytest.mark.parametrize("name", params("question: no answer"))
-def test_an_unanswered_question_closes_the_call_and_nothing_spins(framework_servers: Any, name: str, wire: Wire) -> None:
+def test_an_unanswered_question_closes_the_call_and_nothing_spins(
+    framework_servers: Any, name: str, wire: Wire
+) -> None:
     server = server_for(framework_servers, name)
     with outcome(server, "question: no answer"):
         dialog = Dialog(ADDRESS, delay=3)
@@ -297,7 +330,9 @@ def test_an_unanswered_question_closes_the_call_and_nothing_spins(framework_serv
 
 
 @pytest.mark.parametrize("name", params("client tool: answered"))
-def test_a_tool_left_to_the_client_is_asked_and_answered_as_its_result(framework_servers: Any, name: str, wire: Wire) -> None:
+def test_a_tool_left_to_the_client_is_asked_and_answered_as_its_result(
+    framework_servers: Any, name: str, wire: Wire
+) -> None:
     server = server_for(framework_servers, name)
     with outcome(server, "client tool: answered"):
         dialog = Dialog(True)
@@ -305,8 +340,9 @@ def test_a_tool_left_to_the_client_is_asked_and_answered_as_its_result(framework
         assert dialog.questions, f"nobody was asked: the server paused with {pause_kind(wire)}"
         assert len(dialog.questions) == 1, f"asked {len(dialog.questions)} times"
         shown = json.dumps(dialog.questions[0])
-        assert "confirm_shipment" in shown and "10023" in shown, \
+        assert "confirm_shipment" in shown and "10023" in shown, (
             f"the dialog names neither the call nor its arguments: {dialog.questions[0]['data']}"
+        )
         assert not spinning(run.content), SPINS
         assert "The client answered:" in texts(run.content), "no new run went on with the answer"
         later = server.recorded()[1:]
@@ -364,7 +400,9 @@ def test_usage_shows_wherever_the_framework_reports_it(framework_servers: Any, n
     with outcome(server, "usage") as note:
         run = Chat(server).say("scenario:stream")
         assert texts(run.content) == "Hello from the scripted agent."
-        reported = [e for e in wire.events if e.get("usage") or (e.get("type") == "CUSTOM" and e.get("name") == "usage")]
+        reported = [
+            e for e in wire.events if e.get("usage") or (e.get("type") == "CUSTOM" and e.get("name") == "usage")
+        ]
         shown = [d["usage"] for d in run.data if "usage" in d]
         if not reported:
             assert shown == [], f"usage shown that the server never sent: {shown}"

@@ -12,6 +12,7 @@ import urllib.request
 from typing import Any
 
 import pytest
+
 from tests.support.frameworks.testing import started
 
 pytestmark = pytest.mark.agui
@@ -20,11 +21,21 @@ _HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 def test_crewai_flow_state_holds_the_thread_id_and_the_pipes_forwarded_ids(framework_servers: Any) -> None:
     server = started(framework_servers, "crewai")
-    body = {"threadId": "chat-77", "runId": "m-9", "state": {}, "tools": [], "context": [],
-            "forwardedProps": {"features": [], "user_id": "user-42", "message_id": "m-9", "user_message_id": "m-8"},
-            "messages": [{"id": "u-1", "role": "user", "content": "scenario:stream"}]}
-    request = urllib.request.Request(server.agent_url, data=json.dumps(body).encode(), method="POST",
-                                     headers={"content-type": "application/json", "accept": "text/event-stream"})
+    body = {
+        "threadId": "chat-77",
+        "runId": "m-9",
+        "state": {},
+        "tools": [],
+        "context": [],
+        "forwardedProps": {"features": [], "user_id": "user-42", "message_id": "m-9", "user_message_id": "m-8"},
+        "messages": [{"id": "u-1", "role": "user", "content": "scenario:stream"}],
+    }
+    request = urllib.request.Request(
+        server.agent_url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"content-type": "application/json", "accept": "text/event-stream"},
+    )
     with _HTTP.open(request, timeout=60) as response:
         raw = response.read().decode()
     events = [json.loads(line[5:]) for line in raw.splitlines() if line.startswith("data:")]

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 import pytest
+
 from tests.support.pipe_support import (
     AGENT,
     CHAT,
@@ -30,7 +31,6 @@ from tests.support.pipe_support import (
     pipe_module,
     record,
     run_pipe,
-    turn_signer,
 )
 
 P = pipe_module
@@ -173,8 +173,17 @@ def test_the_pipe_binds_blocks_to_the_chat_agent_user_and_message_it_is_given(
     sse_stub.behaviour.data = events(C("c1"), R("c1", "sunny"), T("Sunny."), FINISHED)
     if transport == "openai":
         sse_stub.behaviour.data = [
-            {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "get_weather",
-                                                                                      "arguments": "{}"}}]}}]},
+            {
+                "choices": [
+                    {
+                        "delta": {
+                            "tool_calls": [
+                                {"index": 0, "id": "c1", "function": {"name": "get_weather", "arguments": "{}"}}
+                            ]
+                        }
+                    }
+                ]
+            },
             {"choices": [{"delta": {"role": "tool", "tool_call_id": "c1", "content": "sunny"}}]},
             {"choices": [{"delta": {"content": "Sunny."}, "finish_reason": "stop"}]},
             "[DONE]",
@@ -182,8 +191,11 @@ def test_the_pipe_binds_blocks_to_the_chat_agent_user_and_message_it_is_given(
     answer = run_pipe(pipe, "ops.desk", [{"role": "user", "content": "q"}], message_id="m-7").content
     assert ' turn="m-7" sig="' in answer
     history = _history(answer)
-    sse_stub.behaviour.data = events(T("ok"), FINISHED) if transport == "agui" else [
-        {"choices": [{"delta": {"content": "ok"}, "finish_reason": "stop"}]}, "[DONE]"]
+    sse_stub.behaviour.data = (
+        events(T("ok"), FINISHED)
+        if transport == "agui"
+        else [{"choices": [{"delta": {"content": "ok"}, "finish_reason": "stop"}]}, "[DONE]"]
+    )
 
     def sent_calls(model: str, **where: str) -> list[str]:
         run_pipe(pipe, model, history, message_id="m-8", **where)

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import pytest
+
 from tests.support.pipe_support import FINISHED, FakeStore, SSEStub, T, drive, events, make_pipe, pipe_module
 
 P = pipe_module
@@ -24,11 +25,20 @@ def _openai(url: str, **extra: Any) -> dict[str, Any]:
     return {"id": "docs.analyst", "name": "Analyst", "transport": "openai", "url": url, "model": "m", **extra}
 
 
-def _run(stub: SSEStub, agent: dict[str, Any], store: Any, messages: list[dict[str, Any]], *,
-         files: list[dict] | None = None, valves: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+def _run(
+    stub: SSEStub,
+    agent: dict[str, Any],
+    store: Any,
+    messages: list[dict[str, Any]],
+    *,
+    files: list[dict] | None = None,
+    valves: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> Any:
     stub.behaviour.data = (
         [{"choices": [{"index": 0, "delta": {"content": "ok"}}]}, "[DONE]"]
-        if agent.get("transport") == "openai" else events(T("ok"), FINISHED)
+        if agent.get("transport") == "openai"
+        else events(T("ok"), FINISHED)
     )
     pipe = make_pipe([agent])
     for key, value in (valves or {}).items():
@@ -71,9 +81,14 @@ def test_an_openai_agent_gets_a_file_part_and_an_image_url(sse_stub: SSEStub) ->
     (user,) = sse_stub.requests[0]["json"]["messages"]
     text, document, image = user["content"]
     assert text == {"type": "text", "text": "Summarise"}
-    assert document == {"type": "file", "file": {"filename": "q3.pdf", "file_data":
-                        "data:application/pdf;base64," + base64.b64encode(PDF).decode()}}
-    assert image == {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(PNG).decode()}}
+    assert document == {
+        "type": "file",
+        "file": {"filename": "q3.pdf", "file_data": "data:application/pdf;base64," + base64.b64encode(PDF).decode()},
+    }
+    assert image == {
+        "type": "image_url",
+        "image_url": {"url": "data:image/png;base64," + base64.b64encode(PNG).decode()},
+    }
 
 
 def test_a_file_of_an_earlier_message_stays_with_that_message_next_turn(sse_stub: SSEStub) -> None:
@@ -81,8 +96,11 @@ def test_a_file_of_an_earlier_message_stays_with_that_message_next_turn(sse_stub
     first = store.add("f-v1", "v1.txt", "text/plain", b"version one")
     second = store.add("f-v2", "v2.txt", "text/plain", b"version two")
     store.stored = [[first], [second]]  # the stored chat: each file on its own user message
-    history = [{"role": "user", "content": "Here is v1"}, {"role": "assistant", "content": "Got it."},
-               {"role": "user", "content": "Compare it with v2"}]
+    history = [
+        {"role": "user", "content": "Here is v1"},
+        {"role": "assistant", "content": "Got it."},
+        {"role": "user", "content": "Compare it with v2"},
+    ]
     _run(sse_stub, _agui(sse_stub.url), store, history, files=[first, second])
     sent = sse_stub.requests[0]["json"]["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
@@ -93,8 +111,11 @@ def test_a_file_of_an_earlier_message_stays_with_that_message_next_turn(sse_stub
 def test_without_a_stored_chat_the_files_go_with_the_newest_user_message(sse_stub: SSEStub) -> None:
     store = FakeStore()
     ref = store.add("f-1", "a.txt", "text/plain", b"alpha")
-    history = [{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"},
-               {"role": "user", "content": "three"}]
+    history = [
+        {"role": "user", "content": "one"},
+        {"role": "assistant", "content": "two"},
+        {"role": "user", "content": "three"},
+    ]
     _run(sse_stub, _openai(sse_stub.url), store, history, files=[ref])
     sent = sse_stub.requests[0]["json"]["messages"]
     assert sent[0]["content"] == "one"
@@ -106,8 +127,7 @@ def test_another_users_file_is_left_out_and_named_without_its_owner(sse_stub: SS
     mine = store.add("f-mine", "mine.txt", "text/plain", b"mine")
     theirs = store.add("f-theirs", "secret-plan.txt", "text/plain", b"THEIR SECRET BYTES", owner="user-2")
     injected = {"type": "file", "id": "f-theirs"}  # an API client sends only the id
-    run = _run(sse_stub, _agui(sse_stub.url), store, [{"role": "user", "content": "Read both"}],
-               files=[mine, injected])
+    run = _run(sse_stub, _agui(sse_stub.url), store, [{"role": "user", "content": "Read both"}], files=[mine, injected])
     raw = json.dumps(sse_stub.requests[0]["json"])
     assert "THEIR SECRET BYTES" not in raw and base64.b64encode(b"THEIR SECRET BYTES").decode() not in raw
     assert "secret-plan" not in raw and "user-2" not in raw  # neither its name nor its owner
@@ -129,15 +149,21 @@ def test_a_file_shared_with_the_user_by_open_webuis_rule_is_read(sse_stub: SSESt
 def test_an_admin_may_read_any_file(sse_stub: SSEStub) -> None:
     store = FakeStore()
     ref = store.add("f-x", "x.txt", "text/plain", b"x", owner="user-2")
-    _run(sse_stub, _agui(sse_stub.url), store, [{"role": "user", "content": "Read"}], files=[ref],
-         user={"role": "admin"})
+    _run(
+        sse_stub, _agui(sse_stub.url), store, [{"role": "user", "content": "Read"}], files=[ref], user={"role": "admin"}
+    )
     assert _data(sse_stub.requests[0]["json"]["messages"][0]["content"][1]) == b"x"
 
 
 def test_a_missing_file_reads_the_same_as_a_forbidden_one(sse_stub: SSEStub) -> None:
     store = FakeStore()
-    _run(sse_stub, _agui(sse_stub.url), store, [{"role": "user", "content": "Read"}],
-         files=[{"type": "file", "id": "f-gone", "name": "gone.txt"}])
+    _run(
+        sse_stub,
+        _agui(sse_stub.url),
+        store,
+        [{"role": "user", "content": "Read"}],
+        files=[{"type": "file", "id": "f-gone", "name": "gone.txt"}],
+    )
     lines = _texts(sse_stub.requests[0]["json"]["messages"][0]["content"])
     assert lines == ["Read", '[The attached file "gone.txt" was left out: it is not a file you may read.]']
 
@@ -146,13 +172,18 @@ def test_a_missing_file_reads_the_same_as_a_forbidden_one(sse_stub: SSEStub) -> 
     ("valves", "sizes", "expected"),
     [
         ({"MAX_FILE_MB": 1}, [2 * P.MB], ['"big-0.bin" was left out: 2.0 MB is over the limit of 1 MB per file']),
-        ({"MAX_TURN_FILES_MB": 1.5}, [P.MB, P.MB],
-         [None, '"big-1.bin" was left out: the files of this message would be over the limit of 1.5 MB']),
+        (
+            {"MAX_TURN_FILES_MB": 1.5},
+            [P.MB, P.MB],
+            [None, '"big-1.bin" was left out: the files of this message would be over the limit of 1.5 MB'],
+        ),
     ],
 )
 def test_a_file_over_a_limit_is_named_to_the_agent_and_the_user(sse_stub: SSEStub, valves, sizes, expected) -> None:
     store = FakeStore()
-    refs = [store.add(f"f-{n}", f"big-{n}.bin", "application/octet-stream", b"x" * size) for n, size in enumerate(sizes)]
+    refs = [
+        store.add(f"f-{n}", f"big-{n}.bin", "application/octet-stream", b"x" * size) for n, size in enumerate(sizes)
+    ]
     run = _run(sse_stub, _agui(sse_stub.url), store, [{"role": "user", "content": "Read"}], files=refs, valves=valves)
     content = sse_stub.requests[0]["json"]["messages"][0]["content"]
     notices = [e["data"]["content"] for e in run.events if e["type"] == "notification"]
@@ -166,8 +197,14 @@ def test_a_file_over_a_limit_is_named_to_the_agent_and_the_user(sse_stub: SSEStu
 def test_a_record_that_understates_its_size_is_caught_when_read(sse_stub: SSEStub) -> None:
     store = FakeStore()
     ref = store.add("f-lie", "lie.bin", "application/octet-stream", b"x" * (2 * P.MB), size=10)
-    _run(sse_stub, _agui(sse_stub.url), store, [{"role": "user", "content": "Read"}], files=[ref],
-         valves={"MAX_FILE_MB": 1})
+    _run(
+        sse_stub,
+        _agui(sse_stub.url),
+        store,
+        [{"role": "user", "content": "Read"}],
+        files=[ref],
+        valves={"MAX_FILE_MB": 1},
+    )
     (line,) = _texts(sse_stub.requests[0]["json"]["messages"][0]["content"])[1:]
     assert "2.0 MB is over the limit of 1 MB per file" in line
 
@@ -183,9 +220,11 @@ def test_an_agent_that_reads_no_images_is_told_one_was_left_out(sse_stub: SSEStu
 
 def test_image_url_parts_become_agui_image_parts_instead_of_being_dropped(sse_stub: SSEStub) -> None:
     png = base64.b64encode(PNG).decode()
-    content = [{"type": "text", "text": "What is this?"},
-               {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}},
-               {"type": "image_url", "image_url": {"url": "https://example.org/cat.jpg"}}]
+    content = [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}},
+        {"type": "image_url", "image_url": {"url": "https://example.org/cat.jpg"}},
+    ]
     _run(sse_stub, _agui(sse_stub.url), FakeStore(), [{"role": "user", "content": content}])
     (user,) = sse_stub.requests[0]["json"]["messages"]
     assert user["content"] == [
@@ -196,8 +235,10 @@ def test_image_url_parts_become_agui_image_parts_instead_of_being_dropped(sse_st
 
 
 def test_open_webuis_attached_files_list_is_not_passed_to_the_agent(sse_stub: SSEStub) -> None:
-    listed = ('<attached_files>\n<file type="file" id="f-1" url="/api/v1/files/f-1" name="a.txt"/>\n'
-              "</attached_files>\n\nSummarise")
+    listed = (
+        '<attached_files>\n<file type="file" id="f-1" url="/api/v1/files/f-1" name="a.txt"/>\n'
+        "</attached_files>\n\nSummarise"
+    )
     _run(sse_stub, _agui(sse_stub.url), FakeStore(), [{"role": "user", "content": listed}])
     assert sse_stub.requests[0]["json"]["messages"][0]["content"] == "Summarise"
 
@@ -221,7 +262,8 @@ def test_a_failing_store_leaves_the_file_out_and_the_chat_runs(sse_stub: SSEStub
     run = _run(sse_stub, _agui(sse_stub.url), store, [{"role": "user", "content": "Read"}], files=[ref])
     assert run.content == "ok"
     assert _texts(sse_stub.requests[0]["json"]["messages"][0]["content"])[-1] == (
-        '[The attached file "a.txt" was left out: Open WebUI could not read it.]')
+        '[The attached file "a.txt" was left out: Open WebUI could not read it.]'
+    )
     assert "/srv/data" not in caplog.text
 
 
@@ -241,10 +283,14 @@ def test_file_bytes_never_reach_logs_or_the_answer(sse_stub: SSEStub, caplog) ->
 
 
 def test_encode_body_puts_the_base64_where_its_token_stands() -> None:
-    attachment = P.Attachment(id="f", name="n", mime="text/plain", size=3, data=b"YWJj", token="\x00aihub-file-x-0-0\x00")
+    attachment = P.Attachment(
+        id="f", name="n", mime="text/plain", size=3, data=b"YWJj", token="\x00aihub-file-x-0-0\x00"
+    )
     payload = {"messages": [{"content": [{"type": "document", "source": {"value": attachment.token}}]}], "n": "\u00e9"}
     assert json.loads(b"".join(P.encode_body(payload, [attachment]).pieces)) == {
-        "messages": [{"content": [{"type": "document", "source": {"value": "YWJj"}}]}], "n": "\u00e9"}
+        "messages": [{"content": [{"type": "document", "source": {"value": "YWJj"}}]}],
+        "n": "\u00e9",
+    }
 
 
 def test_stored_user_files_walks_the_branch_that_ends_at_the_message() -> None:
@@ -261,8 +307,16 @@ def test_stored_user_files_walks_the_branch_that_ends_at_the_message() -> None:
 def test_old_agents_valves_parse_with_safe_defaults() -> None:
     spec = P.AgentSpec.model_validate({"id": "a.b", "name": "B", "url": "http://x"})
     assert (spec.reads, spec.identity, spec.oauth_token_header) == (None, "auto", None)
-    spec = P.AgentSpec.model_validate({"id": "a.b", "name": "B", "url": "http://x", "reads": ["images"],
-                                       "identity": "signed", "oauth_token_header": "X-Drive-Token"})
+    spec = P.AgentSpec.model_validate(
+        {
+            "id": "a.b",
+            "name": "B",
+            "url": "http://x",
+            "reads": ["images"],
+            "identity": "signed",
+            "oauth_token_header": "X-Drive-Token",
+        }
+    )
     assert (spec.reads, spec.identity, spec.oauth_token_header) == (("images",), "signed", "X-Drive-Token")
 
 
@@ -272,10 +326,17 @@ def test_an_image_open_webui_inlined_is_not_read_again_one_it_did_not_is(sse_stu
     linked = store.add("f-out", "out.png", "image/png", PNG[::-1])
     store.stored = [[{**inlined, "type": "image"}], [{**linked, "type": "image"}]]
     png = base64.b64encode(PNG).decode()
-    history: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": "one"},
-                                            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}}]},
-               {"role": "assistant", "content": "ok"},
-               {"role": "user", "content": "two"}]
+    history: list[dict[str, Any]] = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "one"},
+                {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}},
+            ],
+        },
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "two"},
+    ]
     _run(sse_stub, _agui(sse_stub.url), store, history, files=[linked])  # a chat without files reads no store
     first, _, second = sse_stub.requests[0]["json"]["messages"]
     assert [p["type"] for p in first["content"]] == ["text", "image"] and store.reads == ["f-out"]

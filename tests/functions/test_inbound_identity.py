@@ -18,6 +18,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from tests.support.pipe_support import FINISHED, SSEStub, T, drive, events, make_pipe, pipe_module
 
 P = pipe_module
@@ -25,18 +26,33 @@ MODEL = "aihub_agent_pipe.docs.analyst"
 SECRET = "hs256-forward-secret-for-tests-0123456789"
 USER = {"id": "u-42", "email": "ada@example.org", "name": "Ada Lovelace", "role": "user"}
 GROUPS = [{"id": "g-1", "name": "Finance"}, {"id": "g-2", "name": "Analysts"}]
-META = {"chat_id": "chat-9", "message_id": "msg-a", "user_message_id": "msg-u",
-        "variables": {"{{USER_LANGUAGE}}": "de-DE", "{{CURRENT_DATETIME}}": "2026-12-02 09:30:00",
-                      "{{CURRENT_TIMEZONE}}": "Europe/Berlin"}}
-FORWARD_ENV = ("ENABLE_FORWARD_USER_INFO_HEADERS", "FORWARD_USER_INFO_HEADER_JWT_SECRET", "FORWARD_USER_INFO_HEADER_JWT",
-               "FORWARD_USER_INFO_HEADER_JWT_EXPIRES_SECONDS", "AIHUB_IDENTITY_PRIVATE_KEY", "AIHUB_IDENTITY_KEY_ID",
-               "FORWARD_SESSION_INFO_HEADER_CHAT_ID", "FORWARD_SESSION_INFO_HEADER_MESSAGE_ID")
+META = {
+    "chat_id": "chat-9",
+    "message_id": "msg-a",
+    "user_message_id": "msg-u",
+    "variables": {
+        "{{USER_LANGUAGE}}": "de-DE",
+        "{{CURRENT_DATETIME}}": "2026-12-02 09:30:00",
+        "{{CURRENT_TIMEZONE}}": "Europe/Berlin",
+    },
+}
+FORWARD_ENV = (
+    "ENABLE_FORWARD_USER_INFO_HEADERS",
+    "FORWARD_USER_INFO_HEADER_JWT_SECRET",
+    "FORWARD_USER_INFO_HEADER_JWT",
+    "FORWARD_USER_INFO_HEADER_JWT_EXPIRES_SECONDS",
+    "AIHUB_IDENTITY_PRIVATE_KEY",
+    "AIHUB_IDENTITY_KEY_ID",
+    "FORWARD_SESSION_INFO_HEADER_CHAT_ID",
+    "FORWARD_SESSION_INFO_HEADER_MESSAGE_ID",
+)
 
 
 def _key() -> tuple[str, Any]:
     private = Ed25519PrivateKey.generate()
-    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption()).decode()
+    pem = private.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
     return pem, private.public_key()
 
 
@@ -81,20 +97,38 @@ def _agent(url: str, transport: str = "agui", **extra: Any) -> dict[str, Any]:
 def _answer(stub: SSEStub, transport: str, text: str = "ok") -> None:
     stub.behaviour.data = (
         [{"choices": [{"index": 0, "delta": {"content": text}}]}, "[DONE]"]
-        if transport == "openai" else events(T(text), FINISHED)
+        if transport == "openai"
+        else events(T(text), FINISHED)
     )
 
 
-def _run(stub: SSEStub, *, transport: str = "agui", keys: str = "", store: Any = None, metadata: dict | None = None,
-         user: dict | None = None, agent: dict | None = None, **kwargs: Any) -> Any:
+def _run(
+    stub: SSEStub,
+    *,
+    transport: str = "agui",
+    keys: str = "",
+    store: Any = None,
+    metadata: dict | None = None,
+    user: dict | None = None,
+    agent: dict | None = None,
+    **kwargs: Any,
+) -> Any:
     _reread_environment()
     if not stub.behaviour.data:
         _answer(stub, transport)
     pipe = make_pipe([agent or _agent(stub.url, transport)])
     pipe.valves.IDENTITY_KEYS = keys
     pipe.store = store or Groups()
-    return asyncio.run(drive(pipe, "docs.analyst", [{"role": "user", "content": "Who am I?"}],
-                             metadata=metadata if metadata is not None else dict(META), user=user or USER, **kwargs))
+    return asyncio.run(
+        drive(
+            pipe,
+            "docs.analyst",
+            [{"role": "user", "content": "Who am I?"}],
+            metadata=metadata if metadata is not None else dict(META),
+            user=user or USER,
+            **kwargs,
+        )
+    )
 
 
 def _headers(stub: SSEStub) -> dict[str, str]:
@@ -122,9 +156,17 @@ def test_the_hs256_jwt_verifies_with_the_servers_secret_and_carries_our_claims(
     assert jwt.get_unverified_header(token) == {"alg": "HS256", "typ": "JWT"}
     assert before <= claims.pop("iat") <= int(time.time())
     assert claims.pop("exp") - before in range(300, 302)
-    assert claims == {"sub": "u-42", "email": "ada@example.org", "name": "Ada Lovelace", "role": "user",
-                      "iss": "open-webui", "groups": GROUPS, "model": MODEL, "chat_id": "chat-9",
-                      "message_id": "msg-a"}
+    assert claims == {
+        "sub": "u-42",
+        "email": "ada@example.org",
+        "name": "Ada Lovelace",
+        "role": "user",
+        "iss": "open-webui",
+        "groups": GROUPS,
+        "model": MODEL,
+        "chat_id": "chat-9",
+        "message_id": "msg-a",
+    }
     assert not {"x-openwebui-user-id", "x-openwebui-user-email", "x-aihub-identity"} & set(_headers(sse_stub))
 
 
@@ -144,7 +186,10 @@ def test_without_a_secret_the_plain_headers_go_as_open_webui_sends_them(sse_stub
     headers = _headers(sse_stub)
     assert headers["x-openwebui-user-name"] == "Zo%C3%AB %C3%9Cnal"  # quote(name.strip(), safe=" ")
     assert (headers["x-openwebui-user-id"], headers["x-openwebui-user-email"], headers["x-openwebui-user-role"]) == (
-        "u-42", "ada@example.org", "user")
+        "u-42",
+        "ada@example.org",
+        "user",
+    )
     assert "x-openwebui-user-jwt" not in headers and store.asked == []  # no token: no groups read
 
 
@@ -165,7 +210,12 @@ def test_the_eddsa_token_verifies_with_the_public_key_for_this_agent_alone(sse_s
     token = _headers(sse_stub)["x-aihub-identity"]
     assert jwt.get_unverified_header(token) == {"alg": "EdDSA", "typ": "JWT", "kid": "k-2026"}
     claims = jwt.decode(token, PUBLIC, algorithms=["EdDSA"], audience=MODEL, issuer="aihub-agent-pipe")
-    assert (claims["sub"], claims["groups"], claims["chat_id"], claims["message_id"]) == ("u-42", GROUPS, "chat-9", "msg-a")
+    assert (claims["sub"], claims["groups"], claims["chat_id"], claims["message_id"]) == (
+        "u-42",
+        GROUPS,
+        "chat-9",
+        "msg-a",
+    )
     with pytest.raises(jwt.InvalidAudienceError):  # another agent cannot replay it
         jwt.decode(token, PUBLIC, algorithms=["EdDSA"], audience="aihub_agent_pipe.other.agent")
 
@@ -265,8 +315,12 @@ def test_agui_thread_is_the_chat_run_is_the_message_and_the_ids_are_forwarded(ss
     _run(sse_stub)
     body = sse_stub.requests[0]["json"]
     assert (body["threadId"], body["runId"]) == ("chat-9", "msg-a")
-    assert body["forwardedProps"] == {"features": [], "user_id": "u-42", "message_id": "msg-a",
-                                      "user_message_id": "msg-u"}
+    assert body["forwardedProps"] == {
+        "features": [],
+        "user_id": "u-42",
+        "message_id": "msg-a",
+        "user_message_id": "msg-u",
+    }
 
 
 # --- the trace --------------------------------------------------------------------------------------
@@ -282,8 +336,9 @@ def test_every_request_carries_a_new_trace_when_open_webui_traces_nothing(sse_st
 
 
 def test_the_traceparent_is_the_child_of_open_webuis_current_span(sse_stub: SSEStub, monkeypatch) -> None:
-    context = types.SimpleNamespace(is_valid=True, trace_id=0x4BF92F3577B34DA6A3CE929D0E0E4736,
-                                    span_id=0x00F067AA0BA902B7, trace_flags=1)
+    context = types.SimpleNamespace(
+        is_valid=True, trace_id=0x4BF92F3577B34DA6A3CE929D0E0E4736, span_id=0x00F067AA0BA902B7, trace_flags=1
+    )
     fake: Any = types.ModuleType("opentelemetry.trace")  # a module, with the function set here
     fake.get_current_span = lambda: types.SimpleNamespace(get_span_context=lambda: context)
     monkeypatch.setitem(sys.modules, "opentelemetry.trace", fake)
@@ -325,7 +380,10 @@ def test_openai_metadata_has_them_as_strings(sse_stub: SSEStub) -> None:
     _run(sse_stub, transport="openai")
     metadata = sse_stub.requests[0]["json"]["metadata"]
     assert {k: metadata[k] for k in ("user_language", "current_datetime", "current_timezone")} == {
-        "user_language": "de-DE", "current_datetime": "2026-12-02 09:30:00", "current_timezone": "Europe/Berlin"}
+        "user_language": "de-DE",
+        "current_datetime": "2026-12-02 09:30:00",
+        "current_timezone": "Europe/Berlin",
+    }
 
 
 def test_an_api_client_without_variables_still_gets_the_servers_time(sse_stub: SSEStub) -> None:
@@ -348,8 +406,11 @@ def test_the_servers_time_follows_the_clock_second_by_second(sse_stub: SSEStub, 
 
 # --- delegated access -------------------------------------------------------------------------------
 
-OAUTH = {"access_token": "ya29.user-oauth-access-token-0123456789", "refresh_token": "1//refresh-token-abcdefgh",
-         "token_type": "Bearer"}
+OAUTH = {
+    "access_token": "ya29.user-oauth-access-token-0123456789",
+    "refresh_token": "1//refresh-token-abcdefgh",
+    "token_type": "Bearer",
+}
 
 
 def test_the_oauth_token_goes_in_the_backends_header_to_loopback(sse_stub: SSEStub) -> None:
@@ -384,10 +445,19 @@ def test_tokens_echoed_by_the_agent_are_masked_in_the_answer_even_split_across_d
     pipe.store = Groups()
     # the agent echoes the OAuth token whole, and a refresh token split over two deltas
     refresh = OAUTH["refresh_token"]
-    sse_stub.behaviour.data = events(T(f"token {OAUTH['access_token']} and {refresh[:9]}"), T(f"{refresh[9:]} done"),
-                                     FINISHED)
-    run = asyncio.run(drive(pipe, "docs.analyst", [{"role": "user", "content": "q"}], metadata=dict(META), user=USER,
-                            __oauth_token__=OAUTH))
+    sse_stub.behaviour.data = events(
+        T(f"token {OAUTH['access_token']} and {refresh[:9]}"), T(f"{refresh[9:]} done"), FINISHED
+    )
+    run = asyncio.run(
+        drive(
+            pipe,
+            "docs.analyst",
+            [{"role": "user", "content": "q"}],
+            metadata=dict(META),
+            user=USER,
+            __oauth_token__=OAUTH,
+        )
+    )
     assert run.content == "token [redacted] and [redacted] done"
 
 
@@ -403,12 +473,28 @@ def test_a_server_that_echoes_the_identity_headers_in_an_error_shows_none_of_the
     pipe.valves.IDENTITY_KEYS = KEYS_VALVE
 
     # the stub's error body is fixed before a request: the first one shows what the pipe sends
-    asyncio.run(drive(pipe, "docs.analyst", [{"role": "user", "content": "q"}], metadata=dict(META), user=USER,
-                            __oauth_token__=OAUTH))
+    asyncio.run(
+        drive(
+            pipe,
+            "docs.analyst",
+            [{"role": "user", "content": "q"}],
+            metadata=dict(META),
+            user=USER,
+            __oauth_token__=OAUTH,
+        )
+    )
     sent = sse_stub.requests[0]["headers"]
     sse_stub.behaviour.error_body = json.dumps({"detail": f"bad auth: {json.dumps(sent)}"})
-    run = asyncio.run(drive(pipe, "docs.analyst", [{"role": "user", "content": "q"}], metadata=dict(META), user=USER,
-                            __oauth_token__=OAUTH))
+    run = asyncio.run(
+        drive(
+            pipe,
+            "docs.analyst",
+            [{"role": "user", "content": "q"}],
+            metadata=dict(META),
+            user=USER,
+            __oauth_token__=OAUTH,
+        )
+    )
     secrets = [SECRET, PEM.splitlines()[1], OAUTH["access_token"], OAUTH["refresh_token"]]
     for text in (run.raw, caplog.text, json.dumps(run.events)):
         for secret in secrets:
@@ -529,8 +615,15 @@ def test_two_chats_of_one_user_read_the_groups_once(sse_stub: SSEStub) -> None:
     pipe, store = make_pipe([_agent(sse_stub.url)]), Groups()
     pipe.valves.IDENTITY_KEYS, pipe.store = KEYS_VALVE, store
     for message_id in ("msg-a", "msg-b"):
-        asyncio.run(drive(pipe, "docs.analyst", [{"role": "user", "content": "Who am I?"}],
-                          metadata={**META, "message_id": message_id}, user=USER))
+        asyncio.run(
+            drive(
+                pipe,
+                "docs.analyst",
+                [{"role": "user", "content": "Who am I?"}],
+                metadata={**META, "message_id": message_id},
+                user=USER,
+            )
+        )
     for request, message_id in zip(sse_stub.requests, ("msg-a", "msg-b"), strict=True):
         token = {k.lower(): v for k, v in request["headers"].items()}["x-aihub-identity"]
         claims = jwt.decode(token, PUBLIC, algorithms=["EdDSA"], audience=MODEL)

@@ -33,7 +33,7 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 
 # Every character an encoding changes: `/` `+` `=` `&` `"` `\` `<` `'` `%` `>`, a space, non-ASCII;
 # its base64 holds `+` (so the urlsafe alphabet differs) and ends in padding.
-KEY = 'bk/Q7+x9=Zr&2"Lm\\W4<p\'V8 nB3%é>>?'
+KEY = "bk/Q7+x9=Zr&2\"Lm\\W4<p'V8 nB3%é>>?"
 
 
 def _hex_case(text: str, mixed: bool) -> str:
@@ -145,9 +145,7 @@ def test_both_copies_leave_a_text_without_the_key_as_it_is() -> None:
 
 
 # Keys as a server may hold them: printable, with the characters the encodings change.
-KEYS = st.text(
-    alphabet=st.sampled_from("abcdefXYZ0123456789/+=&\"\\<>'% -_.é€"), min_size=12, max_size=40
-)
+KEYS = st.text(alphabet=st.sampled_from("abcdefXYZ0123456789/+=&\"\\<>'% -_.é€"), min_size=12, max_size=40)
 
 
 @SETTINGS

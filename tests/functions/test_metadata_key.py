@@ -33,13 +33,8 @@ FIXTURE_FILES = [
 
 
 def sources() -> list[tuple[str, str]]:
-    found = [
-        (str(p.relative_to(ROOT)), p.read_text(encoding="utf-8"))
-        for p in FUNCTION_FILES + FIXTURE_FILES
-    ]
-    rendered = render_toggle_filter(
-        feature="user_files", title="Your files", description="d", icon=None
-    )
+    found = [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in FUNCTION_FILES + FIXTURE_FILES]
+    rendered = render_toggle_filter(feature="user_files", title="Your files", description="d", icon=None)
     return [*found, ("<rendered aihub_toggle_user_files>", rendered)]
 
 
@@ -65,11 +60,7 @@ def docstring_nodes(tree: ast.Module) -> set[int]:
     """ids of the Constant nodes that are docstrings (module, class, function)."""
     owners = [
         tree,
-        *(
-            n
-            for n in ast.walk(tree)
-            if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-        ),
+        *(n for n in ast.walk(tree) if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))),
     ]
     found: set[int] = set()
     for owner in owners:
@@ -104,10 +95,7 @@ def test_no_other_string_literal_spells_the_key(name, source):
     docstrings = docstring_nodes(tree)
     offenders = []
     for node in ast.walk(tree):
-        if (
-            not (isinstance(node, ast.Constant) and isinstance(node.value, str))
-            or id(node) in allowed
-        ):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in allowed:
             continue
         spellings = KEY_LIKE.findall(node.value)
         if not spellings:

@@ -4,8 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support.pipe_support import FINISHED, C, R, SSEStub, T, events, make_pipe, pipe_module, record, run_pipe
-from tests.support.pipe_support import signer_for, turn_signer
+from tests.support.pipe_support import (
+    FINISHED,
+    C,
+    R,
+    SSEStub,
+    T,
+    events,
+    make_pipe,
+    pipe_module,
+    record,
+    run_pipe,
+    signer_for,
+    turn_signer,
+)
 
 P = pipe_module
 
@@ -73,7 +85,9 @@ def test_request_is_a_streamed_chat_completion_with_metadata_features(sse_stub: 
 def test_reasoning_text_and_tool_call_deltas_render_in_order(sse_stub: SSEStub) -> None:
     sse_stub.behaviour.data = STREAM
     run = run_pipe(
-        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}), "ops.oncall", [{"role": "user", "content": "q"}]
+        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}),
+        "ops.oncall",
+        [{"role": "user", "content": "q"}],
     )
     segments = P.parse_content(run.content)
     assert [type(s).__name__ for s in segments] == ["Reasoning", "Text", "ToolStep"]
@@ -117,7 +131,9 @@ def test_streamed_tool_results_fill_their_calls(sse_stub: SSEStub) -> None:
         "[DONE]",
     ]
     run = run_pipe(
-        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}), "ops.oncall", [{"role": "user", "content": "q"}]
+        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}),
+        "ops.oncall",
+        [{"role": "user", "content": "q"}],
     )
     step, text = P.parse_content(run.content)
     assert step.calls[0].result == "sunny"
@@ -126,7 +142,8 @@ def test_streamed_tool_results_fill_their_calls(sse_stub: SSEStub) -> None:
 
 def test_next_turn_sends_the_transcript_in_openai_shape(sse_stub: SSEStub) -> None:
     previous = record(
-        events(T("Checking."), C("c1"), R("c1", "sunny"), T("Sunny."), FINISHED), signer=turn_signer(agent_id="ops.oncall")
+        events(T("Checking."), C("c1"), R("c1", "sunny"), T("Sunny."), FINISHED),
+        signer=turn_signer(agent_id="ops.oncall"),
     ).recorder.render()
     sse_stub.behaviour.data = [_delta(content="You're welcome."), "[DONE]"]
     history = [
@@ -155,7 +172,9 @@ def test_next_turn_sends_the_transcript_in_openai_shape(sse_stub: SSEStub) -> No
 def test_error_chunk_is_shown_below_what_streamed(sse_stub: SSEStub) -> None:
     sse_stub.behaviour.data = [_delta(content="Partial"), {"error": {"message": "rate limited"}}]
     run = run_pipe(
-        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}), "ops.oncall", [{"role": "user", "content": "q"}]
+        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}),
+        "ops.oncall",
+        [{"role": "user", "content": "q"}],
     )
     assert run.content == "Partial\n\n> [!CAUTION]\n> Agent error: rate limited\n"
 
@@ -163,7 +182,9 @@ def test_error_chunk_is_shown_below_what_streamed(sse_stub: SSEStub) -> None:
 def test_stream_without_done_but_with_finish_reason_is_complete(sse_stub: SSEStub) -> None:
     sse_stub.behaviour.data = [_delta(content="ok"), {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
     run = run_pipe(
-        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}), "ops.oncall", [{"role": "user", "content": "q"}]
+        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}),
+        "ops.oncall",
+        [{"role": "user", "content": "q"}],
     )
     assert run.content == "ok"
 
@@ -171,7 +192,9 @@ def test_stream_without_done_but_with_finish_reason_is_complete(sse_stub: SSEStu
 def test_stream_cut_before_any_finish_is_an_error(sse_stub: SSEStub) -> None:
     sse_stub.behaviour.data = [_delta(content="ok")]
     run = run_pipe(
-        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}), "ops.oncall", [{"role": "user", "content": "q"}]
+        make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}),
+        "ops.oncall",
+        [{"role": "user", "content": "q"}],
     )
     assert run.content == (
         "ok\n\n> [!CAUTION]\n> Agent error: The agent's stream ended before the run finished. "

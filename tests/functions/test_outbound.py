@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from tests.support.pipe_support import ERROR, FINISHED, C, R, SSEStub, T, events, make_pipe, pipe_module, run_pipe
 
 P = pipe_module
@@ -42,21 +43,40 @@ def _af_usage(i: int, o: int) -> list[dict[str, Any]]:  # Agent Framework 1.7.0:
 
 def test_the_last_usage_report_counts_and_is_yielded_once_after_the_answer(sse_stub: SSEStub) -> None:
     # after each model call Agent Framework 1.7.0 reports the run's usage so far
-    sse_stub.behaviour.data = events(T("Let me check."), _af_usage(10, 4), C("c1"), R("c1"), T("Done."),
-                                     _af_usage(30, 10), FINISHED)
+    sse_stub.behaviour.data = events(
+        T("Let me check."), _af_usage(10, 4), C("c1"), R("c1"), T("Done."), _af_usage(30, 10), FINISHED
+    )
     run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY)
-    assert _usage(run) == [{"prompt_tokens": 30, "completion_tokens": 10, "total_tokens": 40,
-                            "input_tokens": 30, "output_tokens": 10}]
+    assert _usage(run) == [
+        {"prompt_tokens": 30, "completion_tokens": 10, "total_tokens": 40, "input_tokens": 30, "output_tokens": 10}
+    ]
     assert run.content.startswith("Let me check.") and run.content.endswith("Done.")
 
 
 def test_run_finished_usage_is_the_runs_total_and_wins_over_per_call_reports(sse_stub: SSEStub) -> None:
-    finished = [{**FINISHED[0], "usage": [
-        {"provider": "openai", "model": "a", "input_tokens": 7, "output_tokens": 3, "total_tokens": 10,
-         "reasoning_tokens": 2},
-        {"provider": "openai", "model": "b", "input_tokens": 5, "output_tokens": 1, "total_tokens": 6,
-         "cached_input_tokens": 4},
-    ]}]
+    finished = [
+        {
+            **FINISHED[0],
+            "usage": [
+                {
+                    "provider": "openai",
+                    "model": "a",
+                    "input_tokens": 7,
+                    "output_tokens": 3,
+                    "total_tokens": 10,
+                    "reasoning_tokens": 2,
+                },
+                {
+                    "provider": "openai",
+                    "model": "b",
+                    "input_tokens": 5,
+                    "output_tokens": 1,
+                    "total_tokens": 6,
+                    "cached_input_tokens": 4,
+                },
+            ],
+        }
+    ]
     sse_stub.behaviour.data = events(T("Hi."), _af_usage(99, 99), finished)
     (usage,) = _usage(run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY))
     assert (usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"]) == (12, 4, 16)
@@ -66,8 +86,21 @@ def test_run_finished_usage_is_the_runs_total_and_wins_over_per_call_reports(sse
 
 def test_ag_ui_1_0_usage_is_camel_case_on_the_wire(sse_stub: SSEStub) -> None:
     # ag-ui-langgraph 0.0.47 and ag-ui-strands send 1.0's TokenUsage as its JSON Schema names it
-    finished = [{**FINISHED[0], "usage": [{"provider": "p", "inputTokens": 60, "outputTokens": 14, "totalTokens": 74,
-                                           "reasoningTokens": 3, "cachedInputTokens": 9}]}]
+    finished = [
+        {
+            **FINISHED[0],
+            "usage": [
+                {
+                    "provider": "p",
+                    "inputTokens": 60,
+                    "outputTokens": 14,
+                    "totalTokens": 74,
+                    "reasoningTokens": 3,
+                    "cachedInputTokens": 9,
+                }
+            ],
+        }
+    ]
     sse_stub.behaviour.data = events(T("Hi."), finished)
     (usage,) = _usage(run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY))
     assert (usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"]) == (60, 14, 74)
@@ -105,15 +138,31 @@ def test_openai_backends_are_asked_for_usage_and_its_final_chunk_is_yielded(sse_
     sse_stub.behaviour.data = [
         _delta(role="assistant", content="Hello"),
         {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
-        {"id": "c", "choices": [], "usage": {"prompt_tokens": 17, "completion_tokens": 5, "total_tokens": 22,
-                                             "completion_tokens_details": {"reasoning_tokens": 1}}},
+        {
+            "id": "c",
+            "choices": [],
+            "usage": {
+                "prompt_tokens": 17,
+                "completion_tokens": 5,
+                "total_tokens": 22,
+                "completion_tokens_details": {"reasoning_tokens": 1},
+            },
+        },
         "[DONE]",
     ]
     run = run_pipe(make_pipe([_openai(sse_stub.url)], api_keys={"k": KEY}), "lab.helper", HISTORY)
     assert sse_stub.requests[0]["json"]["stream_options"] == {"include_usage": True}
     assert run.content == "Hello"
-    assert _usage(run) == [{"prompt_tokens": 17, "completion_tokens": 5, "total_tokens": 22, "input_tokens": 17,
-                            "output_tokens": 5, "completion_tokens_details": {"reasoning_tokens": 1}}]
+    assert _usage(run) == [
+        {
+            "prompt_tokens": 17,
+            "completion_tokens": 5,
+            "total_tokens": 22,
+            "input_tokens": 17,
+            "output_tokens": 5,
+            "completion_tokens_details": {"reasoning_tokens": 1},
+        }
+    ]
 
 
 def test_an_agui_server_cannot_send_the_pipes_own_usage_event(sse_stub: SSEStub) -> None:
@@ -131,18 +180,32 @@ def test_usage_that_is_not_a_count_is_ignored(report: Any) -> None:
 
 def test_agui_sources_are_emitted_once_each_masked_and_escaped(sse_stub: SSEStub) -> None:
     sse_stub.behaviour.data = events(
-        _custom("aihub.source", {"url": "https://docs.example.org/a?q=1", "title": "Guide <b>A</b> & more",
-                                 "snippet": f"token {KEY} in the text"}),
+        _custom(
+            "aihub.source",
+            {
+                "url": "https://docs.example.org/a?q=1",
+                "title": "Guide <b>A</b> & more",
+                "snippet": f"token {KEY} in the text",
+            },
+        ),
         T("Answer."),
-        _custom("aihub.source", [{"url": "https://docs.example.org/a?q=1", "title": "again"},
-                                 {"url": "javascript:alert(1)", "title": "Bad link"},
-                                 {"url": f"https://x.example.org/?key={KEY}", "title": "Keyed"}]),
+        _custom(
+            "aihub.source",
+            [
+                {"url": "https://docs.example.org/a?q=1", "title": "again"},
+                {"url": "javascript:alert(1)", "title": "Bad link"},
+                {"url": f"https://x.example.org/?key={KEY}", "title": "Keyed"},
+            ],
+        ),
         FINISHED,
     )
     run = run_pipe(make_pipe([_agui(sse_stub.url)], api_keys={"k": KEY}), "lab.helper", HISTORY)
     sources = run.sources
     assert [s["source"].get("url") for s in sources] == [
-        "https://docs.example.org/a?q=1", None, "https://x.example.org/?key=[redacted]"]
+        "https://docs.example.org/a?q=1",
+        None,
+        "https://x.example.org/?key=[redacted]",
+    ]
     first = sources[0]
     assert first["source"]["name"] == "Guide &lt;b&gt;A&lt;/b&gt; &amp; more"
     assert first["document"] == ["token [redacted] in the text"]
@@ -156,20 +219,29 @@ def test_agui_sources_are_emitted_once_each_masked_and_escaped(sse_stub: SSEStub
 def test_agent_framework_citations_become_sources(sse_stub: SSEStub) -> None:
     sse_stub.behaviour.data = events(
         T("Cited."),
-        _custom("annotations", {"messageId": "t1", "annotations": [
-            {"type": "citation", "title": "Paper", "url": "https://example.org/paper", "snippet": "a quote"},
-            {"type": "citation", "title": "No link", "file_id": "f1"},
-        ]}),
+        _custom(
+            "annotations",
+            {
+                "messageId": "t1",
+                "annotations": [
+                    {"type": "citation", "title": "Paper", "url": "https://example.org/paper", "snippet": "a quote"},
+                    {"type": "citation", "title": "No link", "file_id": "f1"},
+                ],
+            },
+        ),
         FINISHED,
     )
     run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY)
     assert [(s["source"]["name"], s["source"]["url"], s["document"]) for s in run.sources] == [
-        ("Paper", "https://example.org/paper", ["a quote"])]
+        ("Paper", "https://example.org/paper", ["a quote"])
+    ]
 
 
 def test_openai_url_citations_become_sources(sse_stub: SSEStub) -> None:
-    citation = {"type": "url_citation", "url_citation": {"url": "https://example.org/n", "title": "News",
-                                                         "start_index": 0, "end_index": 4}}
+    citation = {
+        "type": "url_citation",
+        "url_citation": {"url": "https://example.org/n", "title": "News", "start_index": 0, "end_index": 4},
+    }
     sse_stub.behaviour.data = [
         _delta(content="News", annotations=[citation, {"type": "file_citation", "file_id": "f"}]),
         _delta(content=".", annotations=[citation]),
@@ -188,8 +260,15 @@ def _step(name: str) -> list[dict[str, Any]]:
 
 
 def test_steps_show_in_the_status_line_in_order_when_the_agent_dwells_in_them(sse_stub: SSEStub) -> None:
-    stream = events(_step("superstep:1"), _step("researcher"), T("a"), _step("writer"),
-                    _custom("status", {"state": "in_progress"}), T("b"), FINISHED)
+    stream = events(
+        _step("superstep:1"),
+        _step("researcher"),
+        T("a"),
+        _step("writer"),
+        _custom("status", {"state": "in_progress"}),
+        T("b"),
+        FINISHED,
+    )
     sse_stub.behaviour.data = stream
     # the agent dwells after "researcher" started, after the workflow status, and not after "writer"
     sse_stub.behaviour.pauses = {3: 0.9, 8: 0.9}
@@ -236,8 +315,9 @@ def _files(run: Any) -> list[list[dict[str, Any]]]:
 
 
 def test_an_agui_image_is_stored_as_the_chats_user_and_attached_by_url(sse_stub: SSEStub, stored: list) -> None:
-    sse_stub.behaviour.data = events(T("Here is your chart."), _custom("aihub.image", {"mimeType": "image/png",
-                                                                                       "data": PNG_B64}), FINISHED)
+    sse_stub.behaviour.data = events(
+        T("Here is your chart."), _custom("aihub.image", {"mimeType": "image/png", "data": PNG_B64}), FINISHED
+    )
     run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY, user_id="u-42", chat_id="chat-9")
     assert stored == [([("image/png", PNG)], "u-42", "chat-9", "m-1")]
     assert _files(run) == [[{"type": "image", "url": "/api/v1/files/f0/content"}]]
@@ -253,23 +333,28 @@ def test_an_openai_delta_image_is_stored(sse_stub: SSEStub, stored: list) -> Non
     assert run.content == "Drawn."
 
 
-def test_an_image_over_the_limit_gets_a_line_where_it_arrived_and_is_not_stored(sse_stub: SSEStub,
-                                                                                stored: list) -> None:
+def test_an_image_over_the_limit_gets_a_line_where_it_arrived_and_is_not_stored(
+    sse_stub: SSEStub, stored: list
+) -> None:
     big = __import__("base64").b64encode(b"\0" * 300_000).decode()
-    sse_stub.behaviour.data = events(T("Before."), _custom("aihub.image", {"mimeType": "image/png", "data": big}),
-                                     T("After."), FINISHED)
+    sse_stub.behaviour.data = events(
+        T("Before."), _custom("aihub.image", {"mimeType": "image/png", "data": big}), T("After."), FINISHED
+    )
     pipe = make_pipe([_agui(sse_stub.url)])
     pipe.valves.MAX_IMAGE_MB = 0.25
     run = run_pipe(pipe, "lab.helper", HISTORY)
     assert stored == [] and _files(run) == []
-    assert run.content == ("Before.\n\n*The agent made an image of 0.3 MB, over this chat's limit of 0.25 MB, "
-                           "so it is not shown.*\n\nAfter.")
+    assert run.content == (
+        "Before.\n\n*The agent made an image of 0.3 MB, over this chat's limit of 0.25 MB, "
+        "so it is not shown.*\n\nAfter."
+    )
 
 
 def test_an_image_that_cannot_be_stored_says_so_and_keeps_the_answer(sse_stub: SSEStub) -> None:
     # no Open WebUI around (as for a release whose file store the pipe cannot use)
-    sse_stub.behaviour.data = events(T("Chart."), _custom("aihub.image", {"mimeType": "image/png",
-                                                                          "data": PNG_B64}), FINISHED)
+    sse_stub.behaviour.data = events(
+        T("Chart."), _custom("aihub.image", {"mimeType": "image/png", "data": PNG_B64}), FINISHED
+    )
     run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY)
     assert run.content == "Chart."
     assert run.statuses[-1] == "The agent made an image that could not be stored"
@@ -277,9 +362,11 @@ def test_an_image_that_cannot_be_stored_says_so_and_keeps_the_answer(sse_stub: S
 
 
 def test_what_is_not_an_image_is_ignored(sse_stub: SSEStub, stored: list) -> None:
-    sse_stub.behaviour.data = events(T("x"), _custom("aihub.image", [{"mimeType": "text/html", "data": PNG_B64},
-                                                                      {"url": "javascript:alert(1)"}, "junk"]),
-                                     FINISHED)
+    sse_stub.behaviour.data = events(
+        T("x"),
+        _custom("aihub.image", [{"mimeType": "text/html", "data": PNG_B64}, {"url": "javascript:alert(1)"}, "junk"]),
+        FINISHED,
+    )
     run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY)
     assert stored == [] and _files(run) == []
 
@@ -291,8 +378,12 @@ def _paused(*interrupts: dict[str, Any]) -> list[dict[str, Any]]:
     return [{**FINISHED[0], "outcome": {"type": "interrupt", "interrupts": list(interrupts)}}]
 
 
-CITY = {"id": "i1", "reason": "input", "message": "Which <city>?",
-        "responseSchema": {"type": "object", "properties": {"city": {"type": "string"}}}}
+CITY = {
+    "id": "i1",
+    "reason": "input",
+    "message": "Which <city>?",
+    "responseSchema": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
 
 
 def _dialog(stub: SSEStub, answer: Any, then: list[dict[str, Any]]) -> Any:
@@ -311,8 +402,12 @@ def test_a_question_with_a_response_schema_opens_the_input_dialog_and_resumes_th
     sse_stub.behaviour.data = events(T("Let me ask."), _paused(CITY))
     dialog = _dialog(sse_stub, "Paris", events(T(" Paris it is."), FINISHED))
     run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
-    assert dialog.questions == [{"type": "input", "data": {"title": "The agent asks", "message": "Which \\<city\\>\\?",
-                                                            "placeholder": "Your answer"}}]
+    assert dialog.questions == [
+        {
+            "type": "input",
+            "data": {"title": "The agent asks", "message": "Which \\<city\\>\\?", "placeholder": "Your answer"},
+        }
+    ]
     first, resumed = (r["json"] for r in sse_stub.requests)
     assert resumed["threadId"] == first["threadId"] and resumed["runId"] != first["runId"]
     assert resumed["resume"] == [{"interruptId": "i1", "status": "resolved", "payload": {"city": "Paris"}}]
@@ -331,8 +426,13 @@ def test_an_unanswered_question_is_cancelled_and_the_run_ends_without_a_hang(sse
 
 
 def test_the_approval_dialog_shows_the_tool_and_its_arguments_with_keys_masked(sse_stub: SSEStub) -> None:
-    approval = {"id": "a1", "reason": "tool_call", "toolCallId": "c1", "message": f"Approve running deploy? {KEY}",
-                "responseSchema": {"type": "object", "properties": {"approved": {"type": "boolean"}}}}
+    approval = {
+        "id": "a1",
+        "reason": "tool_call",
+        "toolCallId": "c1",
+        "message": f"Approve running deploy? {KEY}",
+        "responseSchema": {"type": "object", "properties": {"approved": {"type": "boolean"}}},
+    }
     sse_stub.behaviour.data = events(C("c1", "deploy", f'{{"token": "{KEY}", "env": "<prod>"}}'), _paused(approval))
     dialog = _dialog(sse_stub, True, events(R("c1", "deployed"), T("Done."), FINISHED))
     run = run_pipe(make_pipe([_agui(sse_stub.url)], api_keys={"k": KEY}), "lab.helper", HISTORY, event_call=dialog)
@@ -340,7 +440,8 @@ def test_the_approval_dialog_shows_the_tool_and_its_arguments_with_keys_masked(s
     assert question["type"] == "confirmation" and question["data"]["title"] == "Allow deploy?"
     assert question["data"]["message"] == (  # Markdown in the dialog: the message escaped, the arguments code
         "The agent wants to run ` deploy `.\n\nApprove running deploy\\? \\[redacted\\]\n\n"
-        'Arguments:\n\n```\n{"token": "[redacted]", "env": "<prod>"}\n```')
+        'Arguments:\n\n```\n{"token": "[redacted]", "env": "<prod>"}\n```'
+    )
     assert sse_stub.requests[1]["json"]["resume"][0]["payload"] == {"approved": True}
     assert 'result="[approved by the user] deployed"' in run.content and run.content.endswith("Done.")
 

@@ -211,7 +211,9 @@ def test_a_status_waits_for_a_delayed_asking_status_still_on_its_way(sse_stub: S
         pipe = make_pipe([_agent(sse_stub.url)])
         body = {"model": "aihub_agent_pipe.travel.concierge", "messages": HISTORY, "stream": True}
         metadata = {"chat_id": "c"}
-        async for _ in pipe.pipe(body=body, __user__={"id": "u"}, __metadata__=metadata, __event_emitter__=slow_emitter):
+        async for _ in pipe.pipe(
+            body=body, __user__={"id": "u"}, __metadata__=metadata, __event_emitter__=slow_emitter
+        ):
             pass
 
     asyncio.run(chat())
@@ -256,7 +258,10 @@ def test_http_error_says_status_reason_and_the_servers_short_detail(sse_stub: SS
     sse_stub.behaviour.status = 503
     host = sse_stub.url.removeprefix("http://")
     run = run_pipe(make_pipe([_agent(sse_stub.url)]), "travel.concierge", HISTORY)
-    assert run.content == f"> [!CAUTION]\n> Agent error: The agent at {host} answered HTTP 503 Service Unavailable: agent exploded\n"
+    assert (
+        run.content
+        == f"> [!CAUTION]\n> Agent error: The agent at {host} answered HTTP 503 Service Unavailable: agent exploded\n"
+    )
 
 
 def test_http_error_detail_is_cut_short(sse_stub: SSEStub) -> None:

@@ -15,7 +15,20 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.support.pipe_support import FINISHED, SIGNER, SIGNING_KEY, C, R, SSEStub, T, events, make_pipe, pipe_module, run_pipe
+
+from tests.support.pipe_support import (
+    FINISHED,
+    SIGNER,
+    SIGNING_KEY,
+    C,
+    R,
+    SSEStub,
+    T,
+    events,
+    make_pipe,
+    pipe_module,
+    run_pipe,
+)
 
 P = pipe_module
 KEY = "sk-live/Zq8+w3=x&y"  # characters that URL- and JSON-encoding change
@@ -81,7 +94,12 @@ def test_a_run_error_echoing_the_key_is_masked(sse_stub: SSEStub, caplog) -> Non
 def test_keys_in_text_split_across_deltas_tool_results_and_reasoning_are_masked(sse_stub: SSEStub) -> None:
     quoted = urllib.parse.quote(KEY, safe="")
     sse_stub.behaviour.data = events(
-        T("my key is "), T(KEY[:5]), T(KEY[5:11]), T(KEY[11:] + " and "), T(quoted[:9]), T(quoted[9:] + "."),
+        T("my key is "),
+        T(KEY[:5]),
+        T(KEY[5:11]),
+        T(KEY[11:] + " and "),
+        T(quoted[:9]),
+        T(quoted[9:] + "."),
         C("c1", name="whoami", args=json.dumps({"token": KEY})),
         R("c1", json.dumps({"echo": f"Bearer {KEY}", "other": OTHER_KEY})),
         [{"type": "REASONING_MESSAGE_CONTENT", "messageId": "r", "delta": f"the signing key is {SIGNING_KEY}"}],
@@ -222,8 +240,11 @@ def _stream_through(scrubber: Any, pieces: list[str]) -> str:
 
 @settings(max_examples=300, deadline=None)
 @given(
-    st.lists(st.sampled_from([KEY, urllib.parse.quote(KEY, safe=""), "<details", "</DETAILS", "a", " ", "sk-", "%2F"]),
-             min_size=1, max_size=12),
+    st.lists(
+        st.sampled_from([KEY, urllib.parse.quote(KEY, safe=""), "<details", "</DETAILS", "a", " ", "sk-", "%2F"]),
+        min_size=1,
+        max_size=12,
+    ),
     st.lists(st.integers(min_value=1, max_value=7), min_size=1, max_size=40),
 )
 def test_streamed_text_never_shows_a_key_wherever_the_deltas_split_it(parts: list[str], sizes: list[int]) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from tests.support.pipe_support import FINISHED, SIGNER, C, R, T, events, pipe_module, record
 
 P = pipe_module

@@ -14,6 +14,7 @@ import re
 from urllib.parse import quote, quote_plus
 
 import pytest
+
 from tests.support.pipe_support import pipe_module
 
 P = pipe_module
@@ -36,9 +37,11 @@ FORMS = {
     "url, / kept": quote(KEY),
     "url": quote(KEY, safe=""),
     "url, plus": quote_plus(KEY),
-    **{f"url{kind}, {case} hex": _hex_case(encode, case)
-       for kind, encode in (("", quote(KEY, safe="")), (", / kept", quote(KEY)), (", plus", quote_plus(KEY)))
-       for case in ("lower", "mixed")},
+    **{
+        f"url{kind}, {case} hex": _hex_case(encode, case)
+        for kind, encode in (("", quote(KEY, safe="")), (", / kept", quote(KEY)), (", plus", quote_plus(KEY)))
+        for case in ("lower", "mixed")
+    },
     "json": json.dumps(KEY)[1:-1],
     "json, unicode": json.dumps(KEY, ensure_ascii=False)[1:-1],
     "html": html.escape(KEY),
@@ -89,9 +92,9 @@ def test_an_error_holding_a_piece_of_a_key_is_withheld_up_to_its_very_end() -> N
     scrubber = P.Scrubber([key])
     size = P.SECRET_FRAGMENT
     for start in range(len(key) - size + 1):  # every piece of that length, the last one included
-        assert scrubber.error(f"refused: …{key[start:start + size]}…") == P.WITHHELD, start
-    assert scrubber.error(f"refused: …{key[-(size - 1):]}") == f"refused: …{key[-(size - 1):]}"  # shorter: kept
-    assert scrubber.error(f"refused: …{key[:size - 1]}") == f"refused: …{key[:size - 1]}"
+        assert scrubber.error(f"refused: …{key[start : start + size]}…") == P.WITHHELD, start
+    assert scrubber.error(f"refused: …{key[-(size - 1) :]}") == f"refused: …{key[-(size - 1) :]}"  # shorter: kept
+    assert scrubber.error(f"refused: …{key[: size - 1]}") == f"refused: …{key[: size - 1]}"
 
 
 def test_a_key_whose_own_text_looks_like_a_percent_escape_is_still_masked_raw() -> None:

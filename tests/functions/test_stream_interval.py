@@ -10,6 +10,7 @@ import statistics
 from typing import Any
 
 import pytest
+
 from tests.support.pipe_support import FINISHED, SSEStub, T, events, make_pipe, pipe_module, run_pipe
 
 HISTORY = [{"role": "user", "content": "hi"}]

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from tests.support.pipe_support import (
     ERROR,
     FINISHED,
@@ -346,8 +347,14 @@ EXTRAS: list[dict[str, Any]] = [
     {"type": "STEP_FINISHED", "stepName": "research"},
     {"type": "CUSTOM", "name": "status", "value": {"state": "in_progress"}},
     {"type": "ACTIVITY_SNAPSHOT", "messageId": "a1", "activityType": "executor", "content": {}},
-    {"type": "CUSTOM", "name": "annotations", "value": {"messageId": "t1", "annotations": [
-        {"type": "citation", "title": "A", "url": "https://example.org/a"}]}},
+    {
+        "type": "CUSTOM",
+        "name": "annotations",
+        "value": {
+            "messageId": "t1",
+            "annotations": [{"type": "citation", "title": "A", "url": "https://example.org/a"}],
+        },
+    },
     {"type": "CUSTOM", "name": "aihub.image", "value": {"mimeType": "image/png", "data": "iVBORw0KGgo="}},
 ]
 

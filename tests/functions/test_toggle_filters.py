@@ -22,6 +22,8 @@ from tests.support.loading import load_file, load_source
 
 KEY = "aihub_requested_features"
 ICON = "data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciLz4="
+
+
 def render(
     feature: str = "user_files",
     *,
@@ -42,9 +44,7 @@ def call_inlet(instance: Any, body: Any, *, metadata: Any, model: Any) -> Any:
         "__id__": "aihub_toggle_user_files",
     }
     sig = inspect.signature(instance.inlet)
-    result = instance.inlet(
-        **({"body": body} | {k: v for k, v in pool.items() if k in sig.parameters})
-    )
+    result = instance.inlet(**({"body": body} | {k: v for k, v in pool.items() if k in sig.parameters}))
     return asyncio.run(result) if inspect.iscoroutine(result) else result
 
 

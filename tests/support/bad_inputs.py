@@ -85,7 +85,9 @@ def load_cases() -> list[Case]:
             Case(
                 name=expect.parent.name,
                 about=data["about"],
-                errors=tuple(Expected(e["file"], e.get("line"), e.get("field", ""), e["message"]) for e in data["errors"]),
+                errors=tuple(
+                    Expected(e["file"], e.get("line"), e.get("field", ""), e["message"]) for e in data["errors"]
+                ),
                 remove_functions=tuple(data.get("remove_functions", ())),
                 needs_instance=data.get("needs_instance", False),
                 xfail=data.get("xfail"),

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -22,8 +22,14 @@ from tests.support.builders import REPO
 
 # Flags that work on these machines: no sandbox (root), no GPU, no traffic but loopback.
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 ARTIFACTS = REPO / "test-artifacts"
 UI_TIMEOUT_MS = 60_000  # a 2-core machine shared by several suites: the first page load is slow
@@ -35,8 +41,9 @@ class BrowserUnavailable(RuntimeError):
 
 def chromium_path() -> str:
     """The system Chromium, installed by scripts/ensure-chromium when missing."""
-    result = subprocess.run(["bash", str(REPO / "scripts" / "ensure-chromium")], capture_output=True, text=True,
-                            stdin=subprocess.DEVNULL)
+    result = subprocess.run(
+        ["bash", str(REPO / "scripts" / "ensure-chromium")], capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
     if result.returncode != 0:
         raise BrowserUnavailable(result.stderr.strip() or "scripts/ensure-chromium failed")
     return result.stdout.strip().splitlines()[-1]
@@ -132,7 +139,9 @@ class ChatPage:
         for _ in range(50):
             before = len(seen)
             seen.update(listbox.locator("[role=option]").evaluate_all("els => els.map(e => e.dataset.value)"))
-            at_end = listbox.evaluate("el => { el.scrollTop += 200; return el.scrollTop + el.clientHeight >= el.scrollHeight; }")
+            at_end = listbox.evaluate(
+                "el => { el.scrollTop += 200; return el.scrollTop + el.clientHeight >= el.scrollHeight; }"
+            )
             page.wait_for_timeout(100)
             if at_end and len(seen) == before:
                 break
@@ -148,7 +157,8 @@ class ChatPage:
                 const bytes = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
                 let text = ''; for (const b of bytes) text += String.fromCharCode(b);
                 return btoa(text);
-            }""")
+            }"""
+        )
 
     def suggestion_cards(self) -> list[tuple[str, str]]:
         """The suggestion cards under the input of a new chat: (title, second line)."""
@@ -189,7 +199,8 @@ class ChatPage:
                     const img = el.querySelector('img');
                     return {name: el.innerText.trim(), on: el.getAttribute('aria-checked') === 'true',
                             icon: img ? img.getAttribute('src') : (el.querySelector('svg') ? 'svg' : '')};
-                }""")
+                }"""
+            )
             found.append(Toggle(info["name"], info["on"], info["icon"], self._tooltip(item)))
         self.close_menu()
         return found
@@ -220,13 +231,15 @@ class ChatPage:
         self.page.wait_for_function(
             "([name, on]) => [...document.querySelectorAll('[role=menuitemcheckbox]')]"
             ".some(e => e.innerText.trim() === name && (e.getAttribute('aria-checked') === 'true') === on)",
-            arg=[name, on])
+            arg=[name, on],
+        )
         self.close_menu()
 
     def chips(self) -> set[str]:
         """The names of the toggles shown as on in the chat input (the chips next to the menu)."""
-        return set(self.page.evaluate(
-            """() => {
+        return set(
+            self.page.evaluate(
+                """() => {
                 const form = document.querySelector('#chat-input').closest('form');
                 const names = [];
                 for (const b of form.querySelectorAll('button')) {
@@ -238,7 +251,9 @@ class ChatPage:
                     }
                 }
                 return names;
-            }"""))
+            }"""
+            )
+        )
 
     # ----------------------------------------------------------------- chatting
 
@@ -256,7 +271,9 @@ class ChatPage:
         self.page.wait_for_function(
             "([src, flags]) => { const all = document.querySelectorAll('#response-content-container');"
             " const last = all[all.length - 1]; return !!last && new RegExp(src, flags).test(last.innerText); }",
-            arg=[pattern.pattern, "i" if pattern.flags & re.IGNORECASE else ""], timeout=timeout_ms)
+            arg=[pattern.pattern, "i" if pattern.flags & re.IGNORECASE else ""],
+            timeout=timeout_ms,
+        )
         return answer
 
     def wait_done(self, *, timeout_ms: int = UI_TIMEOUT_MS) -> None:
@@ -264,7 +281,9 @@ class ChatPage:
         self.page.wait_for_function(
             "() => { const all = document.querySelectorAll('#response-content-container');"
             " const msg = all.length && all[all.length - 1].closest('[id^=message-]');"
-            " return !!msg && !!msg.querySelector('button[aria-label=Copy]'); }", timeout=timeout_ms)
+            " return !!msg && !!msg.querySelector('button[aria-label=Copy]'); }",
+            timeout=timeout_ms,
+        )
 
     # ----------------------------------------------------------------- evidence
 
@@ -281,7 +300,9 @@ class ChatPage:
         return [png, html]
 
 
-def logged_in_page(browser: Any, instance: Any, request: Any = None, *, login: Mapping[str, str] | None = None) -> Iterator[ChatPage]:
+def logged_in_page(
+    browser: Any, instance: Any, request: Any = None, *, login: Mapping[str, str] | None = None
+) -> Iterator[ChatPage]:
     """A tab of its own, signed in to ``instance`` (the admin of scripts/openwebui-local unless
     ``login`` names another user); for a fixture to ``yield from``. With the test's ``request``,
     a failed test's screenshot and DOM go to test-artifacts/."""

@@ -37,7 +37,9 @@ CAPABILITIES: dict[str, Any] = {
 FEATURES: dict[str, Any] = {"features": {"user_files": {"title": "My files", "description": "d"}}}
 
 
-def blueprint(bp_id: str = "demo", *, calls: list[str] | None = None, agents: list[dict] | None = None, **extra: Any) -> dict[str, Any]:
+def blueprint(
+    bp_id: str = "demo", *, calls: list[str] | None = None, agents: list[dict] | None = None, **extra: Any
+) -> dict[str, Any]:
     return {
         "id": bp_id,
         "name": bp_id.title(),

@@ -97,8 +97,12 @@ class ChatRig:
 
 def install_observer(owui, log: Path) -> None:
     """Upload the observer filter: active, global (it runs for every model), writing to `log`."""
-    form = {"id": OBSERVER_ID, "name": "Test observer", "content": OBSERVER.read_text(encoding="utf-8"),
-            "meta": {"description": "e2e only"}}
+    form = {
+        "id": OBSERVER_ID,
+        "name": "Test observer",
+        "content": OBSERVER.read_text(encoding="utf-8"),
+        "meta": {"description": "e2e only"},
+    }
     with owui.client() as http:
         http.post("/api/v1/functions/create", json=form).raise_for_status()
         assert http.post(f"/api/v1/functions/id/{OBSERVER_ID}/toggle").raise_for_status().json()["is_active"]
@@ -106,8 +110,14 @@ def install_observer(owui, log: Path) -> None:
         http.post(f"/api/v1/functions/id/{OBSERVER_ID}/valves/update", json={"path": str(log)}).raise_for_status()
 
 
-def chat(rig: ChatRig, model: str, *, features: dict | None = None, filter_ids: list[str] | None = None,
-         extra: dict | None = None) -> Seen:
+def chat(
+    rig: ChatRig,
+    model: str,
+    *,
+    features: dict | None = None,
+    filter_ids: list[str] | None = None,
+    extra: dict | None = None,
+) -> Seen:
     """One API chat completion through the real pipe to the agent, seen from both ends."""
     body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": "hi"}], "stream": False}
     if features is not None:
@@ -144,12 +154,27 @@ def api_chat(owui: OpenWebUIInstance, model: str, messages: list[dict[str, Any]]
     return response.json()["choices"][0]["message"]["content"]
 
 
-def ui_body(model: str, text: str, *, user_id: str, assistant_id: str, parent_id: str | None, first: bool,
-            files: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def ui_body(
+    model: str,
+    text: str,
+    *,
+    user_id: str,
+    assistant_id: str,
+    parent_id: str | None,
+    first: bool,
+    files: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The completion request the 0.12.4 browser posts for one message (no history: the server
     loads it); `files` go on the user message and in the request, as the page sends an attachment."""
-    user_message: dict[str, Any] = {"id": user_id, "parentId": parent_id, "childrenIds": [], "role": "user", "content": text,
-                    "timestamp": int(time.time()), "models": [model]}
+    user_message: dict[str, Any] = {
+        "id": user_id,
+        "parentId": parent_id,
+        "childrenIds": [],
+        "role": "user",
+        "content": text,
+        "timestamp": int(time.time()),
+        "models": [model],
+    }
     if files is not None:
         user_message["files"] = files
     body: dict[str, Any] = {
@@ -167,15 +192,17 @@ def ui_body(model: str, text: str, *, user_id: str, assistant_id: str, parent_id
         "user_message": user_message,
         # housekeeping the browser asks for; the pipe answers these without calling the agent
         "background_tasks": {"title_generation": True, "tags_generation": True, "follow_up_generation": True}
-        if first else {"follow_up_generation": True},
+        if first
+        else {"follow_up_generation": True},
     }
     if files is not None:
         body["files"] = files  # the chat's files, the new message's among them
     return body
 
 
-def ui_turn(owui: OpenWebUIInstance, model: str, text: str, *, chat_id: str | None, parent_id: str | None,
-            first: bool) -> tuple[str, str, str]:
+def ui_turn(
+    owui: OpenWebUIInstance, model: str, text: str, *, chat_id: str | None, parent_id: str | None, first: bool
+) -> tuple[str, str, str]:
     """Send one message as the 0.12.4 browser does and wait for the stored answer.
 
     Returns (chat id, user message id, assistant message id).
@@ -194,8 +221,9 @@ def ui_turn(owui: OpenWebUIInstance, model: str, text: str, *, chat_id: str | No
     return chat_id, user_id, assistant_id
 
 
-def stored_message(owui: OpenWebUIInstance, chat_id: str, message_id: str, timeout: float = 60,
-                   token: str | None = None) -> dict[str, Any]:
+def stored_message(
+    owui: OpenWebUIInstance, chat_id: str, message_id: str, timeout: float = 60, token: str | None = None
+) -> dict[str, Any]:
     """The stored message once Open WebUI marked it done (the background task finished), read as
     the chat's user (`token`; default: the admin's API key).
 

@@ -106,10 +106,21 @@ class FakeOpenWebUI:
         if path == "/api/chat/completions" and isinstance(body, dict) and "aihub_probe" in body:
             self.probe_bodies.append(body)
             answer = self.probe_answers.get(body["model"]) or {
-                "reached": True, "protocol": "agui", "host": "127.0.0.1:9", "ms": 1, "status": 200,
+                "reached": True,
+                "protocol": "agui",
+                "host": "127.0.0.1:9",
+                "ms": 1,
+                "status": 200,
             }
-            answer = {"aihub_probe": 1, "agent": body["model"].partition(".")[2], "replica": "fake:1",
-                      "forward_user_info": False, "user_jwt": False, "identity_key": True, **answer}
+            answer = {
+                "aihub_probe": 1,
+                "agent": body["model"].partition(".")[2],
+                "replica": "fake:1",
+                "forward_user_info": False,
+                "user_jwt": False,
+                "identity_key": True,
+                **answer,
+            }
             return {"choices": [{"message": {"role": "assistant", "content": json.dumps(answer)}}]}
         if path == "/api/v1/users/default/permissions":
             return self.default_permissions
@@ -124,7 +135,9 @@ class FakeOpenWebUI:
             if user is None:
                 raise Taken(400, "We could not find what you're looking for :/")
             return user
-        if path == "/api/v1/models/model/history" or (path.startswith("/api/v1/functions/id/") and path.endswith("/history")):
+        if path == "/api/v1/models/model/history" or (
+            path.startswith("/api/v1/functions/id/") and path.endswith("/history")
+        ):
             return []  # a fake keeps no versions: drift is reported without a name
         if path == "/api/v1/groups/create":
             group = {"id": f"g{len(self.groups) + 1}", "member_count": 0, **body}

@@ -98,10 +98,14 @@ class OIDCProvider:
 
     def metadata(self) -> dict[str, Any]:
         return {
-            "issuer": self.url, "authorization_endpoint": f"{self.url}/authorize",
-            "token_endpoint": f"{self.url}/token", "userinfo_endpoint": f"{self.url}/userinfo",
-            "jwks_uri": f"{self.url}/jwks", "response_types_supported": ["code"],
-            "subject_types_supported": ["public"], "id_token_signing_alg_values_supported": ["RS256"],
+            "issuer": self.url,
+            "authorization_endpoint": f"{self.url}/authorize",
+            "token_endpoint": f"{self.url}/token",
+            "userinfo_endpoint": f"{self.url}/userinfo",
+            "jwks_uri": f"{self.url}/jwks",
+            "response_types_supported": ["code"],
+            "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": ["RS256"],
             "scopes_supported": ["openid", "email", "profile"],
             "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
         }
@@ -126,8 +130,19 @@ class OIDCProvider:
         access = "oidc-access-" + secrets.token_urlsafe(24)
         self.issued.append(access)
         now = int(time.time())
-        id_claims = {**self.claims(), "iss": self.url, "aud": self.client_id, "iat": now, "exp": now + 3600,
-                     **({"nonce": grant["nonce"]} if grant["nonce"] else {})}
+        id_claims = {
+            **self.claims(),
+            "iss": self.url,
+            "aud": self.client_id,
+            "iat": now,
+            "exp": now + 3600,
+            **({"nonce": grant["nonce"]} if grant["nonce"] else {}),
+        }
         id_token = jwt.encode(id_claims, self.key, algorithm="RS256", headers={"kid": KID})
-        return {"access_token": access, "token_type": "Bearer", "expires_in": 3600, "id_token": id_token,
-                "scope": "openid email profile"}, 200
+        return {
+            "access_token": access,
+            "token_type": "Bearer",
+            "expires_in": 3600,
+            "id_token": id_token,
+            "scope": "openid email profile",
+        }, 200

@@ -43,9 +43,11 @@ def _identity_pem() -> str:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     seed = hashlib.sha256(f"aihub-e2e-identity-{os.getpid()}".encode()).digest()
-    return Ed25519PrivateKey.from_private_bytes(seed).private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
+    return (
+        Ed25519PrivateKey.from_private_bytes(seed)
+        .private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        .decode()
+    )
 
 
 # Also in the session instance's environment (issue 19): Open WebUI's user-info forwarding with an
@@ -92,9 +94,15 @@ class OpenWebUIInstance:
         extra_env: extra server environment (`--env KEY=VALUE`), re-sent on every start.
     """
 
-    def __init__(self, name: str, *, extra_env: dict[str, str] | None = None,
-                 version: str | None = None, topology: str | None = None,
-                 replica_env: dict[int, dict[str, str]] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        extra_env: dict[str, str] | None = None,
+        version: str | None = None,
+        topology: str | None = None,
+        replica_env: dict[int, dict[str, str]] | None = None,
+    ) -> None:
         self.name = name
         self.extra_env = dict(extra_env or {})
         self.replica_env = {index: dict(env) for index, env in (replica_env or {}).items()}  # ha: per replica
@@ -115,7 +123,10 @@ class OpenWebUIInstance:
         cmd = [sys.executable, str(SCRIPT), *args, "--name", self.name]
         try:
             result = subprocess.run(
-                cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                cmd,
+                capture_output=True,
+                text=True,
+                stdin=subprocess.DEVNULL,
                 timeout=SCRIPT_TIMEOUT,
             )
         except subprocess.TimeoutExpired as exc:
@@ -236,8 +247,9 @@ def started(instance: OpenWebUIInstance, what: str, *, timeout: float = 300.0) -
 
 
 @contextlib.contextmanager
-def throwaway_instance(name: str, *, keep: bool = False, topology: str | None = None,
-                       extra_env: dict[str, str] | None = None) -> Iterator[OpenWebUIInstance]:
+def throwaway_instance(
+    name: str, *, keep: bool = False, topology: str | None = None, extra_env: dict[str, str] | None = None
+) -> Iterator[OpenWebUIInstance]:
     """A fresh instance for a script (the benchmarks): started, then purged unless `keep`."""
     instance = OpenWebUIInstance(name, topology=topology, extra_env=extra_env)
     try:

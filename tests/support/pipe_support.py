@@ -13,9 +13,9 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from demo_agents.sse_handler import SSEHandler
 from tests.support.agui_schema import check_event
 from tests.support.loading import load_file
-from demo_agents.sse_handler import SSEHandler
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPE_FILE = ROOT / "owui_functions" / "aihub_agent_pipe.py"
@@ -160,9 +160,17 @@ class FakeStore:
     stored: list[list[dict[str, Any]]] | None = None
     reads: list[str] = field(default_factory=list)
 
-    def add(self, file_id: str, name: str, mime: str, data: bytes, owner: str = "user-1", size: int | None = None) -> dict:
-        record = pipe_module.StoredFile(id=file_id, owner=owner, name=name, mime=mime, size=len(data) if size is None else size,
-                              path=f"/store/{file_id}")
+    def add(
+        self, file_id: str, name: str, mime: str, data: bytes, owner: str = "user-1", size: int | None = None
+    ) -> dict:
+        record = pipe_module.StoredFile(
+            id=file_id,
+            owner=owner,
+            name=name,
+            mime=mime,
+            size=len(data) if size is None else size,
+            path=f"/store/{file_id}",
+        )
         self.files[file_id] = (record, data)
         return {"type": "file", "id": file_id, "name": name, "size": record.size}
 
@@ -215,7 +223,9 @@ class SSEStub:
 
         class Handler(SSEHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server naming)
-                stub.requests.append({"path": self.path, "headers": dict(self.headers), "json": json.loads(self.read_body())})
+                stub.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "json": json.loads(self.read_body())}
+                )
                 b = stub.behaviour
                 if b.status >= 400:
                     body = b.error_body.encode()

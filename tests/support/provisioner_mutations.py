@@ -324,7 +324,13 @@ BREAKAGES = [
         "password = text.strip()",
         [TOKEN],
     ),
-    ("the key file provision token writes is 0600", "provisioner/openwebui/token.py", "os.fchmod(fd, 0o600)", "pass", [TOKEN]),
+    (
+        "the key file provision token writes is 0600",
+        "provisioner/openwebui/token.py",
+        "os.fchmod(fd, 0o600)",
+        "pass",
+        [TOKEN],
+    ),
     (
         "commit messages drop hidden characters",
         "provisioner/commit_message.py",

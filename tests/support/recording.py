@@ -29,6 +29,8 @@ def record_cli_requests(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     """Make every httpx client the CLI builds report its requests to a new Recorder."""
     recorder = Recorder()
     monkeypatch.setattr(
-        client_module, "make_http_client", lambda timeout: httpx.Client(timeout=timeout, event_hooks={"request": [recorder]})
+        client_module,
+        "make_http_client",
+        lambda timeout: httpx.Client(timeout=timeout, event_hooks={"request": [recorder]}),
     )
     return recorder

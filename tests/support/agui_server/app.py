@@ -95,8 +95,11 @@ confirm_booking = FunctionTool(
 # ("text", str) | ("reasoning", str) | ("call", (name, args)) | ("raise", str)
 # | ("usage", (input, output)): the model call's token usage | ("cite", {title, url, snippet}): a citation
 Step = list[tuple[str, Any]]
-CITATION = {"title": "Weather <Paris> & more", "url": "https://weather.example.org/paris?d=today",
-            "snippet": "Sunny, 21 °C"}
+CITATION = {
+    "title": "Weather <Paris> & more",
+    "url": "https://weather.example.org/paris?d=today",
+    "snippet": "Sunny, 21 °C",
+}
 
 SCRIPTS: dict[str, list[Step]] = {
     "text_only": [[("text", "Hello from the scripted agent.")]],
@@ -231,8 +234,11 @@ class ScriptedChatClient(FunctionInvocationLayer, BaseChatClient):
                     for delta in _chunks(value):
                         yield ChatResponseUpdate(role="assistant", contents=[Content.from_text_reasoning(text=delta)])
                 elif kind == "usage":
-                    details = {"input_token_count": value[0], "output_token_count": value[1],
-                               "total_token_count": value[0] + value[1]}
+                    details = {
+                        "input_token_count": value[0],
+                        "output_token_count": value[1],
+                        "total_token_count": value[0] + value[1],
+                    }
                     yield ChatResponseUpdate(role="assistant", contents=[Content.from_usage(usage_details=details)])
                 elif kind == "cite":
                     citation = {"type": "citation", **value}

@@ -83,8 +83,12 @@ class ScriptedChatClient(FunctionInvocationLayer, BaseChatClient):
             if step.fail:
                 raise RuntimeError(step.fail)
             for call in step.calls:
-                yield ChatResponseUpdate(role="assistant", contents=[Content.from_function_call(
-                    call_id=call.id, name=call.name, arguments="".join(call.pieces))])
+                yield ChatResponseUpdate(
+                    role="assistant",
+                    contents=[
+                        Content.from_function_call(call_id=call.id, name=call.name, arguments="".join(call.pieces))
+                    ],
+                )
             inp, outp = step.usage
             if inp or outp:
                 details = {"input_token_count": inp, "output_token_count": outp, "total_token_count": inp + outp}
@@ -103,6 +107,7 @@ class ScriptedChatClient(FunctionInvocationLayer, BaseChatClient):
 from agent_framework import Agent, FunctionTool, tool
 from agent_framework_ag_ui import add_agent_framework_fastapi_endpoint
 from fastapi import FastAPI
+
 # snippet: end
 
 
@@ -122,9 +127,12 @@ def cancel_order(order: str) -> str:
 
 
 # Declaration only (no function): the framework hands the call back to the client.
-confirm_shipment = FunctionTool(name="confirm_shipment", description="Confirm a shipment (client side).", func=None,
-                                input_model={"type": "object", "properties": {"order": {"type": "string"}},
-                                             "required": ["order"]})
+confirm_shipment = FunctionTool(
+    name="confirm_shipment",
+    description="Confirm a shipment (client side).",
+    func=None,
+    input_model={"type": "object", "properties": {"order": {"type": "string"}}, "required": ["order"]},
+)
 # snippet: end
 
 
@@ -136,8 +144,12 @@ def broken_lookup(order: str) -> str:
 
 
 # snippet: start
-agent = Agent(name="scripted", instructions="You are a scripted agent.", client=ScriptedChatClient(),
-              tools=[lookup_order, cancel_order, confirm_shipment, broken_lookup])
+agent = Agent(
+    name="scripted",
+    instructions="You are a scripted agent.",
+    client=ScriptedChatClient(),
+    tools=[lookup_order, cancel_order, confirm_shipment, broken_lookup],
+)
 app = FastAPI(title="Agent Framework AG-UI")
 add_agent_framework_fastapi_endpoint(app, agent, path=AGENT_PATH, single_user=True)
 # snippet: end

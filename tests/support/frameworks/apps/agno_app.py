@@ -77,19 +77,26 @@ class ScriptedModel(Model):
             raise RuntimeError(step.fail)
         for index, call in enumerate(step.calls):
             for n, piece in enumerate(call.pieces):
-                delta = {"index": index, "id": call.id if n == 0 else None, "type": "function",
-                         "function": {"name": call.name if n == 0 else None, "arguments": piece}}
+                delta = {
+                    "index": index,
+                    "id": call.id if n == 0 else None,
+                    "type": "function",
+                    "function": {"name": call.name if n == 0 else None, "arguments": piece},
+                }
                 yield ModelResponse(role="assistant", tool_calls=[delta])
         inp, outp = step.usage
         if inp or outp:
-            yield ModelResponse(role="assistant", response_usage=MessageMetrics(
-                input_tokens=inp, output_tokens=outp, total_tokens=inp + outp))
+            yield ModelResponse(
+                role="assistant",
+                response_usage=MessageMetrics(input_tokens=inp, output_tokens=outp, total_tokens=inp + outp),
+            )
 
     def parse_tool_calls(self, tool_calls_data: list[dict[str, Any]]) -> list[dict[str, Any]]:
         merged: dict[int, dict[str, Any]] = {}
         for delta in tool_calls_data:
-            call = merged.setdefault(delta["index"], {"id": None, "type": "function",
-                                                      "function": {"name": None, "arguments": ""}})
+            call = merged.setdefault(
+                delta["index"], {"id": None, "type": "function", "function": {"name": None, "arguments": ""}}
+            )
             call["id"] = call["id"] or delta.get("id")
             call["function"]["name"] = call["function"]["name"] or delta["function"].get("name")
             call["function"]["arguments"] += delta["function"].get("arguments") or ""
@@ -97,8 +104,11 @@ class ScriptedModel(Model):
 
     def invoke(self, messages: list[Message], assistant_message: Message, **_: Any) -> ModelResponse:
         deltas = list(self._deltas(messages))
-        return ModelResponse(role="assistant", content="".join(d.content or "" for d in deltas),
-                             tool_calls=self.parse_tool_calls([c for d in deltas for c in d.tool_calls]))
+        return ModelResponse(
+            role="assistant",
+            content="".join(d.content or "" for d in deltas),
+            tool_calls=self.parse_tool_calls([c for d in deltas for c in d.tool_calls]),
+        )
 
     async def ainvoke(self, messages: list[Message], assistant_message: Message, **kwargs: Any) -> ModelResponse:
         return self.invoke(messages, assistant_message, **kwargs)
@@ -106,8 +116,9 @@ class ScriptedModel(Model):
     def invoke_stream(self, messages: list[Message], assistant_message: Message, **_: Any) -> Iterator[ModelResponse]:
         yield from self._deltas(messages)
 
-    async def ainvoke_stream(self, messages: list[Message], assistant_message: Message,
-                             **_: Any) -> AsyncIterator[ModelResponse]:
+    async def ainvoke_stream(
+        self, messages: list[Message], assistant_message: Message, **_: Any
+    ) -> AsyncIterator[ModelResponse]:
         for delta in self._deltas(messages):
             await asyncio.sleep(0)
             yield delta
@@ -128,6 +139,7 @@ from agno.os import AgentOS
 from agno.os.interfaces.agui import AGUI
 from agno.run import RunContext
 from agno.tools import tool
+
 # snippet: end
 
 
@@ -146,6 +158,8 @@ def cancel_order(order: str) -> str:
     """Cancel an order: Agno pauses the run for the user's confirmation first."""
     common.ran("cancel_order", {"order": order})
     return f"order {order} cancelled"
+
+
 # snippet: end
 
 
@@ -170,8 +184,12 @@ def broken_lookup(order: str) -> str:
 
 
 # snippet: start
-agent = Agent(name="scripted", model=ScriptedModel(id="scripted"), db=InMemoryDb(),
-              tools=[lookup_order, cancel_order, ask_address, confirm_shipment, broken_lookup])
+agent = Agent(
+    name="scripted",
+    model=ScriptedModel(id="scripted"),
+    db=InMemoryDb(),
+    tools=[lookup_order, cancel_order, ask_address, confirm_shipment, broken_lookup],
+)
 app = AgentOS(agents=[agent], interfaces=[AGUI(agent=agent, prefix="/agno")]).get_app()
 # snippet: end
 

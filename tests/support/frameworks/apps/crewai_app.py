@@ -26,8 +26,10 @@ PINS = (
 )
 AGENT_PATH = "/crewai"
 SCENARIOS = ("stream", "tool", "approve", "ask", "tool_error", "model_error", "files")
-NOT_OFFERED = {"client": "a flow's agent runs only its own tools (the tools a client sends reach the flow's "
-                         "state as copilotkit.actions, for a litellm call through copilotkit_stream)"}
+NOT_OFFERED = {
+    "client": "a flow's agent runs only its own tools (the tools a client sends reach the flow's "
+    "state as copilotkit.actions, for a litellm call through copilotkit_stream)"
+}
 # The bridge resumes a paused flow from AG-UI 1.0's resume list, whatever event announced the pause.
 RESUME = "resume"
 # How the pipe's ids, identity and files reach the agent's code (docs/agent-frameworks.md).
@@ -40,17 +42,21 @@ REACHES = (
     "The signed identity (`X-AIHub-Identity`) is an HTTP header: read it in a FastAPI dependency "
     "(add_crewai_flow_fastapi_endpoint passes `dependencies=` on to the route).",
 )
-ANSWERS = {"approve": {"approved": "approved", "declined": "declined"},
-           "ask": {"answered": "12 Rue de Rivoli, Paris"}}
+ANSWERS = {"approve": {"approved": "approved", "declined": "declined"}, "ask": {"answered": "12 Rue de Rivoli, Paris"}}
 
 import os
 import tempfile
 
 # No telemetry, no tracing prompt, litellm's bundled model prices (it fetches them otherwise), and
 # CrewAI's pending-feedback store in a throwaway dir.
-os.environ.update({"CREWAI_DISABLE_TELEMETRY": "true", "CREWAI_TRACING_ENABLED": "false",
-                   "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-                   "XDG_DATA_HOME": tempfile.mkdtemp(prefix="crewai-app-")})
+os.environ.update(
+    {
+        "CREWAI_DISABLE_TELEMETRY": "true",
+        "CREWAI_TRACING_ENABLED": "false",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "XDG_DATA_HOME": tempfile.mkdtemp(prefix="crewai-app-"),
+    }
+)
 
 import _common as common
 from crewai.llms.base_llm import BaseLLM, llm_call_context
@@ -61,8 +67,11 @@ def _seen(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for m in messages:
         content = m.get("content")
         parts = content if isinstance(content, list) else [content or ""]
-        text = "".join(p if isinstance(p, str) else p.get("text", "") for p in parts
-                       if isinstance(p, str) or p.get("type") == "text")
+        text = "".join(
+            p if isinstance(p, str) else p.get("text", "")
+            for p in parts
+            if isinstance(p, str) or p.get("type") == "text"
+        )
         media = []
         for p in parts:
             if isinstance(p, dict) and p.get("type") == "image_url":
@@ -79,8 +88,16 @@ def _seen(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class ScriptedLLM(BaseLLM):
     """A CrewAI LLM with native tool calling that plays the scripted step."""
 
-    def call(self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
-             from_task: Any = None, from_agent: Any = None, response_model: Any = None) -> Any:
+    def call(
+        self,
+        messages: Any,
+        tools: Any = None,
+        callbacks: Any = None,
+        available_functions: Any = None,
+        from_task: Any = None,
+        from_agent: Any = None,
+        response_model: Any = None,
+    ) -> Any:
         listed = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
         step = common.record_model_call(_seen(listed))
         with llm_call_context():
@@ -90,15 +107,26 @@ class ScriptedLLM(BaseLLM):
             raise RuntimeError(step.fail)
         inp, outp = step.usage
         if inp or outp:
-            self._track_token_usage_internal({"prompt_tokens": inp, "completion_tokens": outp,
-                                              "total_tokens": inp + outp})
+            self._track_token_usage_internal(
+                {"prompt_tokens": inp, "completion_tokens": outp, "total_tokens": inp + outp}
+            )
         if step.calls and tools:
-            return [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": "".join(c.pieces)}}
-                    for c in step.calls]
+            return [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": "".join(c.pieces)}}
+                for c in step.calls
+            ]
         return "".join(step.text)
 
-    async def acall(self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
-                    from_task: Any = None, from_agent: Any = None, response_model: Any = None) -> Any:
+    async def acall(
+        self,
+        messages: Any,
+        tools: Any = None,
+        callbacks: Any = None,
+        available_functions: Any = None,
+        from_task: Any = None,
+        from_agent: Any = None,
+        response_model: Any = None,
+    ) -> Any:
         return self.call(messages, tools, callbacks, available_functions, from_task, from_agent, response_model)
 
     def supports_function_calling(self) -> bool:
@@ -121,6 +149,8 @@ class OrderState(CopilotKitState):
     user_id: str = ""
     message_id: str = ""
     pending: str = ""  # the action a tool asked the user about: "cancel:<order>" or "address:<order>"
+
+
 # snippet: end
 
 
@@ -157,9 +187,13 @@ FLOW_PENDING: list[str] = []  # what the tools asked for during this turn (one f
 
 # snippet: start
 class OrderFlow(Flow[OrderState]):
-    agent = Agent(role="Order assistant", goal="Answer questions about orders",
-                  backstory="You help customers with their orders.", llm=ScriptedLLM(model="scripted"),
-                  tools=[lookup_order, cancel_order, ask_address, broken_lookup])
+    agent = Agent(
+        role="Order assistant",
+        goal="Answer questions about orders",
+        backstory="You help customers with their orders.",
+        llm=ScriptedLLM(model="scripted"),
+        tools=[lookup_order, cancel_order, ask_address, broken_lookup],
+    )
 
     @start()
     async def chat(self) -> str:
@@ -168,19 +202,23 @@ class OrderFlow(Flow[OrderState]):
         self.state.messages.append({"role": "assistant", "content": result.raw})
         self.state.pending = FLOW_PENDING[-1] if FLOW_PENDING else ""
         return result.raw
-# snippet: end
+
+    # snippet: end
 
     @router(chat)
     def needs_the_user(self) -> str:
-        return {"cancel": "needs_approval", "address": "needs_address"}.get(self.state.pending.partition(":")[0], "done")
+        return {"cancel": "needs_approval", "address": "needs_address"}.get(
+            self.state.pending.partition(":")[0], "done"
+        )
 
-# snippet: start
+    # snippet: start
     # The method's return value is what the user is asked about (the interrupt's metadata.crewai.output).
     @listen("needs_approval")
     @human_feedback(message="Do you approve cancelling this order?", provider=agui_feedback_provider)
     def approve_cancel(self) -> str:
         return f"Cancel order {self.state.pending.partition(':')[2]}"
-# snippet: end
+
+    # snippet: end
 
     @listen("needs_address")
     @human_feedback(message=common.QUESTION, provider=agui_feedback_provider)

@@ -34,8 +34,10 @@ REACHES = (
 )
 AGENT_PATH = "/llamaindex/run"
 SCENARIOS = ("stream", "tool", "client", "tool_error", "model_error", "files")
-NOT_OFFERED = {"approve": "llama-index-protocols-ag-ui has no interrupts: its only way to ask is a frontend tool",
-               "ask": "llama-index-protocols-ag-ui has no interrupts: its only way to ask is a frontend tool"}
+NOT_OFFERED = {
+    "approve": "llama-index-protocols-ag-ui has no interrupts: its only way to ask is a frontend tool",
+    "ask": "llama-index-protocols-ag-ui has no interrupts: its only way to ask is a frontend tool",
+}
 
 import asyncio
 
@@ -81,8 +83,9 @@ def _as_scripted(seen: list[dict[str, Any]], messages: Sequence[ChatMessage]) ->
     out = []
     for record, m in zip(seen, messages):
         call_id = m.additional_kwargs.get("tool_call_id")
-        out.append(common.seen("tool", results=[(call_id, record["text"])])
-                   if record["role"] == "user" and call_id else record)
+        out.append(
+            common.seen("tool", results=[(call_id, record["text"])]) if record["role"] == "user" and call_id else record
+        )
     return out
 
 
@@ -104,8 +107,10 @@ class ScriptedLLM(MockFunctionCallingLLM):
             if step.fail:
                 raise RuntimeError(step.fail)
             if step.calls:
-                calls = [ToolCallBlock(tool_call_id=c.id, tool_name=c.name, tool_kwargs="".join(c.pieces))
-                         for c in step.calls]
+                calls = [
+                    ToolCallBlock(tool_call_id=c.id, tool_name=c.name, tool_kwargs="".join(c.pieces))
+                    for c in step.calls
+                ]
                 blocks = [TextBlock(text=text), *calls] if text else calls
                 yield ChatResponse(message=ChatMessage(role="assistant", blocks=blocks), delta="")
 
@@ -115,6 +120,7 @@ class ScriptedLLM(MockFunctionCallingLLM):
 # snippet: start
 from fastapi import FastAPI
 from llama_index.protocols.ag_ui.router import get_ag_ui_workflow_router
+
 # snippet: end
 
 
@@ -128,6 +134,8 @@ def lookup_order(order: str) -> str:
 def confirm_shipment(order: str) -> str:
     """Confirm a shipment: a frontend tool, answered by the client."""
     return ""
+
+
 # snippet: end
 
 
@@ -139,13 +147,26 @@ def broken_lookup(order: str) -> str:
 
 # snippet: start
 app = FastAPI(title="LlamaIndex AG-UI")
-app.include_router(get_ag_ui_workflow_router(
-    llm=ScriptedLLM(),
-    backend_tools=[lookup_order, broken_lookup],
-    frontend_tools=[confirm_shipment],
-), prefix="/llamaindex")
+app.include_router(
+    get_ag_ui_workflow_router(
+        llm=ScriptedLLM(),
+        backend_tools=[lookup_order, broken_lookup],
+        frontend_tools=[confirm_shipment],
+    ),
+    prefix="/llamaindex",
+)
 # snippet: end
 
 if __name__ == "__main__":
-    common.serve(app, AGENT_PATH, ["llama-index-protocols-ag-ui", "llama-index-core", "llama-index-workflows",
-                                   "ag-ui-protocol", "fastapi", "uvicorn"])
+    common.serve(
+        app,
+        AGENT_PATH,
+        [
+            "llama-index-protocols-ag-ui",
+            "llama-index-core",
+            "llama-index-workflows",
+            "ag-ui-protocol",
+            "fastapi",
+            "uvicorn",
+        ],
+    )
