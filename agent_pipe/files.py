@@ -247,7 +247,7 @@ def place_files(
         own = history[index].get("files")
         if isinstance(own, list):
             put(index, own, images=not _has_inline_images(history[index]))
-    for index, refs in zip(reversed(users), reversed(stored or [])):
+    for index, refs in zip(reversed(users), reversed(stored or []), strict=False):
         put(index, refs, images=not _has_inline_images(history[index]))
     if users:
         put(users[-1], chat_files if isinstance(chat_files, list) else [], images=True)

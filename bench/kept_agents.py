@@ -91,7 +91,8 @@ def main() -> int:
     )
     print(f"keep_orphan_agents + make_plan: {with_keep * 1000:.1f} ms   make_plan alone: {plain * 1000:.1f} ms")
     print(
-        f"plan empty (keeping writes nothing): {plan.is_empty}; every agent still served: {len(valve) == args.blueprints * args.agents}"
+        f"plan empty (keeping writes nothing): {plan.is_empty}; "
+        f"every agent still served: {len(valve) == args.blueprints * args.agents}"
     )
     return 0 if ok else 1
 

@@ -436,11 +436,11 @@ async def concurrency_run(
                 if isinstance(result, BaseException):
                     errors[way].append(f"{type(result).__name__}: {result}"[:200])
                     continue
-                f, l, text, n, _ = result
+                f, last_token, text, n, _ = result
                 check_answer(way, text, turn)
                 chunks[way].append(n)
                 first[way].append(f)
-                last[way].append(l)
+                last[way].append(last_token)
             if concurrency == 1:
                 timeline = (await backend.get("/timeline")).json()["timeline"]
                 [result] = results
@@ -448,7 +448,9 @@ async def concurrency_run(
                     f, _, _, _, start = result
                     ((received, first_token),) = timeline
                     for phase, seconds in zip(
-                        PHASES, (received - start, first_token - received, start + f - first_token)
+                        PHASES,
+                        (received - start, first_token - received, start + f - first_token),
+                        strict=True,
                     ):
                         phases[way][phase].append(seconds)
     chats = rounds * concurrency

@@ -520,7 +520,7 @@ def main() -> None:
         ratios = [run["pipe_ms"] / run["direct_ms"] for run in runs]
         identity = [run["identity_ms"] / run["direct_ms"] for run in runs]
         print(f"first token in {args.repeat} fresh processes, {args.rounds} interleaved rounds each:")
-        for run, ratio, with_id in zip(runs, ratios, identity):
+        for run, ratio, with_id in zip(runs, ratios, identity, strict=True):
             print(
                 f"  direct {run['direct_ms']:.2f} ms, pipe() {run['pipe_ms']:.2f} ms: {ratio:.3f}x; "
                 f"with identity {run['identity_ms']:.2f} ms: {with_id:.3f}x"

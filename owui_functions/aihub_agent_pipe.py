@@ -80,7 +80,6 @@ from urllib.parse import quote, quote_plus, urlsplit
 import aiohttp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-
 # --- begin agent_pipe/constants.py ---
 # === constants ====================================================================================
 
@@ -1157,7 +1156,7 @@ def place_files(
         own = history[index].get("files")
         if isinstance(own, list):
             put(index, own, images=not _has_inline_images(history[index]))
-    for index, refs in zip(reversed(users), reversed(stored or [])):
+    for index, refs in zip(reversed(users), reversed(stored or []), strict=False):
         put(index, refs, images=not _has_inline_images(history[index]))
     if users:
         put(users[-1], chat_files if isinstance(chat_files, list) else [], images=True)

@@ -2,7 +2,8 @@
 
 The exit codes are the EXIT_* constants below and stopping.exit_code (a sync stopped by a
 signal); docs/commands.md ("Exit codes") says what each means, and a test holds the two together.
-stdout carries the answer (plan, JSON); everything else goes to stderr. The token is read from the environment or a file, never from argv, and never printed.
+stdout carries the answer (plan, JSON); everything else goes to stderr. The token is read from
+the environment or a file, never from argv, and never printed.
 
 Layer: cli.
 """
@@ -16,7 +17,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -70,12 +71,12 @@ app = typer.Typer(
 )
 
 
-class Output(str, Enum):
+class Output(StrEnum):
     text = "text"
     json = "json"
 
 
-class PlanOutput(str, Enum):
+class PlanOutput(StrEnum):
     """diff and sync also speak Markdown: for a pull-request comment or a CI job summary."""
 
     text = "text"
@@ -400,7 +401,10 @@ def sync(
             "--message",
             "-m",
             metavar="TEXT",
-            help="Commit message for Open WebUI's version history (default: provision version, blueprint file, CI commit and run).",
+            help=(
+                "Commit message for Open WebUI's version history "
+                "(default: provision version, blueprint file, CI commit and run)."
+            ),
         ),
     ] = None,
     rotate_identity_key: Annotated[

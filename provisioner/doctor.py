@@ -266,7 +266,12 @@ def _bundle(by_id: Mapping[str, Mapping[str, Any]], expected: Expected | None) -
                 Check(
                     "bundle-functions",
                     "warn",
-                    f"{fid} is {'global: it runs on every model of the instance' if fn.get('is_global') else 'not global, but its file says global: true'}",
+                    f"{fid} is "
+                    + (
+                        "global: it runs on every model of the instance"
+                        if fn.get("is_global")
+                        else "not global, but its file says global: true"
+                    ),
                     "run `provision sync` (it sets the flag from the file's frontmatter)",
                     fid,
                 )
@@ -531,7 +536,8 @@ def _backends(probes: Sequence[Probe], not_probed: str) -> list[Check]:
     checks = []
     for probe in sorted(probes, key=lambda p: (p.agent, p.via)):
         where = (
-            f" (through {probe.via}{', ' + str(probe.answer.get('replica')) if probe.answer and probe.answer.get('replica') else ''})"
+            f" (through {probe.via}"
+            f"{', ' + str(probe.answer.get('replica')) if probe.answer and probe.answer.get('replica') else ''})"
             if several
             else ""
         )

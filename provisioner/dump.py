@@ -210,7 +210,7 @@ def _blueprint(
     agents = []
     backends = [entries.get(f"{blueprint_id}.{agent_id}") for agent_id, _row, _r in members]
     base = _backend(backends[0], blueprint_id, members[0][0]) if backends[0] else None
-    for (agent_id, row, report), entry in zip(members, backends):
+    for (agent_id, row, report), entry in zip(members, backends, strict=True):
         if row is not first:
             if _features(row) != supported or _reads_and_overrides(row, _features(row)) != (reads, overrides):
                 report.not_expressed.append(
@@ -324,7 +324,8 @@ def _check_capabilities(row: Mapping[str, Any], report: RowReport) -> None:
     on = [key for key in ALWAYS_OFF if caps.get(key, not report.owned) is True]
     if on:
         report.not_expressed.append(
-            f"meta.capabilities {', '.join(on)} on: provision keeps them off on its rows (the agent, not Open WebUI, does that work)"
+            f"meta.capabilities {', '.join(on)} on: provision keeps them off on its rows "
+            "(the agent, not Open WebUI, does that work)"
         )
 
 
@@ -549,7 +550,7 @@ def write_dump(directory: Path, dumped: Dumped, *, force: bool = False) -> list[
             f"{len(existing)} file(s) already exist; provision dump wrote nothing (--force replaces them):\n{names}"
         )
     made: list[Path] = []
-    for path, content in zip(targets, dumped.files.values()):
+    for path, content in zip(targets, dumped.files.values(), strict=True):
         make_dirs(path.parent, made)
         if path.is_symlink():
             path.unlink()  # --force replaces the link itself, never the file it points to

@@ -272,7 +272,8 @@ def _upload_notes(
             notes.append(
                 {
                     "about": name,
-                    "note": f"group {name!r} lacks the chat.file_upload permission: its members see no attach button for this agent",
+                    "note": f"group {name!r} lacks the chat.file_upload permission: "
+                    "its members see no attach button for this agent",
                 }
             )
     if not explained["row"]["groups"] and default is False:

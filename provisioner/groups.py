@@ -9,8 +9,8 @@ fresh instance often lacks the groups the blueprints name. Each target chooses
   sync runs again), and the plan says so.
 - `create`: the plan shows the group as one to create, with a placeholder id in the grants
   (`<new group NAME>`); sync creates the empty group, marked as provision's own (`data.aihub`),
-  only once the plan is confirmed, before it writes the rows, and writes its real id instead. `--prune` deletes such a group once no blueprint names it, and never one that
-  has members.
+  only once the plan is confirmed, before it writes the rows, and writes its real id instead.
+  `--prune` deletes such a group once no blueprint names it, and never one that has members.
 
 Layer: core.
 """

@@ -496,7 +496,7 @@ def _check_translated_suggestions(
             )
         )
         return
-    for index, (mine, theirs) in enumerate(zip(translated, default)):
+    for index, (mine, theirs) in enumerate(zip(translated, default, strict=True)):
         if mine.subtitle and not theirs.subtitle:
             problems.append(
                 source.problem(

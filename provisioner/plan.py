@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 from .commit_message import CommitInfo
@@ -43,7 +43,7 @@ _MODEL_FORM_KEYS = ("id", "base_model_id", "name", "meta", "params", "is_active"
 _FUNCTION_FORM_KEYS = ("id", "name", "content", "meta")
 
 
-class Action(str, Enum):
+class Action(StrEnum):
     CREATE = "create"
     UPDATE = "update"
     DELETE = "delete"

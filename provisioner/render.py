@@ -2,11 +2,12 @@
 
 Writes only to the rich Console it is given. Secrets are masked before they get here
 (Plan.to_json); control and bidirectional characters in ids, paths and values are printed as
-`\\uXXXX` escapes (text.visible), so a name cannot disguise what a reviewer reads in a CI log. A plan of hundreds of
-changes stays readable: summary first (and last), one line per object with its whole id (lines are never wrapped or cut), and for updates one line
-per changed value: structured values are shown key by key (`meta.aihub.features`) and entry by
-entry (`valves.AGENTS[fleet-17.agent-00].features`), and any other long value is cut to the part
-that changed, so a 100 KB valve that differs in one entry never shows as two identical ends.
+`\\uXXXX` escapes (text.visible), so a name cannot disguise what a reviewer reads in a CI log. A
+plan of hundreds of changes stays readable: summary first (and last), one line per object with
+its whole id (lines are never wrapped or cut), and for updates one line per changed value:
+structured values are shown key by key (`meta.aihub.features`) and entry by entry
+(`valves.AGENTS[fleet-17.agent-00].features`), and any other long value is cut to the part that
+changed, so a 100 KB valve that differs in one entry never shows as two identical ends.
 
 Layer: output.
 """

@@ -86,7 +86,8 @@ def _message(error: ErrorDetails, loc: PathKey) -> str:
         return "must not be empty"
     if kind in ("too_long", "string_too_long"):
         limit = error.get("ctx", {}).get("max_length")
-        return f"too long: {len(error.get('input') or '')} {'characters' if kind == 'string_too_long' else 'items'}, the limit is {limit}"
+        unit = "characters" if kind == "string_too_long" else "items"
+        return f"too long: {len(error.get('input') or '')} {unit}, the limit is {limit}"
     message = str(error["msg"])
     if kind in _EXPECTED and not isinstance(error.get("input"), _EXPECTED[kind]):
         return f"{message}, found {describe_value(error.get('input'))}"

@@ -16,7 +16,7 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
@@ -41,7 +41,7 @@ TargetName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]*$", max
 VariableName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Z_][A-Z0-9_]*$", max_length=128)]
 # Numbers are written as text (a port, a version); booleans are refused: `yes` would become "True".
-VariableValue = Union[StrictStr, StrictInt, StrictFloat]
+VariableValue = StrictStr | StrictInt | StrictFloat
 
 
 class _Strict(BaseModel):

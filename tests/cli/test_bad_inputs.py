@@ -56,7 +56,7 @@ def test_validate_reports_exactly_the_expected_errors(case: Case, workspace: Pat
         load_inputs(Path("blueprints"), Path("own_functions"), Path("functions"))
     found = [(p.file, p.line, p.field) for p in info.value.problems]
     assert found == [(e.file, e.line, e.field) for e in case.errors]
-    for problem, expected in zip(info.value.problems, case.errors):
+    for problem, expected in zip(info.value.problems, case.errors, strict=True):
         assert expected.message in problem.message
 
 

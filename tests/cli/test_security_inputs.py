@@ -34,6 +34,9 @@ PIPE = REPO / "owui_functions" / "aihub_agent_pipe.py"
 run = functools.partial(run_cli, secrets=(TOKEN, KEY))
 
 
+NOT_YAML = "not a .yaml/.yml file, and no blueprint or feature uses it as an icon"
+
+
 def workspace(tmp_path: Path, bp: dict) -> list[str]:
     root = write_blueprint_dir(tmp_path / "bp", [bp])
     functions = write_function_dir(tmp_path / "fn", root, PIPE)
@@ -306,10 +309,11 @@ def test_every_file_not_read_is_named_in_a_note(capsys, tmp_path: Path) -> None:
         [
             f"Note: {root / '.git'}: hidden directory, not read",
             f"Note: {root / '.hidden.yaml'}: hidden file, not read",
-            f"Note: {root / 'README.md'}: not read: not a .yaml/.yml file, and no blueprint or feature uses it as an icon",
-            f"Note: {root / 'desk.yaml.bak'}: not read: not a .yaml/.yml file, and no blueprint or feature uses it as an icon",
-            f"Note: {root / 'icons' / 'unused.png'}: not read: not a .yaml/.yml file, and no blueprint or feature uses it as an icon",
-            f"Note: {root / 'team' / 'other.yaml'}: not read: blueprints are read only from the top level of the blueprint directory",
+            f"Note: {root / 'README.md'}: not read: {NOT_YAML}",
+            f"Note: {root / 'desk.yaml.bak'}: not read: {NOT_YAML}",
+            f"Note: {root / 'icons' / 'unused.png'}: not read: {NOT_YAML}",
+            f"Note: {root / 'team' / 'other.yaml'}: not read: blueprints are read only from the top level of the "
+            "blueprint directory",
         ]
     ), err
     code, out, _ = run(capsys, "validate", *args, "-o", "json")

@@ -19,7 +19,10 @@ from tests.support.fake_owui import FakeOpenWebUI
 from tests.support.run_cli import run_cli as run
 
 TOKEN = "sk-user-functions-test-0123456789"
-FILTER = '"""\ntitle: PII redaction\ndescription: Masks e-mail addresses.\n"""\n\n\nclass Filter:\n    def inlet(self, body: dict) -> dict:\n        return body\n'
+FILTER = (
+    '"""\ntitle: PII redaction\ndescription: Masks e-mail addresses.\n"""\n\n\n'
+    "class Filter:\n    def inlet(self, body: dict) -> dict:\n        return body\n"
+)
 ACTION = '"""\ntitle: Copy answer\n"""\n\n\nclass Action:\n    async def action(self, body: dict) -> None:\n        return None\n'
 
 

@@ -228,7 +228,10 @@ def test_a_name_with_a_newline_or_a_slash_never_becomes_a_file_name(row: dict[st
 
 @pytest.mark.parametrize("feature", ["web_search\n", "../../escape", "web/search"])
 def test_a_toggle_name_no_blueprint_can_make_is_reported_and_makes_no_file(feature: str) -> None:
-    icon = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    icon = (
+        "data:image/png;base64,"
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    )
     marker = {"managed_by": "aihub-provision", "blueprint": "helpdesk", "agent": "first", "features": [feature]}
     row = {"id": "aihub_agent_pipe.helpdesk.first", "meta": {"aihub": marker}}
     toggle = {"id": "aihub_toggle_" + feature, "name": "T", "content": f"        self.icon = {icon!r}\n"}

@@ -44,7 +44,7 @@ def test_unknown_capability_names_file_line_and_field(tmp_path: Path) -> None:
     root = write_blueprint_dir(tmp_path, [blueprint("demo", calls=["summarise", "web_reserch"])])
     [problem] = problems_of(root)
     text = (root / "demo.yaml").read_text().splitlines()
-    line = next(i for i, l in enumerate(text, 1) if "web_reserch" in l)
+    line = next(i for i, row in enumerate(text, 1) if "web_reserch" in row)
     assert problem.startswith(f"{root / 'demo.yaml'}:{line}: steps[0].calls[1]: unknown capability 'web_reserch'")
     assert "did you mean 'web_research'" in problem
 

@@ -76,7 +76,8 @@ class EchoProxy:
             inner = json.loads(api_keys)
             detail += " " + " ".join(
                 f"{name}: url={quote(key, safe='')} path={quote(key)} html={html.escape(key)} "
-                f"b64={base64.b64encode(key.encode()).decode()} b64url={base64.urlsafe_b64encode(key.encode()).decode().rstrip('=')}"
+                f"b64={base64.b64encode(key.encode()).decode()} "
+                f"b64url={base64.urlsafe_b64encode(key.encode()).decode().rstrip('=')}"
                 for name, key in sorted(inner.items())
             )
             detail += f" sign_b64={base64.b64encode(sign.encode()).decode()}"

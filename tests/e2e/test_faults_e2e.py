@@ -235,7 +235,9 @@ def test_two_syncs_at_once_both_finish_or_one_fails_clearly(
                     stderr=err,
                 )
             )
-    results = [(run.wait(timeout=180), (tmp_path / f"{name}.err").read_text()) for run, name in zip(runs, "ab")]
+    results = [
+        (run.wait(timeout=180), (tmp_path / f"{name}.err").read_text()) for run, name in zip(runs, "ab", strict=True)
+    ]
     codes = sorted(code for code, _ in results)
     assert codes in ([0, 0], [0, 1]), results
     for code, errors in results:

@@ -17,7 +17,10 @@ from provisioner.scaffold import render
 from tests.support.builders import REPO, blueprint, write_blueprint_dir
 from tests.support.chat_support import get, provision
 
-ACTION = '"""\ntitle: Copy answer\ndescription: Copies the answer.\n"""\n\n\nclass Action:\n    async def action(self, body: dict) -> None:\n        return None\n'
+ACTION = (
+    '"""\ntitle: Copy answer\ndescription: Copies the answer.\n"""\n\n\n'
+    "class Action:\n    async def action(self, body: dict) -> None:\n        return None\n"
+)
 MODEL = "aihub_agent_pipe.desk.triage"
 
 

@@ -173,7 +173,7 @@ def test_feature_filter_run_twice_changes_nothing_more_and_never_widens_the_gran
         assert snapshot(body, metadata) == once
         return
     # The first run consumed the request (toggles off), so a rerun may only grant less.
-    for first, second in zip(metadata_dicts(*once), metadata_dicts(body, metadata)):
+    for first, second in zip(metadata_dicts(*once), metadata_dicts(body, metadata), strict=True):
         assert set(second.pop(KEY)) <= set(first.pop(KEY))
     assert snapshot(body, metadata) == once  # and apart from the grant it changed nothing
 
@@ -192,7 +192,7 @@ def test_toggle_filter_never_raises_never_rebinds_and_adds_only_its_supported_fe
     if allowed is None or "user_files" not in allowed:
         assert snapshot(body, metadata) == before
         return
-    for meta, old in zip(metadata_dicts(body, metadata), lists_before):
+    for meta, old in zip(metadata_dicts(body, metadata), lists_before, strict=True):
         new = meta[KEY]
         kept = old if isinstance(old, list) else []
         assert isinstance(new, list) and new.count("user_files") == max(1, kept.count("user_files"))

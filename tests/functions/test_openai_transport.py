@@ -220,7 +220,7 @@ def test_text_after_calls_whose_results_never_stream_is_not_held_until_the_end(s
     sse_stub.behaviour.pauses = {3: 1.5}  # the agent pauses after "It is sunny."
     pipe = make_pipe([_agent(sse_stub.url)], api_keys={"ops": "ops-key-4f2a9c"}, stream_interval_ms=0)
     run = run_pipe(pipe, "ops.oncall", [{"role": "user", "content": "q"}])
-    sunny = next(t for c, t in zip(run.chunks, run.times) if "It is sunny." in c)
+    sunny = next(t for c, t in zip(run.chunks, run.times, strict=True) if "It is sunny." in c)
     assert sunny < 1.0, (run.chunks, run.times)  # not held below the call until the run ended
     text, step, after = P.parse_content(run.content)
     assert text.text == "Let me check. " and after.text == "It is sunny. Anything else?"

@@ -40,7 +40,7 @@ def test_steady_text_is_not_held_longer_than_the_interval(sse_stub: SSEStub) -> 
     text = _paced(sse_stub, 100, 0.01)  # about a second of text, a delta every 10 ms
     run = run_pipe(_pipe(sse_stub.url, 100), "bp.agent", HISTORY)
     assert run.content == text
-    gaps = [later - earlier for earlier, later in zip(run.times, run.times[1:])]
+    gaps = [later - earlier for earlier, later in zip(run.times, run.times[1:], strict=False)]
     # a chunk about every interval (the first read after it is due), not one every two or at the end
     assert len(run.chunks) >= 6 and statistics.median(gaps) < 0.15, (run.chunks, run.times)
 
@@ -74,7 +74,7 @@ def test_text_held_before_a_pause_goes_out_within_the_interval(sse_stub: SSEStub
     sse_stub.behaviour.pauses = {3: 1.5}  # the agent thinks for 1.5 s after "c "
     run = run_pipe(_pipe(sse_stub.url, 200), "bp.agent", HISTORY)  # so "b c " waits at most 0.4 s
     assert run.content == "a b c d "
-    sent = list(zip(run.chunks, run.times))
+    sent = list(zip(run.chunks, run.times, strict=True))
     c_sent = next(time for chunk, time in sent if "c " in chunk)
     d_sent = next(time for chunk, time in sent if "d " in chunk)
     assert c_sent < 0.8, (run.chunks, run.times)  # two intervals (0.4 s), not until the agent spoke again

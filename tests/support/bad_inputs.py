@@ -125,7 +125,7 @@ def check_stderr(case: Case, err: str) -> None:
     lines = err.splitlines()
     assert lines[0] == f"Error: {count} problem{'s' if count != 1 else ''} in the blueprints:", err
     assert len(lines) == count + 1, err
-    for line, expected in zip(lines[1:], case.errors):
+    for line, expected in zip(lines[1:], case.errors, strict=True):
         assert line.startswith("  " + expected.prefix), f"{line!r} does not start with {'  ' + expected.prefix!r}"
         assert expected.message in line[2 + len(expected.prefix) :], f"{expected.message!r} not in {line!r}"
 

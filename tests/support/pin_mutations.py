@@ -38,8 +38,8 @@ BREAKAGES = [
     ),
     (
         "stored user messages are matched from the newest",
-        "zip(reversed(users), reversed(stored or []))",
-        "zip(users, stored or [])",
+        "zip(reversed(users), reversed(stored or []), strict=False)",
+        "zip(users, stored or [], strict=False)",
         PINS,
     ),
     ("the span's sampled flag is kept", '-{int(context.trace_flags):02x}"', '-01"', PINS),

@@ -81,7 +81,7 @@ def _as_scripted(seen: list[dict[str, Any]], messages: Sequence[ChatMessage]) ->
     """The script counts tool results: a client's answer that the workflow made a user message
     (it keeps the call id) counts as the result it is, not as the user's next question."""
     out = []
-    for record, m in zip(seen, messages):
+    for record, m in zip(seen, messages, strict=False):
         call_id = m.additional_kwargs.get("tool_call_id")
         out.append(
             common.seen("tool", results=[(call_id, record["text"])]) if record["role"] == "user" and call_id else record
