@@ -2,7 +2,8 @@
 
 `provision sync` uploads the real bundle with agents whose backends are the frameworks' own AG-UI
 servers (tests/support/frameworks/: ag-ui-langgraph's endpoint around a create_agent graph,
-Pydantic AI's AGUIAdapter, Agno's AgentOS with its AGUI interface; scripted models of each framework's kind). The chat is sent as the
+Pydantic AI's AGUIAdapter, Agno's AgentOS with its AGUI interface; scripted models of each
+framework's kind). The chat is sent as the
 0.12.4 browser sends it (tests/support/chat_support.py ui_turn): the first message, then a second
 one whose history Open WebUI loads from the stored chat. Each outcome is recorded for the
 framework table (behaviour "Open WebUI chat").

@@ -212,7 +212,7 @@ def test_what_streams_of_every_capture_is_its_final_rendering(capture: str) -> N
 
 
 def test_activities_show_in_the_status_line_and_a_delta_patches_the_snapshot() -> None:
-    stream = [
+    stream: list[dict[str, Any]] = [
         {"type": "ACTIVITY_SNAPSHOT", "messageId": "a1", "activityType": "search", "content": {"status": "Searching"}},
         {
             "type": "ACTIVITY_DELTA",

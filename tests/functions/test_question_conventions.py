@@ -34,7 +34,8 @@ class Dialog:
     def __init__(
         self, stub: SSEStub, answers: list[Any], then: bytes | list[dict[str, Any]] | None = None, delay: float = 0
     ) -> None:
-        self.stub, self.answers, self.then, self.delay, self.questions = stub, list(answers), then, delay, []
+        self.stub, self.answers, self.then, self.delay = stub, list(answers), then, delay
+        self.questions: list[dict[str, Any]] = []
 
     async def __call__(self, question: dict[str, Any]) -> Any:
         import asyncio
