@@ -205,7 +205,7 @@ def _parse_adopt(values: list[str] | None) -> set[tuple[Kind, str]]:
         kind, _, ident = value.partition("/")
         if kind not in ("model", "function") or not ident:
             raise ConfigError(f"--adopt takes KIND/ID with KIND model or function, got {value!r}")
-        adopted.add((kind, ident))  # type: ignore[arg-type]
+        adopted.add(("model" if kind == "model" else "function", ident))
     return adopted
 
 

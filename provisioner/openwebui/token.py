@@ -15,9 +15,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, ProvisionError
 from .token_file import read_secret_file
+
+if TYPE_CHECKING:
+    from .client import OpenWebUIClient
 
 EMAIL_ENV = "OPENWEBUI_ADMIN_EMAIL"
 PASSWORD_ENV = "OPENWEBUI_ADMIN_PASSWORD"
@@ -52,12 +56,12 @@ def admin_login(env: Mapping[str, str]) -> AdminLogin:
     return AdminLogin(email, password)
 
 
-def api_key_for(client: object) -> tuple[str, bool]:
+def api_key_for(client: OpenWebUIClient) -> tuple[str, bool]:
     """The signed-in admin's API key and whether it was created now (an existing one is reused)."""
-    key = client.own_api_key()  # type: ignore[attr-defined]
+    key = client.own_api_key()
     if key:
         return key, False
-    return client.create_api_key(), True  # type: ignore[attr-defined]
+    return client.create_api_key(), True
 
 
 def write_secret_file(path: Path, text: str) -> None:

@@ -69,8 +69,8 @@ def chats(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         async def get_chat_by_id(chat_id: str) -> Any:
             return records.get(chat_id)
 
-    module = types.ModuleType("open_webui.models.chats")
-    module.Chats = Chats  # type: ignore[attr-defined]
+    module: Any = types.ModuleType("open_webui.models.chats")  # a module, with Chats set here
+    module.Chats = Chats
     for name in ("open_webui", "open_webui.models"):
         monkeypatch.setitem(sys.modules, name, sys.modules.get(name) or types.ModuleType(name))
     monkeypatch.setitem(sys.modules, "open_webui.models.chats", module)
@@ -137,8 +137,8 @@ def test_an_unsampled_span_stays_unsampled(monkeypatch: pytest.MonkeyPatch) -> N
     context = types.SimpleNamespace(
         is_valid=True, trace_id=0x4BF92F3577B34DA6A3CE929D0E0E4736, span_id=0x00F067AA0BA902B7, trace_flags=0
     )
-    fake = types.ModuleType("opentelemetry.trace")
-    fake.get_current_span = lambda: types.SimpleNamespace(get_span_context=lambda: context)  # type: ignore[attr-defined]
+    fake: Any = types.ModuleType("opentelemetry.trace")  # a module, with the function set here
+    fake.get_current_span = lambda: types.SimpleNamespace(get_span_context=lambda: context)
     monkeypatch.setitem(sys.modules, "opentelemetry.trace", fake)
     assert P.traceparent() == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"
 

@@ -115,7 +115,7 @@ def test_the_number_of_file_references_is_capped_with_one_warning(sse_stub: SSES
         looked.append(file_id)
         return await original(file_id)
 
-    store.file = counting  # type: ignore[method-assign]
+    store.file = counting  # type: ignore[method-assign]  # count the store's reads, then read as before
     run = asyncio.run(drive(pipe, "lab.helper", HISTORY, metadata={"files": refs}))
     cap = P.Pipe.Valves().MAX_FILE_REFERENCES
     assert len(looked) == cap

@@ -394,7 +394,7 @@ def _dialog(stub: SSEStub, answer: Any, then: list[dict[str, Any]]) -> Any:
         stub.behaviour.data = then  # what the resumed run streams
         return answer
 
-    event_call.questions = questions  # type: ignore[attr-defined]
+    event_call.questions = questions  # type: ignore[attr-defined]  # the tests read the questions off the callable
     return event_call
 
 

@@ -223,7 +223,8 @@ def main() -> None:
     with running_server(args.version) as server:
         print(f"AG-UI {args.version} at {server.agent_url} (recorded inputs: {server.url}/_recorded)", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
-            server.process.wait()  # type: ignore[union-attr]
+            if server.process is not None:
+                server.process.wait()
 
 
 if __name__ == "__main__":

@@ -376,7 +376,8 @@ def main() -> None:
             f"{args.name} {server.version} at {server.agent_url} (recorded inputs: {server.url}/_recorded)", flush=True
         )
         with contextlib.suppress(KeyboardInterrupt):
-            server.process.wait()  # type: ignore[union-attr]
+            if server.process is not None:
+                server.process.wait()
 
 
 if __name__ == "__main__":
