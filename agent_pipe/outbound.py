@@ -500,7 +500,7 @@ async def store_images(
     message, with Open WebUI's own ``upload_image`` (imported here: only inside Open WebUI).
     Returns their URLs; raises when this Open WebUI cannot store them."""
     from open_webui.models.users import Users  # noqa: PLC0415 (only inside Open WebUI)
-    from open_webui.routers.images import upload_image  # noqa: PLC0415
+    from open_webui.routers.images import upload_image  # noqa: PLC0415 (Open WebUI's own, there only)
 
     found = Users.get_user_by_id(_str((user or {}).get("id")))
     owner = await found if inspect.isawaitable(found) else found

@@ -37,6 +37,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+# The imports below come after the repo is put on sys.path (E402 below, each one).
 from tests.support.loading import load_source  # noqa: E402
 
 FEATURE_FILTER = REPO / "owui_functions" / "aihub_feature_filter.py"

@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+# The imports below come after the repo is put on sys.path (E402 below, each one).
 from provisioner.desired import PIPE_AGENTS_VALVE, build_desired  # noqa: E402
 from provisioner.orphans import keep_orphan_agents  # noqa: E402
 from provisioner.pipeline import load_inputs  # noqa: E402

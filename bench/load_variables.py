@@ -19,6 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+# The imports below come after the repo is put on sys.path (E402 below, each one).
 from bench.sync_scale import write_workload  # noqa: E402
 from provisioner.loader import load_catalog  # noqa: E402
 from provisioner.variables import Variables  # noqa: E402

@@ -54,6 +54,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+# The imports below come after the repo is put on sys.path (E402 below, each one).
 import provisioner.cli as cli  # noqa: E402
 import provisioner.openwebui.client as client_module  # noqa: E402
 from provisioner.openwebui.apply import apply_change  # noqa: E402

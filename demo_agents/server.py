@@ -34,7 +34,7 @@ class DemoHandler(SSEHandler):
         else:
             self.send_json({"detail": "not found"}, 404)
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:  # noqa: N802 (http.server's method name)
         path = self.path.split("?", 1)[0].rstrip("/")
         try:
             body = json.loads(self.read_body() or b"{}")

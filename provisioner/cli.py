@@ -234,7 +234,7 @@ def _build_plan(opts: RunOptions, conn: Connection, err: Console) -> tuple[Plan,
             message=opts.message,
             token_variables=token_variables(conn.token_env, opts.variables),
         )
-        warn = lambda message: err.print(message, soft_wrap=True, markup=False)  # noqa: E731
+        warn = lambda message: err.print(message, soft_wrap=True, markup=False)  # noqa: E731 (a one-line callback)
         return prepare_plan(inputs, client, token=creds[1], options=options, on_warning=warn), client
     except BaseException:
         client.close()

@@ -124,7 +124,7 @@ def test_a_create_that_fails_part_way_leaves_only_groups_the_report_names_and_th
     router, fake, client = _fake_client()
     try:
         names = ("Legal", "Audit")
-        refuse = lambda method, path, body: (  # noqa: E731
+        refuse = lambda method, path, body: (  # noqa: E731 (a fault rule, inline)
             httpx.Response(400, json={"detail": "no"})
             if path.endswith("/groups/create") and body["name"] == "Audit"
             else None

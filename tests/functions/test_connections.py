@@ -44,7 +44,7 @@ class AgentServer:
         server = self
 
         class Handler(SSEHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:  # noqa: N802 (http.server's method name)
                 self.read_body()
                 server.peers.append(self.client_address)
                 server.cookies.append(self.headers.get("Cookie"))

@@ -37,14 +37,14 @@ class Backend:
                     }
                 )
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:  # noqa: N802 (http.server's method name)
                 self._record(b"")
                 if mode == "openai":
                     self.send_json({"object": "list", "data": [{"id": "m"}]})
                 else:
                     self.send_json({"detail": "Not Found"}, 404)
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:  # noqa: N802 (http.server's method name)
                 self._record(self.read_body())
                 if mode == "401":
                     self.send_json({"detail": f"bad key {KEY}"}, 401)

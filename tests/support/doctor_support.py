@@ -18,7 +18,7 @@ class Agent(SSEHandler):
     key = ""
     seen: list[dict[str, Any]] = []
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:  # noqa: N802 (http.server's method name)
         body = self.read_body()
         type(self).seen.append({"headers": dict(self.headers), "body": json.loads(body or b"{}")})
         if self.key and self.headers.get("Authorization") != f"Bearer {self.key}":

@@ -59,7 +59,7 @@ class OIDCProvider:
                 else:
                     self.send_json({"error": "not_found"}, 404)
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:  # noqa: N802 (http.server's method name)
                 size = int(self.headers.get("Content-Length") or 0)
                 form = dict(urllib.parse.parse_qsl(self.rfile.read(size).decode()))
                 if self.path.partition("?")[0] == "/token":

@@ -26,7 +26,7 @@ class SlowAgent:
         agent = self
 
         class Handler(SSEHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:  # noqa: N802 (http.server's method name)
                 self.read_body()
                 self.start_stream()
                 self.send_event({"type": "RUN_STARTED", "threadId": "t", "runId": "r"})

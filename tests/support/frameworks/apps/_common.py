@@ -64,7 +64,7 @@ class Step:
 
 
 def _scripts(last_result: str) -> dict[str, list[Step]]:
-    lookup = lambda: Call("lookup_order", list(ORDER_ARGS))  # noqa: E731
+    lookup = lambda: Call("lookup_order", list(ORDER_ARGS))  # noqa: E731 (a one-line script step)
     return {
         "stream": [Step(["Hello", " from the", " scripted", " agent."], usage=(12, 5))],
         "tool": [
