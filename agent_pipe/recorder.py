@@ -1,14 +1,15 @@
 """Events in, ordered segments and stable output out (the Recorder)."""
 
-import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from agent_pipe.constants import CALLS_RAN, MAX_STATUS_CHARS, USAGE
-from agent_pipe.helpers import _is_json, _json_or_none, _parts_concatenated, _str, random_hex
+from agent_pipe.constants import MAX_STATUS_CHARS
+from agent_pipe.dispatch import _HANDLERS, _SUBAGENT_CONTENT
+from agent_pipe.helpers import _is_json, _parts_concatenated, _str, random_hex
 from agent_pipe.outbound import Outbound
 from agent_pipe.rendering import render_piece, render_segments
+from agent_pipe.results import _image_of, result_text
 from agent_pipe.secrets import Scrubber, Signer
 from agent_pipe.segments import Error, Reasoning, Segment, Subagent, Text, ToolCall, ToolStep
 
@@ -559,95 +560,3 @@ class Recorder:
             value = self._new_id(kind)
         self._used_ids.add(value)
         return value
-
-
-# Events that belong to a subagent when they carry its subagentRunId (or are a later event of its call)
-_SUBAGENT_CONTENT = frozenset(
-    {
-        "TEXT_MESSAGE_START",
-        "TEXT_MESSAGE_CONTENT",
-        "TEXT_MESSAGE_END",
-        "TEXT_MESSAGE_CHUNK",
-        "TOOL_CALL_START",
-        "TOOL_CALL_ARGS",
-        "TOOL_CALL_END",
-        "TOOL_CALL_CHUNK",
-        "TOOL_CALL_RESULT",
-        "REASONING_START",
-        "REASONING_MESSAGE_START",
-        "REASONING_MESSAGE_CONTENT",
-        "REASONING_MESSAGE_END",
-        "REASONING_MESSAGE_CHUNK",
-        "REASONING_END",
-        "STEP_STARTED",
-        "ACTIVITY_SNAPSHOT",
-        "ACTIVITY_DELTA",
-        "CUSTOM",
-    }
-)
-
-_HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
-    "SUBAGENT_STARTED": Recorder._on_subagent_started,
-    "SUBAGENT_FINISHED": Recorder._on_subagent_end,
-    "SUBAGENT_ERROR": Recorder._on_subagent_end,
-    "TEXT_MESSAGE_START": Recorder._on_text_start,
-    "TEXT_MESSAGE_CONTENT": Recorder._on_text_content,
-    "TEXT_MESSAGE_CHUNK": Recorder._on_text_content,
-    "TOOL_CALL_START": Recorder._on_tool_start,
-    "TOOL_CALL_ARGS": Recorder._on_tool_args,
-    "TOOL_CALL_CHUNK": Recorder._on_tool_chunk,
-    "TOOL_CALL_RESULT": Recorder._on_tool_result,
-    "REASONING_MESSAGE_CONTENT": Recorder._on_reasoning,
-    "REASONING_MESSAGE_CHUNK": Recorder._on_reasoning,
-    "THINKING_TEXT_MESSAGE_CONTENT": Recorder._on_reasoning,
-    "REASONING_MESSAGE_END": Recorder._on_reasoning_end,
-    "REASONING_END": Recorder._on_reasoning_end,
-    "THINKING_END": Recorder._on_reasoning_end,
-    "MESSAGES_SNAPSHOT": Recorder._on_snapshot,
-    "RUN_FINISHED": Recorder._on_run_finished,
-    "RUN_ERROR": Recorder._on_run_error,
-    CALLS_RAN: Recorder._on_calls_ran,
-    "CUSTOM": lambda recorder, e: recorder.outbound.custom(
-        recorder, _str(e.get("name")), e.get("value"), e.get("rawEvent")
-    ),
-    "STEP_STARTED": lambda recorder, e: recorder.outbound.step(recorder, _str(e.get("stepName"))),
-    "ACTIVITY_SNAPSHOT": lambda recorder, e: recorder.outbound.activity(recorder, e),
-    "ACTIVITY_DELTA": lambda recorder, e: recorder.outbound.activity(recorder, e),
-    USAGE: lambda recorder, e: recorder.outbound.usage_total(e.get("usage")),
-}
-
-
-def unwrapped(text: str) -> str:
-    """A result as the text it holds: a JSON-encoded string (Strands, Agno) decoded, ADK's
-    ``{"result": ...}`` opened (twice at most: ``"{\\"result\\": ...}"``)."""
-    for _ in range(2):
-        if text[:1] not in ('"', "{"):
-            break
-        value = _json_or_none(text)
-        if isinstance(value, str):
-            text = value
-        elif isinstance(value, dict) and list(value) == ["result"]:
-            inner = value["result"]
-            text = inner if isinstance(inner, str) else json.dumps(inner, ensure_ascii=False)
-        else:
-            break
-    return text
-
-
-def result_text(content: Any) -> str:
-    """A tool result's text: a string, or (AG-UI 1.0) the text parts of a list, one per line."""
-    if isinstance(content, list):
-        return "\n".join(_str(p.get("text")) for p in content if isinstance(p, Mapping) and p.get("type") == "text")
-    return unwrapped(_str(content) if not isinstance(content, (dict, int, float, bool)) else json.dumps(content))
-
-
-def _image_of(part: Any) -> dict[str, str] | None:
-    """An AG-UI 1.0 image part as the Outbound reads an image: inline data, or a URL."""
-    if not isinstance(part, Mapping) or part.get("type") != "image" or not isinstance(part.get("source"), Mapping):
-        return None
-    source = part["source"]
-    if source.get("type") == "data":
-        return {"mimeType": _str(source.get("mimeType")), "data": _str(source.get("value"))}
-    if source.get("type") == "url":
-        return {"url": _str(source.get("value"))}
-    return None

@@ -2228,6 +2228,46 @@ class AgentStream:
             yield from self._adapter.events(chunk)
 
 
+# --- begin agent_pipe/results.py ---
+# === results ======================================================================================
+
+
+def unwrapped(text: str) -> str:
+    """A result as the text it holds: a JSON-encoded string (Strands, Agno) decoded, ADK's
+    ``{"result": ...}`` opened (twice at most: ``"{\\"result\\": ...}"``)."""
+    for _ in range(2):
+        if text[:1] not in ('"', "{"):
+            break
+        value = _json_or_none(text)
+        if isinstance(value, str):
+            text = value
+        elif isinstance(value, dict) and list(value) == ["result"]:
+            inner = value["result"]
+            text = inner if isinstance(inner, str) else json.dumps(inner, ensure_ascii=False)
+        else:
+            break
+    return text
+
+
+def result_text(content: Any) -> str:
+    """A tool result's text: a string, or (AG-UI 1.0) the text parts of a list, one per line."""
+    if isinstance(content, list):
+        return "\n".join(_str(p.get("text")) for p in content if isinstance(p, Mapping) and p.get("type") == "text")
+    return unwrapped(_str(content) if not isinstance(content, (dict, int, float, bool)) else json.dumps(content))
+
+
+def _image_of(part: Any) -> dict[str, str] | None:
+    """An AG-UI 1.0 image part as the Outbound reads an image: inline data, or a URL."""
+    if not isinstance(part, Mapping) or part.get("type") != "image" or not isinstance(part.get("source"), Mapping):
+        return None
+    source = part["source"]
+    if source.get("type") == "data":
+        return {"mimeType": _str(source.get("mimeType")), "data": _str(source.get("value"))}
+    if source.get("type") == "url":
+        return {"url": _str(source.get("value"))}
+    return None
+
+
 # --- begin agent_pipe/recorder.py ---
 # === the recorder: events in, ordered segments and stable output out ==============================
 
@@ -2778,6 +2818,10 @@ class Recorder:
         return value
 
 
+# --- begin agent_pipe/dispatch.py ---
+# === dispatch =====================================================================================
+
+
 # Events that belong to a subagent when they carry its subagentRunId (or are a later event of its call)
 _SUBAGENT_CONTENT = frozenset(
     {
@@ -2832,42 +2876,6 @@ _HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
     "ACTIVITY_DELTA": lambda recorder, e: recorder.outbound.activity(recorder, e),
     USAGE: lambda recorder, e: recorder.outbound.usage_total(e.get("usage")),
 }
-
-
-def unwrapped(text: str) -> str:
-    """A result as the text it holds: a JSON-encoded string (Strands, Agno) decoded, ADK's
-    ``{"result": ...}`` opened (twice at most: ``"{\\"result\\": ...}"``)."""
-    for _ in range(2):
-        if text[:1] not in ('"', "{"):
-            break
-        value = _json_or_none(text)
-        if isinstance(value, str):
-            text = value
-        elif isinstance(value, dict) and list(value) == ["result"]:
-            inner = value["result"]
-            text = inner if isinstance(inner, str) else json.dumps(inner, ensure_ascii=False)
-        else:
-            break
-    return text
-
-
-def result_text(content: Any) -> str:
-    """A tool result's text: a string, or (AG-UI 1.0) the text parts of a list, one per line."""
-    if isinstance(content, list):
-        return "\n".join(_str(p.get("text")) for p in content if isinstance(p, Mapping) and p.get("type") == "text")
-    return unwrapped(_str(content) if not isinstance(content, (dict, int, float, bool)) else json.dumps(content))
-
-
-def _image_of(part: Any) -> dict[str, str] | None:
-    """An AG-UI 1.0 image part as the Outbound reads an image: inline data, or a URL."""
-    if not isinstance(part, Mapping) or part.get("type") != "image" or not isinstance(part.get("source"), Mapping):
-        return None
-    source = part["source"]
-    if source.get("type") == "data":
-        return {"mimeType": _str(source.get("mimeType")), "data": _str(source.get("value"))}
-    if source.get("type") == "url":
-        return {"url": _str(source.get("value"))}
-    return None
 
 
 # --- begin agent_pipe/outbound.py ---
