@@ -10,7 +10,8 @@ WebUI stores nothing and nothing shows in a chat. The answer is one JSON object 
 text, keys masked.
 
 - AG-UI: POST a run with no messages (``forwardedProps.aihub_probe: true``) and hang up at the
-  first event; ``RUN_STARTED`` (or any AG-UI event type) says the backend speaks AG-UI.
+  first event; ``RUN_STARTED`` (or any AG-UI event type) says the backend speaks AG-UI, and its
+  ``protocolVersion`` (AG-UI 1.0) which version.
 - OpenAI: ``GET <url>/models``; a JSON ``data`` list says it is OpenAI-compatible. No model runs.
 """
 
@@ -166,9 +167,10 @@ async def _protocol(transport: str, response: Any) -> dict[str, Any]:
     event = _first_event(text)
     if event is not None:
         found: dict[str, Any] = {"reached": True, "protocol": "agui", "first_event": event.get("type")}
-        version = response.headers.get("X-AG-UI-Version") or response.headers.get("AG-UI-Version")
-        if version:
-            found["agui_version"] = version[:40]
+        # AG-UI 1.0 names its version in RUN_STARTED.protocolVersion (0.x servers say nothing).
+        version = event.get("protocolVersion")
+        if isinstance(version, str) and version.strip():
+            found["agui_version"] = version.strip()[:40]
         return found
     return {"reason": "answered, but not as an AG-UI endpoint (no AG-UI event in a text/event-stream)"}
 

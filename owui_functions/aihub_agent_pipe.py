@@ -4445,9 +4445,10 @@ async def _protocol(transport: str, response: Any) -> dict[str, Any]:
     event = _first_event(text)
     if event is not None:
         found: dict[str, Any] = {"reached": True, "protocol": "agui", "first_event": event.get("type")}
-        version = response.headers.get("X-AG-UI-Version") or response.headers.get("AG-UI-Version")
-        if version:
-            found["agui_version"] = version[:40]
+        # AG-UI 1.0 names its version in RUN_STARTED.protocolVersion (0.x servers say nothing).
+        version = event.get("protocolVersion")
+        if isinstance(version, str) and version.strip():
+            found["agui_version"] = version.strip()[:40]
         return found
     return {"reason": "answered, but not as an AG-UI endpoint (no AG-UI event in a text/event-stream)"}
 

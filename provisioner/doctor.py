@@ -490,13 +490,22 @@ def _wrappers(models: Sequence[Mapping[str, Any]], agents: Mapping[str, Mapping[
     ]
 
 
-# What to do about a backend the pipe could not reach, by the words of its reason.
+# What to do about a backend the pipe could not reach, by the words of its reason. An HTTP
+# error comes first: its reason ends with the server's own detail, whose words ("connection
+# refused" from the backend's own upstream) must not pick another fix.
 _BACKEND_FIXES: tuple[tuple[str, str], ...] = (
     (
         "refused the key",
         "the backend refused the key: check the variable api_key_env names (sync copies it into the "
         "pipe's API_KEYS) or, with api_key_from: server, the variable on the Open WebUI server",
     ),
+    (
+        "answered HTTP 404",
+        "nothing is served at backend.url's path: point it at the agent's AG-UI endpoint (transport: agui) "
+        "or at the OpenAI-compatible base URL, …/v1 (transport: openai)",
+    ),
+    ("answered HTTP", "the backend answered with an error: its log says why (the finding ends with its short detail)"),
+    ("is not allowed", "name the key's variable with api_key_env, never one of Open WebUI's own settings, and sync"),
     ("API_KEYS", "set the key's variable where sync runs and run `provision sync`"),
     ("environment variable", "set the variable on every Open WebUI replica and restart them"),
     (

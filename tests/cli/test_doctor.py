@@ -202,6 +202,25 @@ def test_each_backend_as_the_pipe_reached_it_with_the_fix_for_its_reason(capsys,
         "status": 401,
         "reason": "answered HTTP 401: the backend refused the key (bad key)",
     }
+    fake.probe_answers["aihub_agent_pipe.support-desk.tier2"] = {
+        "reached": False,
+        "host": "agents.internal",
+        "status": 404,
+        "reason": "answered HTTP 404: Not Found",
+    }
+    fake.probe_answers["aihub_agent_pipe.support-desk.billing"] = {
+        "reached": False,
+        "host": "agents.internal",
+        "status": 502,
+        "reason": "answered HTTP 502: upstream: connection refused",  # the backend's own words
+    }
+    fake.probe_answers["aihub_agent_pipe.research-assistant.default"] = {
+        "reached": True,
+        "host": "agents.internal",
+        "protocol": "agui",
+        "agui_version": "1.0",
+        "ms": 12,
+    }
     code, report = doctor(capsys)
     backends = {c["subject"]: c for c in report["checks"] if c["id"] == "backend"}
     assert code == 1 and len(backends) == 6
@@ -210,6 +229,9 @@ def test_each_backend_as_the_pipe_reached_it_with_the_fix_for_its_reason(capsys,
     )
     assert backends["policy-faq.default"]["fix"].startswith("start the agent's backend")
     assert backends["support-desk.tier1"]["fix"].startswith("the backend refused the key")
+    assert backends["support-desk.tier2"]["fix"].startswith("nothing is served at backend.url's path")
+    assert backends["support-desk.billing"]["fix"].startswith("the backend answered with an error")
+    assert backends["research-assistant.default"]["message"].endswith("at agents.internal (AG-UI 1.0, 12 ms)")
     assert backends["document-analyst.default"]["status"] == "pass"
     # a chat completion without a chat (nothing stored), carrying nothing of any user
     assert len(fake.probe_bodies) == 6 and all(

@@ -52,7 +52,10 @@ class Backend:
                     self.send_json({"hello": "world"})
                 else:
                     self.start_stream()
-                    self.send_event({"type": "RUN_STARTED", "threadId": "t", "runId": "r"})
+                    started = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
+                    if mode == "agui-1.0":  # AG-UI 1.0 names its version on RUN_STARTED
+                        started["protocolVersion"] = "1.0"
+                    self.send_event(started)
                     self.send_event({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
                     self.end_stream()
 
@@ -112,6 +115,16 @@ def test_an_admins_probe_reaches_an_agui_backend_with_its_key_and_nothing_of_the
     sent = json.dumps(request)
     assert "private words" not in sent and "oauth-secret-token-value" not in sent and "ada@example.com" not in sent
     assert not any(h.lower().startswith(("x-openwebui", "x-aihub")) for h in request["headers"])
+    assert "agui_version" not in answer  # a server that names no version is not given one
+
+
+def test_the_agui_version_is_the_one_run_started_names() -> None:
+    backend = Backend("agui-1.0")
+    try:
+        answer = probe(make_pipe([agent(backend.base + "/agent")], {"DESK_KEY": KEY}))
+    finally:
+        backend.close()
+    assert answer["reached"] is True and answer["agui_version"] == "1.0"
 
 
 def test_a_non_admins_marker_is_ignored_and_the_chat_runs_as_any_chat() -> None:
