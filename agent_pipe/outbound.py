@@ -4,7 +4,7 @@ import base64
 import inspect
 import json
 import re
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -13,7 +13,6 @@ from agent_pipe.constants import (
     MAX_IMAGES,
     MAX_SOURCES,
     MAX_TURN_IMAGES_MB,
-    MAX_USAGE_COUNT,
     MB,
     SOURCE_EVENT,
 )
@@ -22,6 +21,7 @@ from agent_pipe.recorder import Recorder
 from agent_pipe.secrets import Scrubber
 from agent_pipe.segments import ToolCall, ToolStep
 from agent_pipe.transport import _emit, _emit_event
+from agent_pipe.usage import _add_counts, openwebui_usage, usage_counts
 
 # --- beside the answer: token usage, sources, steps --------------------------------------------
 # Open WebUI shows more of a turn than its content (utils/middleware.py, socket/main.py):
@@ -47,65 +47,7 @@ from agent_pipe.transport import _emit, _emit_event
 _DATA_URI = re.compile(r"data:(image/[\w.+-]+);base64,(.*)", re.S)
 
 
-_USAGE_NAMES = {  # AG-UI 1.0's TokenUsage is camelCase on the wire (0.1.x servers wrote snake_case)
-    "input": ("inputTokens", "input_tokens", "prompt_tokens", "input_token_count"),
-    "output": ("outputTokens", "output_tokens", "completion_tokens", "output_token_count"),
-    "total": ("totalTokens", "total_tokens", "total_token_count"),
-    "reasoning": ("reasoningTokens", "reasoning_tokens", "reasoning_output_token_count"),
-    "cached": ("cachedInputTokens", "cached_input_tokens", "cache_read_input_token_count"),
-}
-_USAGE_DETAILS = {
-    "reasoning": (("completion_tokens_details", "reasoning_tokens"), ("output_tokens_details", "reasoning_tokens")),
-    "cached": (("prompt_tokens_details", "cached_tokens"), ("input_tokens_details", "cached_tokens")),
-}
 _SUPERSTEP = re.compile(r"superstep:\d+")  # Agent Framework's workflow rounds: its executors are the steps
-
-
-def _count(value: Any) -> int | None:
-    """A token count, or None (not an int, negative, or past MAX_USAGE_COUNT)."""
-    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_USAGE_COUNT
-    return value if ok else None
-
-
-def usage_counts(report: Any) -> dict[str, int]:
-    """One usage report (OpenAI, AG-UI TokenUsage or Agent Framework names) as counts by kind."""
-    if not isinstance(report, Mapping):
-        return {}
-    counts: dict[str, int] = {}
-    for kind, names in _USAGE_NAMES.items():
-        found = next((n for n in map(_count, map(report.get, names)) if n is not None), None)
-        for outer, inner in _USAGE_DETAILS.get(kind, ()):
-            if found is None and isinstance(report.get(outer), Mapping):
-                found = _count(report[outer].get(inner))
-        if found is not None:
-            counts[kind] = found
-    if counts and "total" not in counts and ("input" in counts or "output" in counts):
-        counts["total"] = counts.get("input", 0) + counts.get("output", 0)
-    return counts
-
-
-def _add_counts(reports: Iterable[dict[str, int]]) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for counts in reports:
-        for kind, value in counts.items():
-            total[kind] = min(MAX_USAGE_COUNT, total.get(kind, 0) + value)
-    return total
-
-
-def openwebui_usage(counts: Mapping[str, int]) -> dict[str, Any]:
-    """Counts in the shape Open WebUI's own OpenAI connections store (utils/response.py normalize_usage)."""
-    usage: dict[str, Any] = {
-        "prompt_tokens": counts.get("input", 0),
-        "completion_tokens": counts.get("output", 0),
-        "total_tokens": counts.get("total", 0),
-        "input_tokens": counts.get("input", 0),
-        "output_tokens": counts.get("output", 0),
-    }
-    if "reasoning" in counts:
-        usage["completion_tokens_details"] = {"reasoning_tokens": counts["reasoning"]}
-    if "cached" in counts:
-        usage["prompt_tokens_details"] = {"cached_tokens": counts["cached"]}
-    return usage
 
 
 def _plain(text: Any, limit: int) -> str:
@@ -166,10 +108,8 @@ class Outbound:
         self.legacy_interrupts: list[dict[str, Any]] = []  # CUSTOM on_interrupt (LangGraph, CrewAI), as interrupts
         self.client_calls: list[str] = []  # calls a finished run left for the client (the user) to answer
         self.asked_calls: set[str] = set()  # calls the user was asked about: never asked twice
-        self.answered: dict[str, str] = {}
-        self._activities: dict[
-            str, Any
-        ] = {}  # ACTIVITY_* content by message id  # accepted client calls -> what they show if no run streams a result
+        self.answered: dict[str, str] = {}  # accepted client calls -> what they show if no run streams a result
+        self._activities: dict[str, Any] = {}  # ACTIVITY_* content by message id
 
     # -- usage ------------------------------------------------------------------------------------
 

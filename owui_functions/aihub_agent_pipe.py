@@ -41,12 +41,16 @@ global: false
 #   file_store     the request body with files in it; reading them from Open WebUI's store
 #   request        who asks, in which chat, under which trace: identity, ids, headers
 #   wire           SSE, the OpenAI chunk adapter, AgentStream (bytes in, AG-UI events out)
+#   results        a tool result as the text it holds; an AG-UI 1.0 image part
 #   recorder       events -> ordered segments and stable output
+#   dispatch       which Recorder handler takes each AG-UI event type
+#   usage          token usage in any agent's spelling -> the counts Open WebUI stores
 #   outbound       what shows beside the answer: usage, sources, images, steps
 #   valves         the AGENTS and API_KEYS valves, parsed once per text
 #   transport      the pool, the proxy, the status line, batching, the run
 #   questions      a run that pauses to ask the user, and is resumed
 #   failures       what went wrong, as the text the user reads
+#   probe          the admin's probe: can this process reach an agent's backend
 #   pipe           the Pipe class Open WebUI calls, last
 
 import asyncio
@@ -2878,30 +2882,8 @@ _HANDLERS: dict[str, Callable[[Recorder, Mapping[str, Any]], None]] = {
 }
 
 
-# --- begin agent_pipe/outbound.py ---
-# --- beside the answer: token usage, sources, steps --------------------------------------------
-# Open WebUI shows more of a turn than its content (utils/middleware.py, socket/main.py):
-#   - usage: the ``usage`` of a chunk a pipe yields is shown on the message and stored in its
-#     usage records (analytics, audit). Open WebUI adds up every usage chunk of a response, so the
-#     pipe yields one ``{"usage": ...}`` per turn, after the answer (also after an error).
-#   - sources: each ``source`` event is appended to the message's ``sources`` (the chips under the
-#     answer); the pipe sends each source once, when the turn ends.
-#   - images the agent made: stored in Open WebUI's file store, owned by the chat's user and
-#     linked to the chat (its own upload_image), and attached by a ``files`` event: the message
-#     holds the file's URL, never its bytes. One over the MAX_IMAGE_MB valve gets a line instead.
-#   - steps: a status line update per step, sent only when nothing else showed up within
-#     STEP_DELAY_SECONDS (StatusLine.send): a fast agent's steps cost no socket message.
-# What the agent sends for them (docs/agent-pipe.md, "What the agent shows besides its answer"):
-#   AG-UI: RUN_FINISHED/RUN_ERROR ``usage``; CUSTOM "usage" (Agent Framework 1.7.0: the run's
-#   usage so far, each report replacing the one before);
-#   CUSTOM "aihub.source" {url, title, snippet} (or a list of them); CUSTOM "aihub.image"
-#   {mimeType, data (base64)} or {url: a data: URI} (or a list); CUSTOM "annotations"
-#   (Agent Framework's citations); STEP_STARTED; CUSTOM "status" (Agent Framework's workflow state).
-#   OpenAI: the final usage chunk (asked for with stream_options.include_usage) and
-#   ``delta.annotations`` of type ``url_citation``; ``delta.images`` (``image_url`` parts).
-
-_DATA_URI = re.compile(r"data:(image/[\w.+-]+);base64,(.*)", re.S)
-
+# --- begin agent_pipe/usage.py ---
+# === token usage ==================================================================================
 
 _USAGE_NAMES = {  # AG-UI 1.0's TokenUsage is camelCase on the wire (0.1.x servers wrote snake_case)
     "input": ("inputTokens", "input_tokens", "prompt_tokens", "input_token_count"),
@@ -2914,7 +2896,6 @@ _USAGE_DETAILS = {
     "reasoning": (("completion_tokens_details", "reasoning_tokens"), ("output_tokens_details", "reasoning_tokens")),
     "cached": (("prompt_tokens_details", "cached_tokens"), ("input_tokens_details", "cached_tokens")),
 }
-_SUPERSTEP = re.compile(r"superstep:\d+")  # Agent Framework's workflow rounds: its executors are the steps
 
 
 def _count(value: Any) -> int | None:
@@ -2962,6 +2943,34 @@ def openwebui_usage(counts: Mapping[str, int]) -> dict[str, Any]:
     if "cached" in counts:
         usage["prompt_tokens_details"] = {"cached_tokens": counts["cached"]}
     return usage
+
+
+# --- begin agent_pipe/outbound.py ---
+# --- beside the answer: token usage, sources, steps --------------------------------------------
+# Open WebUI shows more of a turn than its content (utils/middleware.py, socket/main.py):
+#   - usage: the ``usage`` of a chunk a pipe yields is shown on the message and stored in its
+#     usage records (analytics, audit). Open WebUI adds up every usage chunk of a response, so the
+#     pipe yields one ``{"usage": ...}`` per turn, after the answer (also after an error).
+#   - sources: each ``source`` event is appended to the message's ``sources`` (the chips under the
+#     answer); the pipe sends each source once, when the turn ends.
+#   - images the agent made: stored in Open WebUI's file store, owned by the chat's user and
+#     linked to the chat (its own upload_image), and attached by a ``files`` event: the message
+#     holds the file's URL, never its bytes. One over the MAX_IMAGE_MB valve gets a line instead.
+#   - steps: a status line update per step, sent only when nothing else showed up within
+#     STEP_DELAY_SECONDS (StatusLine.send): a fast agent's steps cost no socket message.
+# What the agent sends for them (docs/agent-pipe.md, "What the agent shows besides its answer"):
+#   AG-UI: RUN_FINISHED/RUN_ERROR ``usage``; CUSTOM "usage" (Agent Framework 1.7.0: the run's
+#   usage so far, each report replacing the one before);
+#   CUSTOM "aihub.source" {url, title, snippet} (or a list of them); CUSTOM "aihub.image"
+#   {mimeType, data (base64)} or {url: a data: URI} (or a list); CUSTOM "annotations"
+#   (Agent Framework's citations); STEP_STARTED; CUSTOM "status" (Agent Framework's workflow state).
+#   OpenAI: the final usage chunk (asked for with stream_options.include_usage) and
+#   ``delta.annotations`` of type ``url_citation``; ``delta.images`` (``image_url`` parts).
+
+_DATA_URI = re.compile(r"data:(image/[\w.+-]+);base64,(.*)", re.S)
+
+
+_SUPERSTEP = re.compile(r"superstep:\d+")  # Agent Framework's workflow rounds: its executors are the steps
 
 
 def _plain(text: Any, limit: int) -> str:
@@ -3022,10 +3031,8 @@ class Outbound:
         self.legacy_interrupts: list[dict[str, Any]] = []  # CUSTOM on_interrupt (LangGraph, CrewAI), as interrupts
         self.client_calls: list[str] = []  # calls a finished run left for the client (the user) to answer
         self.asked_calls: set[str] = set()  # calls the user was asked about: never asked twice
-        self.answered: dict[str, str] = {}
-        self._activities: dict[
-            str, Any
-        ] = {}  # ACTIVITY_* content by message id  # accepted client calls -> what they show if no run streams a result
+        self.answered: dict[str, str] = {}  # accepted client calls -> what they show if no run streams a result
+        self._activities: dict[str, Any] = {}  # ACTIVITY_* content by message id
 
     # -- usage ------------------------------------------------------------------------------------
 

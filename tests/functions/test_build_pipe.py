@@ -121,6 +121,19 @@ def test_the_built_file_starts_with_the_frontmatter_then_the_banner() -> None:
         assert text.count(f"\n# --- begin agent_pipe/{module}.py ---\n") == 1
 
 
+def test_the_header_lists_the_modules_the_build_joins_in_its_order() -> None:
+    """The built file's header comment (agent_pipe/__init__.py) names the modules a reader will
+    find under their `# --- begin` lines: exactly MODULES, in order (it had lost three)."""
+    header = (ROOT / "agent_pipe" / "__init__.py").read_text(encoding="utf-8").split("(scripts/build-pipe):\n", 1)
+    assert len(header) == 2, "agent_pipe/__init__.py: the module list starts after '(scripts/build-pipe):'"
+    listed = []
+    for line in header[1].splitlines():
+        if not line.startswith("#   "):
+            break
+        listed.append(line.split()[1])
+    assert tuple(listed) == build_pipe.MODULES
+
+
 CHILD = textwrap.dedent(
     """
     import asyncio, importlib.abc, importlib.util, json, sys
