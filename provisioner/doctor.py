@@ -148,8 +148,14 @@ def run_checks(
 
 
 def ordered(checks: Iterable[Check]) -> list[Check]:
-    """Failures first, then warnings, then what passed; each group in the order checked."""
-    return sorted(checks, key=lambda c: STATUS_ORDER[c.status])
+    """Failures first, then warnings, then what passed; each group in the order checked, except
+    that findings of one check with one fix stand together (six agents on one stopped backend
+    read as one run, under one fix), where the first of them was."""
+    checks = list(checks)
+    first: dict[tuple[str, str, str], int] = {}
+    for index, check in enumerate(checks):
+        first.setdefault((check.status, check.id, check.fix), index)
+    return sorted(checks, key=lambda c: (STATUS_ORDER[c.status], first[(c.status, c.id, c.fix)]))
 
 
 def summary(checks: Iterable[Check]) -> dict[str, int]:

@@ -31,13 +31,21 @@ def summary_text(summary: dict[str, int]) -> str:
 
 
 def render_doctor(report: dict[str, Any], out: Console) -> None:
-    width = max((len(c["id"]) for c in report["checks"]), default=0)
-    for check in report["checks"]:
+    """Each check on its line; a fix once under the last of a run of findings it is the fix of
+    (six agents on one stopped backend are six lines and one fix)."""
+    checks = report["checks"]
+    width = max((len(c["id"]) for c in checks), default=0)
+    for index, check in enumerate(checks):
         out.print(f"{LABEL[check['status']]:<4}  {check['id']:<{width}}  {shown(check['message'])}", soft_wrap=True)
-        if check.get("fix") and check["status"] in ("fail", "warn", "skip"):
+        following = checks[index + 1] if index + 1 < len(checks) else None
+        if check.get("fix") and check["status"] in ("fail", "warn", "skip") and not _same_fix(check, following):
             out.print(f"{'':<4}  {'':<{width}}  fix: {shown(check['fix'])}", soft_wrap=True)
     out.print("")
     out.print(summary_text(report["summary"]), soft_wrap=True)
+
+
+def _same_fix(check: dict[str, Any], following: dict[str, Any] | None) -> bool:
+    return following is not None and all(following.get(k) == check.get(k) for k in ("status", "id", "fix"))
 
 
 def doctor_markdown(report: dict[str, Any]) -> str:

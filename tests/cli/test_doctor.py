@@ -336,3 +336,35 @@ def test_a_signed_identity_is_checked_on_each_replica_from_its_probe(
     report = json.loads(run(capsys, "doctor", "-o", "json")[1])
     [line] = [c for c in report["checks"] if c["id"] == "identity"]
     assert line["status"] == "pass" and "(X-OpenWebUI-User-Jwt)" in line["message"]
+
+
+def test_one_fix_for_a_run_of_findings_it_fixes(capsys, fake: FakeOpenWebUI) -> None:
+    """Every agent on one stopped backend: a line each, the fix once, under the last of them."""
+    assert run(capsys, "sync", *SAMPLES)[0] == 0
+    for model in ("policy-faq.default", "support-desk.tier1", "support-desk.tier2"):
+        fake.probe_answers[f"aihub_agent_pipe.{model}"] = {
+            "reached": False,
+            "host": "127.0.0.1:8700",
+            "reason": "connection refused: nothing listens there",
+        }
+    fake.probe_answers["aihub_agent_pipe.support-desk.billing"] = {
+        "reached": False,
+        "host": "127.0.0.1:8700",
+        "reason": "the host name does not resolve",
+    }
+    code, out, _ = run(capsys, "doctor", *SAMPLES)
+    lines = out.splitlines()
+    assert code == 1
+    # the three refused ones together, where the first of them was, and the fix once under them
+    assert [line.split()[0] for line in lines[:6]] == ["FAIL", "FAIL", "FAIL", "fix:", "FAIL", "fix:"]
+    assert [("policy-faq.default" in lines[0]), ("tier1" in lines[1]), ("tier2" in lines[2])] == [True] * 3
+    assert lines[3].strip().startswith("fix: start the agent's backend") and out.count("fix: start the agent's") == 1
+    assert "support-desk.billing" in lines[4] and lines[5].strip().startswith("fix: the host name does not resolve")
+    assert lines[-1].startswith("Doctor: 4 failed, ")
+    code, report = doctor(capsys)  # the JSON form in the same order
+    assert [c.get("subject") for c in report["checks"][:4]] == [
+        "policy-faq.default",
+        "support-desk.tier1",
+        "support-desk.tier2",
+        "support-desk.billing",
+    ]

@@ -215,6 +215,8 @@ def test_every_frameworks_own_agui_server_answers_the_probe_as_agui(framework_se
     keyless = {k: v for k, v in agent(server.agent_url).items() if k not in ("api_key", "key_from")}
     answer = probe(make_pipe([keyless]))
     assert answer["reached"] is True and answer["protocol"] == "agui", answer
+    if name == "strands":  # ag-ui-strands names AG-UI 1.0 on RUN_STARTED (protocolVersion)
+        assert answer.get("agui_version") == "1.0", answer
 
 
 def test_a_backend_that_takes_the_connection_and_never_answers_times_out(monkeypatch) -> None:
