@@ -59,8 +59,8 @@ BREAKAGES = [
     (
         "plain http to Open WebUI off loopback is refused",
         "provisioner/openwebui/client.py",
-        'if parts.scheme == "http" and not insecure and not is_loopback(parts.hostname)',
-        'if False and parts.scheme == "http" and not insecure and not is_loopback(parts.hostname)',
+        'parts.scheme == "http"\n        and not insecure\n        and not is_loopback(parts.hostname)',
+        "False\n        and not insecure\n        and not is_loopback(parts.hostname)",
         [PINS, CLIENT],
     ),
     (
