@@ -30,6 +30,7 @@ global: false
 #   constants      what provision and the agents agree on, limits, timings, the errors raised
 #   helpers        small conversions, among them the two rules for message content as text
 #   segments       what one turn is made of
+#   agent_ids      the agent's own message ids, kept with an answer for the next turn's history
 #   rendering      segments -> Open WebUI assistant content
 #   parsing        stored content -> segments (the inverse)
 #   secrets        the Scrubber and TokenMask (masking keys), the Signer (tool blocks)

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent_pipe.agent_ids import stored_agent_messages
 from agent_pipe.constants import BASE64_BLOCK, FILE_REFERENCE_TYPES, MAX_FILE_REFERENCES, RASTER_IMAGES, FileTooLarge
 from agent_pipe.files import (
     Attachment,
@@ -21,6 +22,7 @@ from agent_pipe.files import (
     _reference_id,
     _reference_name,
     kinds_read,
+    stored_branch,
     stored_user_files,
 )
 from agent_pipe.helpers import _str, log, random_hex
@@ -91,7 +93,18 @@ class OpenWebUIStore:
     async def stored_files(self, chat_id: str, user_id: str, message_id: str) -> list[list[Mapping[str, Any]]] | None:
         """Each user message's files on the chat's branch up to ``message_id``; None for a chat
         that is not stored or not this user's."""
-        if not chat_id or chat_id.startswith("local:") or not message_id:
+        messages = await self._stored_messages(chat_id, user_id) if message_id else None
+        return None if messages is None else stored_user_files(messages, message_id)
+
+    async def stored_answers(self, chat_id: str, user_id: str, message_id: str) -> list[list[Mapping[str, Any]]] | None:
+        """The agent's message ids each assistant message on the branch up to ``message_id`` was
+        stored with (agent_ids.py), oldest first; None for a chat that is not stored or not this user's."""
+        messages = await self._stored_messages(chat_id, user_id) if message_id else None
+        return None if messages is None else stored_answers(messages, message_id)
+
+    async def _stored_messages(self, chat_id: str, user_id: str) -> Mapping[str, Any] | None:
+        """The stored chat's messages (id -> message), only for the chat's own user."""
+        if not chat_id or chat_id.startswith("local:"):
             return None
         from open_webui.models.chats import Chats
 
@@ -103,7 +116,7 @@ class OpenWebUIStore:
             messages = await _call(Chats.get_messages_map_by_chat_id, chat_id)
         if not messages:
             messages = ((getattr(chat, "chat", None) or {}).get("history") or {}).get("messages") or {}
-        return stored_user_files(messages, message_id)
+        return messages
 
     async def file(self, file_id: str) -> StoredFile | None:
         from open_webui.models.files import Files
@@ -154,6 +167,19 @@ class OpenWebUIStore:
         from open_webui.storage.provider import Storage
 
         return await asyncio.to_thread(_read_base64, Storage.get_file, record.path, limit)
+
+
+def stored_answers(messages: Mapping[str, Any], message_id: str) -> list[list[Mapping[str, Any]]] | None:
+    """Per assistant message on the branch up to ``message_id`` that Open WebUI gives a model (one
+    with content or output: ``load_messages_from_db``), the agent's ids it was stored with."""
+    chain = stored_branch(messages, message_id)
+    if not chain:
+        return None
+    return [
+        stored_agent_messages(m)
+        for m in chain
+        if m.get("role") == "assistant" and (m.get("content") or m.get("output")) and m.get("id") != message_id
+    ]
 
 
 def _read_base64(locate: Callable[[str], str], path: str, limit: int) -> tuple[int, tuple[bytes, ...]]:

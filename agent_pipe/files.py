@@ -194,9 +194,9 @@ def _is_image_reference(ref: Mapping[str, Any]) -> bool:
     return ref.get("type") == "image" or (isinstance(mime, str) and mime in RASTER_IMAGES)
 
 
-def stored_user_files(messages: Mapping[str, Any], message_id: str) -> list[list[Mapping[str, Any]]] | None:
-    """The ``files`` of each user message on the branch that ends at ``message_id``, oldest first
-    (a stored chat's ``history.messages``: id -> message with ``parentId``)."""
+def stored_branch(messages: Mapping[str, Any], message_id: str) -> list[Mapping[str, Any]]:
+    """The messages of the branch that ends at ``message_id``, oldest first (a stored chat's
+    ``history.messages``: id -> message with ``parentId``)."""
     chain: list[Mapping[str, Any]] = []
     seen: set[str] = set()
     current = messages.get(message_id) if message_id else None
@@ -207,11 +207,17 @@ def stored_user_files(messages: Mapping[str, Any], message_id: str) -> list[list
             break
         seen.add(parent)
         current = messages.get(parent)
+    return chain[::-1]
+
+
+def stored_user_files(messages: Mapping[str, Any], message_id: str) -> list[list[Mapping[str, Any]]] | None:
+    """The ``files`` of each user message on the branch that ends at ``message_id``, oldest first."""
+    chain = stored_branch(messages, message_id)
     if not chain:
         return None
     return [
         [f for f in (m.get("files") or []) if isinstance(f, Mapping)] if isinstance(m.get("files"), list) else []
-        for m in reversed(chain)
+        for m in chain
         if m.get("role") == "user"
     ]
 

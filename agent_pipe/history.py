@@ -4,6 +4,7 @@ import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from agent_pipe.agent_ids import KnownIds, merges
 from agent_pipe.files import agui_content
 from agent_pipe.helpers import _str, _text_parts_by_line
 from agent_pipe.parsing import parse_content
@@ -59,13 +60,22 @@ def unverified_tool_text(message: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def to_agui_messages(messages: Iterable[Mapping[str, Any]], signer: Signer | None = None) -> list[dict[str, Any]]:
+def to_agui_messages(
+    messages: Iterable[Mapping[str, Any]],
+    signer: Signer | None = None,
+    known: list[list[Mapping[str, Any]]] | None = None,
+) -> list[dict[str, Any]]:
     """Open WebUI's ``body["messages"]`` as AG-UI messages, assistant turns in streamed order.
 
     Reasoning and error segments stay in the UI. A call without a result is kept (an AG-UI server
     decides what to do with a pending call; Agent Framework answers it with a synthetic result).
     Only tool blocks ``signer`` verifies become calls; anything else reaches the agent as text.
+    ``known`` holds the agent's own ids of the last assistant messages (agent_ids.py, matched from
+    the newest): an earlier answer goes back under the ids the agent gave it.
     """
+    messages = list(messages)
+    answers = [i for i, m in enumerate(messages) if m.get("role") == "assistant" and not m.get("tool_calls")]
+    stored = dict(zip(reversed(answers), reversed(known or []), strict=False))
     out: list[dict[str, Any]] = []
     verify = HistoryVerifier(signer)
     for i, message in enumerate(messages):
@@ -76,7 +86,8 @@ def to_agui_messages(messages: Iterable[Mapping[str, Any]], signer: Signer | Non
         elif role == "assistant":
             content = message.get("content")
             if isinstance(content, str) and content:
-                out.extend(_segments_to_agui(parse_content(content, prefix, verify.message()), prefix))
+                segments = parse_content(content, prefix, verify.message())
+                out.extend(_segments_to_agui(segments, prefix, KnownIds(stored.get(i))))
         elif role == "user":
             out.append({"id": prefix, "role": role, "content": agui_content(message.get("content"))})
         elif role in ("system", "developer"):
@@ -95,33 +106,46 @@ def _unique_ids(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return messages
 
 
-def _segments_to_agui(segments: list[Segment], prefix: str) -> list[dict[str, Any]]:
+def _segments_to_agui(segments: list[Segment], prefix: str, known: KnownIds | None = None) -> list[dict[str, Any]]:
+    """One answer's segments as AG-UI messages, under the agent's own ids where ``known`` has them:
+    a text and the calls the agent made in the same message go back as that one message."""
+    known = known or KnownIds(None)
     out: list[dict[str, Any]] = []
+    said: Mapping[str, Any] | None = None  # the agent's message of the text just before
     for j, segment in enumerate(segments):
         if isinstance(segment, Text):
-            out.append({"id": f"{prefix}-{j}", "role": "assistant", "content": unescape_markup(segment.text)})
-        elif isinstance(segment, ToolStep):
-            out.append(
-                {
-                    "id": segment.message_id,
-                    "role": "assistant",
-                    "content": "",  # CrewAI's Agent.kickoff rejects a toolCalls message without content
-                    "toolCalls": [
-                        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                        for c in segment.calls
-                    ],
-                }
-            )
+            text = unescape_markup(segment.text)
+            said = known.text(text)
+            out.append({"id": said["id"] if said else f"{prefix}-{j}", "role": "assistant", "content": text})
+            continue
+        if isinstance(segment, ToolStep):
+            calls = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in segment.calls
+            ]
+            if merges(said, [c.id for c in segment.calls]) and out and out[-1]["role"] == "assistant":
+                out[-1]["toolCalls"] = calls  # the agent's one message: its text, then its calls
+            else:
+                step = known.step([c.id for c in segment.calls])
+                out.append(
+                    {
+                        "id": step["id"] if step else segment.message_id,
+                        "role": "assistant",
+                        "content": "",  # CrewAI's Agent.kickoff rejects a toolCalls message without content
+                        "toolCalls": calls,
+                    }
+                )
             for k, call in enumerate(segment.calls):
                 if call.result is not None:
                     out.append(
                         {
-                            "id": call.result_id or f"{prefix}-{j}-{k}",
+                            "id": known.result(call.id) or call.result_id or f"{prefix}-{j}-{k}",
                             "role": "tool",
                             "toolCallId": call.id,
                             "content": call.result,
                         }
                     )
+        said = None
     return out
 
 

@@ -278,6 +278,25 @@ class Pipe:
             await _notify(emitter, left_out_notice(found.left_out))
         return found
 
+    async def known_ids(
+        self, history: list[Mapping[str, Any]], user: Mapping[str, Any], metadata: Mapping[str, Any]
+    ) -> list[list[Mapping[str, Any]]] | None:
+        """The agent's own ids of the earlier answers, as the stored chat kept them (agent_ids.py).
+        A chat with no earlier answer costs no store read; without them the ids are the pipe's own."""
+        if not any(isinstance(m, Mapping) and m.get("role") == "assistant" for m in history):
+            return None
+        try:
+            return await self.store.stored_answers(
+                _str(metadata.get("chat_id")),
+                _str(user.get("id")),
+                _str(metadata.get("user_message_id")) or _str(metadata.get("message_id")),
+            )
+        except ImportError:  # not inside Open WebUI (a test, a script): no stored chat
+            return None
+        except Exception as exc:
+            log.warning("aihub_agent_pipe: reading the stored chat's answers failed (%s)", type(exc).__name__)
+            return None
+
     # -- identity, ids, trace and context ---------------------------------------------------------
 
     async def turn(
@@ -410,7 +429,7 @@ class Pipe:
             payload = openai_request(agent, history, signer, turn, features)
             input_ids: list[str] = []
         else:
-            payload = agui_request(history, signer, turn, features)
+            payload = agui_request(history, signer, turn, features, await self.known_ids(history, user, metadata))
             input_ids = [m["id"] for m in payload["messages"]]
         recorder = Recorder(
             input_ids=input_ids,

@@ -4,6 +4,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from agent_pipe.agent_ids import AGENT_MESSAGES_KEY, AgentMessages
 from agent_pipe.constants import MAX_STATUS_CHARS
 from agent_pipe.dispatch import _HANDLERS, _SUBAGENT_CONTENT
 from agent_pipe.helpers import _is_json, _parts_concatenated, _str, random_hex
@@ -96,6 +97,7 @@ class Recorder:
         self.error_note = error_note
         self.outbound = outbound or Outbound(self.scrubber)  # usage, sources and steps: beside the answer
         self.paused = False  # the run paused for the user (an interrupt): see Questions
+        self.agent_messages = AgentMessages()  # the agent's own ids, kept with the answer for the next turn
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -187,9 +189,12 @@ class Recorder:
         message_id = _str(e.get("messageId"))
         if message_id and e.get("role"):
             self._roles.setdefault(message_id, _str(e.get("role")))
+        if self._roles.get(message_id, "assistant") == "assistant":
+            self.agent_messages.text(message_id, _str(e.get("delta")))
         self.text(_str(e.get("delta")), message_id)
 
     def _on_tool_start(self, e: Mapping[str, Any]) -> None:
+        self.agent_messages.call(_str(e.get("toolCallId")), _str(e.get("parentMessageId")))
         self.tool_call(_str(e.get("toolCallId")), _str(e.get("toolCallName")), _str(e.get("parentMessageId")))
 
     def _on_tool_args(self, e: Mapping[str, Any]) -> None:
@@ -198,6 +203,7 @@ class Recorder:
     def _on_tool_chunk(self, e: Mapping[str, Any]) -> None:
         call_id = _str(e.get("toolCallId")) or self._last_chunk_call or ""
         if call_id and call_id not in self._calls and e.get("toolCallName"):
+            self.agent_messages.call(call_id, _str(e.get("parentMessageId")))
             self.tool_call(call_id, _str(e.get("toolCallName")), _str(e.get("parentMessageId")))
         if call_id:
             self._last_chunk_call = call_id
@@ -205,6 +211,7 @@ class Recorder:
 
     def _on_tool_result(self, e: Mapping[str, Any]) -> None:
         content = e.get("content")
+        self.agent_messages.result(_str(e.get("toolCallId")), _str(e.get("messageId")))
         self.tool_result(_str(e.get("toolCallId")), result_text(content), _str(e.get("messageId")))
         if isinstance(content, list):  # AG-UI 1.0: a result's image parts go to the file store, as the agent's images
             self.outbound.image(self, [image for part in content if (image := _image_of(part))])
@@ -218,6 +225,8 @@ class Recorder:
 
     def _on_snapshot(self, e: Mapping[str, Any]) -> None:
         messages = [m for m in e.get("messages") or [] if isinstance(m, Mapping)]
+        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+        self.agent_messages.snapshot(m for m in messages[last_user + 1 :] if m.get("id") not in self._input_ids)
         if not (self._streamed_any or self.segments):  # nothing streamed: the snapshot is the record
             for message in messages:
                 if message.get("id") not in self._input_ids:
@@ -225,7 +234,6 @@ class Recorder:
             return
         # The stream is the record and a snapshot never reorders it; what the snapshot says beyond
         # it (an answer or a result that never streamed, arguments the stream lost) is added.
-        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
         for message in messages[last_user + 1 :]:
             if message.get("id") not in self._input_ids:
                 self._reconcile(message)
@@ -450,9 +458,11 @@ class Recorder:
                             call.failed = True
             self.segments.append(Error(error + self.error_note))
         self.finished = True
-        self.statuses.append(
-            {"description": "The agent stopped with an error" if error else "Done", "done": True, "hidden": not error}
-        )
+        last: dict[str, Any] = {"description": "The agent stopped with an error" if error else "Done", "done": True}
+        last["hidden"] = not error
+        if self.subagent_run == "" and (entries := self.agent_messages.entries(self.scrubber.redact)):
+            last[AGENT_MESSAGES_KEY] = entries  # stored with the answer: its ids go back next turn
+        self.statuses.append(last)
 
     # -- output ---------------------------------------------------------------------------------
 

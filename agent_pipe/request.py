@@ -436,15 +436,20 @@ def openai_request(
 
 
 def agui_request(
-    history: Iterable[Mapping[str, Any]], signer: Signer, turn: Turn, features: list[str]
+    history: Iterable[Mapping[str, Any]],
+    signer: Signer,
+    turn: Turn,
+    features: list[str],
+    known: list[list[Mapping[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """A turn as an AG-UI RunAgentInput: the chat is the thread and Open WebUI's message the run
-    (fresh ids for an API client's chat), user context as context, features as forwardedProps."""
+    (fresh ids for an API client's chat), user context as context, features as forwardedProps;
+    earlier answers under the agent's own ids where ``known`` (the stored chat) has them."""
     return {
         "protocolVersion": AGUI_PROTOCOL_VERSION,
         "threadId": turn.chat_id or f"aihub-{random_hex()}",
         "runId": turn.message_id or f"aihub-run-{random_hex()}",
-        "messages": to_agui_messages(history, signer),
+        "messages": to_agui_messages(history, signer, known),
         "tools": [],
         "context": [{"description": description, "value": value} for _, description, value in turn.context],
         "state": {},

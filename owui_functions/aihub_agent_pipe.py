@@ -33,6 +33,7 @@ global: false
 #   constants      what provision and the agents agree on, limits, timings, the errors raised
 #   helpers        small conversions, among them the two rules for message content as text
 #   segments       what one turn is made of
+#   agent_ids      the agent's own message ids, kept with an answer for the next turn's history
 #   rendering      segments -> Open WebUI assistant content
 #   parsing        stored content -> segments (the inverse)
 #   secrets        the Scrubber and TokenMask (masking keys), the Signer (tool blocks)
@@ -309,6 +310,139 @@ class Subagent:
 
 
 Segment = Text | ToolStep | Reasoning | Error | Subagent
+
+
+# --- begin agent_pipe/agent_ids.py ---
+# === the agent's message ids ======================================================================
+
+AGENT_MESSAGES_KEY = "agent_messages"  # the key of the last status's data that holds them
+MAX_AGENT_MESSAGES = 200  # an answer's entries kept at most (a status is stored with every message)
+
+
+def text_digest(text: str) -> str:
+    """What a text is checked by next turn: leading and trailing whitespace may not survive storing."""
+    return hashlib.sha256(text.strip().encode()).hexdigest()[:16]
+
+
+class AgentMessages:
+    """One answer's messages as the agent named them: from its stream, or from its last
+    MESSAGES_SNAPSHOT when it sent one (what the server keeps: ag-ui-langgraph streams a tool
+    result under the call's id and keeps it under another)."""
+
+    def __init__(self) -> None:
+        self._texts: dict[str, list[str]] = {}  # message id -> its text deltas
+        self._parents: dict[str, str] = {}  # call id -> the message id it streamed under
+        self._results: dict[str, str] = {}  # call id -> the id of its result's message
+        self._snapshot: list[Mapping[str, Any]] | None = None
+
+    def text(self, message_id: str, delta: str) -> None:
+        if message_id:
+            self._texts.setdefault(message_id, []).append(delta)
+
+    def call(self, call_id: str, parent_id: str) -> None:
+        if call_id and parent_id:
+            self._parents.setdefault(call_id, parent_id)
+
+    def result(self, call_id: str, message_id: str) -> None:
+        if call_id and message_id:
+            self._results.setdefault(call_id, message_id)
+
+    def snapshot(self, messages: Iterable[Mapping[str, Any]]) -> None:
+        """The answer's messages of a snapshot (after the last user message, the input left out)."""
+        self._snapshot = list(messages)
+
+    def entries(self, redact: Callable[[str], str] = str) -> list[dict[str, Any]]:
+        """``{"id", "text": digest, "calls": [...]}`` per assistant message, ``{"id", "result": call id}``
+        per tool message; no entry for a message the server gave no id. Ids pass ``redact`` (keys
+        masked, as in the tool blocks)."""
+        out = self._from_snapshot() if self._snapshot is not None else self._from_stream()
+        for entry in out[:MAX_AGENT_MESSAGES]:
+            entry["id"] = redact(entry["id"])
+            if "calls" in entry:
+                entry["calls"] = [redact(c) for c in entry["calls"]]
+            if "result" in entry:
+                entry["result"] = redact(entry["result"])
+        return out[:MAX_AGENT_MESSAGES]
+
+    def _from_snapshot(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for message in self._snapshot or []:
+            message_id, role = _str(message.get("id")), message.get("role")
+            if not message_id or message.get("subagentRunId"):
+                continue
+            if role == "assistant":
+                entry: dict[str, Any] = {"id": message_id}
+                text = _parts_concatenated(message.get("content"))
+                if text.strip():
+                    entry["text"] = text_digest(text)
+                calls = [_str(c.get("id")) for c in message.get("toolCalls") or [] if isinstance(c, Mapping)]
+                if calls:
+                    entry["calls"] = calls
+                out.append(entry)
+            elif role == "tool" and message.get("toolCallId"):
+                out.append({"id": message_id, "result": _str(message.get("toolCallId"))})
+        return out
+
+    def _from_stream(self) -> list[dict[str, Any]]:
+        entries: dict[str, dict[str, Any]] = {}
+        for message_id, parts in self._texts.items():
+            text = "".join(parts)
+            if text.strip():
+                entries[message_id] = {"id": message_id, "text": text_digest(text)}
+        for call_id, parent in self._parents.items():
+            entries.setdefault(parent, {"id": parent}).setdefault("calls", []).append(call_id)
+        results = [{"id": message_id, "result": call_id} for call_id, message_id in self._results.items()]
+        return [*entries.values(), *results]
+
+
+class KnownIds:
+    """One earlier answer's stored entries, each given to at most one message of the history."""
+
+    def __init__(self, entries: Any) -> None:
+        entries = entries if isinstance(entries, list) else []
+        self._entries = [e for e in entries if isinstance(e, Mapping) and isinstance(e.get("id"), str) and e["id"]]
+        self._used: set[int] = set()
+
+    def text(self, text: str) -> Mapping[str, Any] | None:
+        """The entry of the message that said ``text`` (as it said it), or None."""
+        digest = text_digest(text)
+        return self._take(lambda e: e.get("text") == digest)
+
+    def step(self, call_ids: list[str]) -> Mapping[str, Any] | None:
+        """The entry of the message that made these calls (and said nothing the history holds apart)."""
+        return self._take(lambda e: "text" not in e and _calls(e) >= set(call_ids))
+
+    def result(self, call_id: str) -> str | None:
+        entry = self._take(lambda e: e.get("result") == call_id)
+        return entry["id"] if entry else None
+
+    def _take(self, match: Any) -> Mapping[str, Any] | None:
+        for n, entry in enumerate(self._entries):
+            if n not in self._used and match(entry):
+                self._used.add(n)
+                return entry
+        return None
+
+
+def _calls(entry: Mapping[str, Any]) -> set[str]:
+    calls = entry.get("calls")
+    return {c for c in calls if isinstance(c, str)} if isinstance(calls, list) else set()
+
+
+def merges(entry: Mapping[str, Any] | None, call_ids: list[str]) -> bool:
+    """Whether the server said this text and these calls as one message (the AG-UI shape of a model
+    step that speaks, then calls: one assistant message with content and toolCalls)."""
+    return entry is not None and bool(call_ids) and _calls(entry) >= set(call_ids)
+
+
+def stored_agent_messages(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The entries an Open WebUI message's stored statuses hold (the last status that has any)."""
+    statuses = message.get("statusHistory")
+    for status in reversed(statuses if isinstance(statuses, list) else []):
+        entries = status.get(AGENT_MESSAGES_KEY) if isinstance(status, Mapping) else None
+        if isinstance(entries, list):
+            return [e for e in entries if isinstance(e, Mapping)]
+    return []
 
 
 # --- begin agent_pipe/rendering.py ---
@@ -816,13 +950,22 @@ def unverified_tool_text(message: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def to_agui_messages(messages: Iterable[Mapping[str, Any]], signer: Signer | None = None) -> list[dict[str, Any]]:
+def to_agui_messages(
+    messages: Iterable[Mapping[str, Any]],
+    signer: Signer | None = None,
+    known: list[list[Mapping[str, Any]]] | None = None,
+) -> list[dict[str, Any]]:
     """Open WebUI's ``body["messages"]`` as AG-UI messages, assistant turns in streamed order.
 
     Reasoning and error segments stay in the UI. A call without a result is kept (an AG-UI server
     decides what to do with a pending call; Agent Framework answers it with a synthetic result).
     Only tool blocks ``signer`` verifies become calls; anything else reaches the agent as text.
+    ``known`` holds the agent's own ids of the last assistant messages (agent_ids.py, matched from
+    the newest): an earlier answer goes back under the ids the agent gave it.
     """
+    messages = list(messages)
+    answers = [i for i, m in enumerate(messages) if m.get("role") == "assistant" and not m.get("tool_calls")]
+    stored = dict(zip(reversed(answers), reversed(known or []), strict=False))
     out: list[dict[str, Any]] = []
     verify = HistoryVerifier(signer)
     for i, message in enumerate(messages):
@@ -833,7 +976,8 @@ def to_agui_messages(messages: Iterable[Mapping[str, Any]], signer: Signer | Non
         elif role == "assistant":
             content = message.get("content")
             if isinstance(content, str) and content:
-                out.extend(_segments_to_agui(parse_content(content, prefix, verify.message()), prefix))
+                segments = parse_content(content, prefix, verify.message())
+                out.extend(_segments_to_agui(segments, prefix, KnownIds(stored.get(i))))
         elif role == "user":
             out.append({"id": prefix, "role": role, "content": agui_content(message.get("content"))})
         elif role in ("system", "developer"):
@@ -852,33 +996,46 @@ def _unique_ids(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return messages
 
 
-def _segments_to_agui(segments: list[Segment], prefix: str) -> list[dict[str, Any]]:
+def _segments_to_agui(segments: list[Segment], prefix: str, known: KnownIds | None = None) -> list[dict[str, Any]]:
+    """One answer's segments as AG-UI messages, under the agent's own ids where ``known`` has them:
+    a text and the calls the agent made in the same message go back as that one message."""
+    known = known or KnownIds(None)
     out: list[dict[str, Any]] = []
+    said: Mapping[str, Any] | None = None  # the agent's message of the text just before
     for j, segment in enumerate(segments):
         if isinstance(segment, Text):
-            out.append({"id": f"{prefix}-{j}", "role": "assistant", "content": unescape_markup(segment.text)})
-        elif isinstance(segment, ToolStep):
-            out.append(
-                {
-                    "id": segment.message_id,
-                    "role": "assistant",
-                    "content": "",  # CrewAI's Agent.kickoff rejects a toolCalls message without content
-                    "toolCalls": [
-                        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                        for c in segment.calls
-                    ],
-                }
-            )
+            text = unescape_markup(segment.text)
+            said = known.text(text)
+            out.append({"id": said["id"] if said else f"{prefix}-{j}", "role": "assistant", "content": text})
+            continue
+        if isinstance(segment, ToolStep):
+            calls = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in segment.calls
+            ]
+            if merges(said, [c.id for c in segment.calls]) and out and out[-1]["role"] == "assistant":
+                out[-1]["toolCalls"] = calls  # the agent's one message: its text, then its calls
+            else:
+                step = known.step([c.id for c in segment.calls])
+                out.append(
+                    {
+                        "id": step["id"] if step else segment.message_id,
+                        "role": "assistant",
+                        "content": "",  # CrewAI's Agent.kickoff rejects a toolCalls message without content
+                        "toolCalls": calls,
+                    }
+                )
             for k, call in enumerate(segment.calls):
                 if call.result is not None:
                     out.append(
                         {
-                            "id": call.result_id or f"{prefix}-{j}-{k}",
+                            "id": known.result(call.id) or call.result_id or f"{prefix}-{j}-{k}",
                             "role": "tool",
                             "toolCallId": call.id,
                             "content": call.result,
                         }
                     )
+        said = None
     return out
 
 
@@ -1107,9 +1264,9 @@ def _is_image_reference(ref: Mapping[str, Any]) -> bool:
     return ref.get("type") == "image" or (isinstance(mime, str) and mime in RASTER_IMAGES)
 
 
-def stored_user_files(messages: Mapping[str, Any], message_id: str) -> list[list[Mapping[str, Any]]] | None:
-    """The ``files`` of each user message on the branch that ends at ``message_id``, oldest first
-    (a stored chat's ``history.messages``: id -> message with ``parentId``)."""
+def stored_branch(messages: Mapping[str, Any], message_id: str) -> list[Mapping[str, Any]]:
+    """The messages of the branch that ends at ``message_id``, oldest first (a stored chat's
+    ``history.messages``: id -> message with ``parentId``)."""
     chain: list[Mapping[str, Any]] = []
     seen: set[str] = set()
     current = messages.get(message_id) if message_id else None
@@ -1120,11 +1277,17 @@ def stored_user_files(messages: Mapping[str, Any], message_id: str) -> list[list
             break
         seen.add(parent)
         current = messages.get(parent)
+    return chain[::-1]
+
+
+def stored_user_files(messages: Mapping[str, Any], message_id: str) -> list[list[Mapping[str, Any]]] | None:
+    """The ``files`` of each user message on the branch that ends at ``message_id``, oldest first."""
+    chain = stored_branch(messages, message_id)
     if not chain:
         return None
     return [
         [f for f in (m.get("files") or []) if isinstance(f, Mapping)] if isinstance(m.get("files"), list) else []
-        for m in reversed(chain)
+        for m in chain
         if m.get("role") == "user"
     ]
 
@@ -1336,7 +1499,18 @@ class OpenWebUIStore:
     async def stored_files(self, chat_id: str, user_id: str, message_id: str) -> list[list[Mapping[str, Any]]] | None:
         """Each user message's files on the chat's branch up to ``message_id``; None for a chat
         that is not stored or not this user's."""
-        if not chat_id or chat_id.startswith("local:") or not message_id:
+        messages = await self._stored_messages(chat_id, user_id) if message_id else None
+        return None if messages is None else stored_user_files(messages, message_id)
+
+    async def stored_answers(self, chat_id: str, user_id: str, message_id: str) -> list[list[Mapping[str, Any]]] | None:
+        """The agent's message ids each assistant message on the branch up to ``message_id`` was
+        stored with (agent_ids.py), oldest first; None for a chat that is not stored or not this user's."""
+        messages = await self._stored_messages(chat_id, user_id) if message_id else None
+        return None if messages is None else stored_answers(messages, message_id)
+
+    async def _stored_messages(self, chat_id: str, user_id: str) -> Mapping[str, Any] | None:
+        """The stored chat's messages (id -> message), only for the chat's own user."""
+        if not chat_id or chat_id.startswith("local:"):
             return None
         from open_webui.models.chats import Chats
 
@@ -1348,7 +1522,7 @@ class OpenWebUIStore:
             messages = await _call(Chats.get_messages_map_by_chat_id, chat_id)
         if not messages:
             messages = ((getattr(chat, "chat", None) or {}).get("history") or {}).get("messages") or {}
-        return stored_user_files(messages, message_id)
+        return messages
 
     async def file(self, file_id: str) -> StoredFile | None:
         from open_webui.models.files import Files
@@ -1399,6 +1573,19 @@ class OpenWebUIStore:
         from open_webui.storage.provider import Storage
 
         return await asyncio.to_thread(_read_base64, Storage.get_file, record.path, limit)
+
+
+def stored_answers(messages: Mapping[str, Any], message_id: str) -> list[list[Mapping[str, Any]]] | None:
+    """Per assistant message on the branch up to ``message_id`` that Open WebUI gives a model (one
+    with content or output: ``load_messages_from_db``), the agent's ids it was stored with."""
+    chain = stored_branch(messages, message_id)
+    if not chain:
+        return None
+    return [
+        stored_agent_messages(m)
+        for m in chain
+        if m.get("role") == "assistant" and (m.get("content") or m.get("output")) and m.get("id") != message_id
+    ]
 
 
 def _read_base64(locate: Callable[[str], str], path: str, limit: int) -> tuple[int, tuple[bytes, ...]]:
@@ -1930,15 +2117,20 @@ def openai_request(
 
 
 def agui_request(
-    history: Iterable[Mapping[str, Any]], signer: Signer, turn: Turn, features: list[str]
+    history: Iterable[Mapping[str, Any]],
+    signer: Signer,
+    turn: Turn,
+    features: list[str],
+    known: list[list[Mapping[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """A turn as an AG-UI RunAgentInput: the chat is the thread and Open WebUI's message the run
-    (fresh ids for an API client's chat), user context as context, features as forwardedProps."""
+    (fresh ids for an API client's chat), user context as context, features as forwardedProps;
+    earlier answers under the agent's own ids where ``known`` (the stored chat) has them."""
     return {
         "protocolVersion": AGUI_PROTOCOL_VERSION,
         "threadId": turn.chat_id or f"aihub-{random_hex()}",
         "runId": turn.message_id or f"aihub-run-{random_hex()}",
-        "messages": to_agui_messages(history, signer),
+        "messages": to_agui_messages(history, signer, known),
         "tools": [],
         "context": [{"description": description, "value": value} for _, description, value in turn.context],
         "state": {},
@@ -2356,6 +2548,7 @@ class Recorder:
         self.error_note = error_note
         self.outbound = outbound or Outbound(self.scrubber)  # usage, sources and steps: beside the answer
         self.paused = False  # the run paused for the user (an interrupt): see Questions
+        self.agent_messages = AgentMessages()  # the agent's own ids, kept with the answer for the next turn
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -2447,9 +2640,12 @@ class Recorder:
         message_id = _str(e.get("messageId"))
         if message_id and e.get("role"):
             self._roles.setdefault(message_id, _str(e.get("role")))
+        if self._roles.get(message_id, "assistant") == "assistant":
+            self.agent_messages.text(message_id, _str(e.get("delta")))
         self.text(_str(e.get("delta")), message_id)
 
     def _on_tool_start(self, e: Mapping[str, Any]) -> None:
+        self.agent_messages.call(_str(e.get("toolCallId")), _str(e.get("parentMessageId")))
         self.tool_call(_str(e.get("toolCallId")), _str(e.get("toolCallName")), _str(e.get("parentMessageId")))
 
     def _on_tool_args(self, e: Mapping[str, Any]) -> None:
@@ -2458,6 +2654,7 @@ class Recorder:
     def _on_tool_chunk(self, e: Mapping[str, Any]) -> None:
         call_id = _str(e.get("toolCallId")) or self._last_chunk_call or ""
         if call_id and call_id not in self._calls and e.get("toolCallName"):
+            self.agent_messages.call(call_id, _str(e.get("parentMessageId")))
             self.tool_call(call_id, _str(e.get("toolCallName")), _str(e.get("parentMessageId")))
         if call_id:
             self._last_chunk_call = call_id
@@ -2465,6 +2662,7 @@ class Recorder:
 
     def _on_tool_result(self, e: Mapping[str, Any]) -> None:
         content = e.get("content")
+        self.agent_messages.result(_str(e.get("toolCallId")), _str(e.get("messageId")))
         self.tool_result(_str(e.get("toolCallId")), result_text(content), _str(e.get("messageId")))
         if isinstance(content, list):  # AG-UI 1.0: a result's image parts go to the file store, as the agent's images
             self.outbound.image(self, [image for part in content if (image := _image_of(part))])
@@ -2478,6 +2676,8 @@ class Recorder:
 
     def _on_snapshot(self, e: Mapping[str, Any]) -> None:
         messages = [m for m in e.get("messages") or [] if isinstance(m, Mapping)]
+        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+        self.agent_messages.snapshot(m for m in messages[last_user + 1 :] if m.get("id") not in self._input_ids)
         if not (self._streamed_any or self.segments):  # nothing streamed: the snapshot is the record
             for message in messages:
                 if message.get("id") not in self._input_ids:
@@ -2485,7 +2685,6 @@ class Recorder:
             return
         # The stream is the record and a snapshot never reorders it; what the snapshot says beyond
         # it (an answer or a result that never streamed, arguments the stream lost) is added.
-        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
         for message in messages[last_user + 1 :]:
             if message.get("id") not in self._input_ids:
                 self._reconcile(message)
@@ -2710,9 +2909,11 @@ class Recorder:
                             call.failed = True
             self.segments.append(Error(error + self.error_note))
         self.finished = True
-        self.statuses.append(
-            {"description": "The agent stopped with an error" if error else "Done", "done": True, "hidden": not error}
-        )
+        last: dict[str, Any] = {"description": "The agent stopped with an error" if error else "Done", "done": True}
+        last["hidden"] = not error
+        if self.subagent_run == "" and (entries := self.agent_messages.entries(self.scrubber.redact)):
+            last[AGENT_MESSAGES_KEY] = entries  # stored with the answer: its ids go back next turn
+        self.statuses.append(last)
 
     # -- output ---------------------------------------------------------------------------------
 
@@ -4678,6 +4879,25 @@ class Pipe:
             await _notify(emitter, left_out_notice(found.left_out))
         return found
 
+    async def known_ids(
+        self, history: list[Mapping[str, Any]], user: Mapping[str, Any], metadata: Mapping[str, Any]
+    ) -> list[list[Mapping[str, Any]]] | None:
+        """The agent's own ids of the earlier answers, as the stored chat kept them (agent_ids.py).
+        A chat with no earlier answer costs no store read; without them the ids are the pipe's own."""
+        if not any(isinstance(m, Mapping) and m.get("role") == "assistant" for m in history):
+            return None
+        try:
+            return await self.store.stored_answers(
+                _str(metadata.get("chat_id")),
+                _str(user.get("id")),
+                _str(metadata.get("user_message_id")) or _str(metadata.get("message_id")),
+            )
+        except ImportError:  # not inside Open WebUI (a test, a script): no stored chat
+            return None
+        except Exception as exc:
+            log.warning("aihub_agent_pipe: reading the stored chat's answers failed (%s)", type(exc).__name__)
+            return None
+
     # -- identity, ids, trace and context ---------------------------------------------------------
 
     async def turn(
@@ -4810,7 +5030,7 @@ class Pipe:
             payload = openai_request(agent, history, signer, turn, features)
             input_ids: list[str] = []
         else:
-            payload = agui_request(history, signer, turn, features)
+            payload = agui_request(history, signer, turn, features, await self.known_ids(history, user, metadata))
             input_ids = [m["id"] for m in payload["messages"]]
         recorder = Recorder(
             input_ids=input_ids,

@@ -30,12 +30,6 @@ FRAMEWORKS = ("langgraph", "pydantic_ai", "agno")
 LEAD, SUMMARY = "Let me look up order 10023.", "Order 10023 has shipped."
 # (framework, test) -> why it does not pass yet: a strict xfail (see tests/functions/test_framework_matrix.py)
 KNOWN_GAPS = {
-    ("langgraph", "later"): (
-        "ag-ui-langgraph merges the history into its checkpointed thread by message id, and the "
-        "pipe sends its own ids for the answer (aihub-1-0, msg-..., result-...), not the ones the "
-        "server streamed (lc_run--... text ids, the snapshot's tool message id): the model sees "
-        "the earlier answers twice"
-    ),
     ("agno", "later"): "Agno reads only the last user message of what the pipe sends (its history is its own "
     "database, per threadId): the model never sees the first turn",
 }

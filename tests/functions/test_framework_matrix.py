@@ -43,12 +43,6 @@ IN_THE_TOOL = (
     "pipe asks it as that call's confirmation, not as the question"
 )
 KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("langgraph", "later turns"): (
-        "ag-ui-langgraph merges the history into its checkpointed thread by message id, and the "
-        "pipe sends its own ids for the answer (aihub-1-0, msg-..., result-...), not the ones the "
-        "server streamed (lc_run--... text ids, the snapshot's tool message id): the model sees "
-        "the earlier answers twice"
-    ),
     ("pydantic_ai", "question: answered"): IN_THE_TOOL,
     ("adk", "approval: no answer"): "ADK's confirmation is a call left for the client: one nobody answers is "
     "closed as not run without a new run, so the agent hears of it next turn",

@@ -158,6 +158,7 @@ class FakeStore:
     files: dict[str, tuple[Any, bytes]] = field(default_factory=dict)
     shared: set[tuple[str, str]] = field(default_factory=set)  # (file id, user id) Open WebUI's rule allows
     stored: list[list[dict[str, Any]]] | None = None
+    answers: list[list[dict[str, Any]]] | None = None  # the agent's ids each earlier answer was stored with
     reads: list[str] = field(default_factory=list)
 
     def add(
@@ -176,6 +177,9 @@ class FakeStore:
 
     async def stored_files(self, chat_id: str, user_id: str, message_id: str) -> Any:
         return self.stored
+
+    async def stored_answers(self, chat_id: str, user_id: str, message_id: str) -> Any:
+        return self.answers
 
     async def file(self, file_id: str) -> Any:
         entry = self.files.get(file_id)

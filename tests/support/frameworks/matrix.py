@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.frameworks import harness
-from tests.support.pipe_support import PipeRun, drive, make_pipe, pipe_module
+from tests.support.pipe_support import FakeStore, PipeRun, drive, make_pipe, pipe_module
 
 P = pipe_module
 RESULTS_DIR = Path(os.environ.get("AIHUB_FRAMEWORK_RESULTS") or harness.REPO / ".frameworks")
@@ -193,6 +193,9 @@ class Chat:
     server: harness.FrameworkServer
     chat_id: str = field(default_factory=lambda: f"chat-{uuid.uuid4().hex[:10]}")
     history: list[dict[str, Any]] = field(default_factory=list)
+    # what Open WebUI stores with each answer and the pipe reads back: the agent's message ids it
+    # put in the answer's last status (statusHistory)
+    answers: list[list[dict[str, Any]]] = field(default_factory=list)
 
     @property
     def model(self) -> str:
@@ -222,13 +225,17 @@ class Chat:
             stream_interval_ms=stream_interval_ms,
         )
         pipe.valves.QUESTION_TIMEOUT_SECONDS = question_timeout
-        if store is not None:
-            pipe.store = store
+        pipe.store = store if store is not None else FakeStore()
+        pipe.store.answers = list(self.answers)
         messages = [*self.history, {"role": "user", "content": text}]
         run = asyncio.run(
             drive(pipe, self.model, messages, chat_id=self.chat_id, event_call=event_call, metadata=metadata)
         )
         self.history = [*messages, {"role": "assistant", "content": run.content}]
+        statuses = [e["data"] for e in run.events if e.get("type") == "status"]
+        self.answers.append(
+            next((s[P.AGENT_MESSAGES_KEY] for s in reversed(statuses) if P.AGENT_MESSAGES_KEY in s), [])
+        )
         return run
 
 
