@@ -1,0 +1,192 @@
+"""Files and images across two replicas (issue 29, "not yet tried, and expected to hold"): Open
+WebUI 0.12.4 on PostgreSQL + Redis with two replicas (`scripts/openwebui-local --topology ha`,
+one DATA_DIR shared by both, as a shared volume behind a load balancer).
+
+A member uploads a document and an image through replica 1 and chats through replica 2, as the
+0.12.4 browser does. The pipe on replica 2 reads both files from Open WebUI's store (limits and
+owner checks included) and sends their bytes to the agent; the agent answers with an image,
+which the pipe on replica 2 stores in the member's name. Replica 1 then serves that image to the
+member and to no one else, and the stored message holds its URL, not its bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from demo_agents.sse_handler import SSEHandler
+from tests.support.builders import CAPABILITIES as BUILDER_CAPABILITIES
+from tests.support.builders import blueprint, write_blueprint_dir, write_function_dir
+from tests.support.chat_support import AGENT_PIPE, provision, stored_message, ui_body
+from tests.support.owui_instance import OpenWebUIInstance, started
+
+MODEL = "aihub_agent_pipe.ha-files.default"
+CALLS = ["read_attachments"]
+# An agent reads only what its capabilities declare (sync writes reads: [] for one that declares none).
+CAPABILITIES = {
+    "capabilities": {**BUILDER_CAPABILITIES["capabilities"], "read_attachments": {"reads": ["documents", "images"]}}
+}
+DOCUMENT = b"%PDF-1.4\n% uploaded through replica 1\n" + os.urandom(4096)
+PICTURE = b"\x89PNG\r\n\x1a\n" + hashlib.sha256(b"the member's picture").digest() * 64
+DRAWN = b"\x89PNG\r\n\x1a\n" + os.urandom(200_000)  # the agent's image: a chat row holding it would show
+ANSWER = "Here is the chart."
+
+
+class DrawingAgent:
+    """An AG-UI agent on loopback: keeps every request, answers with text and one aihub.image."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        agent = self
+
+        class Handler(SSEHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = json.loads(self.read_body())
+                agent.requests.append(body)
+                ids = {"threadId": body.get("threadId"), "runId": body.get("runId")}
+                self.start_stream()
+                for event in (
+                    {"type": "RUN_STARTED", **ids},
+                    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": ANSWER},
+                    {
+                        "type": "CUSTOM",
+                        "name": "aihub.image",
+                        "value": {"mimeType": "image/png", "data": base64.b64encode(DRAWN).decode()},
+                    },
+                    {"type": "RUN_FINISHED", **ids},
+                ):
+                    self.send_event(event)
+                self.end_stream()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/agent"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def ha() -> Iterator[OpenWebUIInstance]:
+    instance = started(OpenWebUIInstance(f"ha-files-{os.getpid()}", topology="ha"), "ha topology")
+    assert len(instance.replica_urls) == 2 and instance.replica_urls[0] == instance.url
+    yield instance
+    instance.purge()
+
+
+@pytest.fixture
+def agent() -> Iterator[DrawingAgent]:
+    agent = DrawingAgent()
+    yield agent
+    agent.close()
+
+
+def add_user(instance: OpenWebUIInstance, url: str, name: str) -> dict[str, Any]:
+    body = {"name": name, "email": f"{name.lower()}-{uuid.uuid4().hex[:8]}@example.org", "role": "user"}
+    with instance.client(url=url) as http:
+        response = http.post("/api/v1/auths/add", json={**body, "password": uuid.uuid4().hex})
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def upload(instance: OpenWebUIInstance, url: str, token: str, name: str, data: bytes, mime: str) -> dict[str, Any]:
+    """Through Open WebUI's files API, as the browser uploads (no processing: the agent reads it)."""
+    with instance.client(url=url, token=token) as http:
+        response = http.post("/api/v1/files/", params={"process": "false"}, files={"file": (name, data, mime)})
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def reference(file: dict[str, Any], kind: str) -> dict[str, Any]:
+    """A message's file entry as the 0.12.4 browser writes it (an image's url is its file id)."""
+    meta = file.get("meta") or {}
+    ref = {
+        "type": kind,
+        "id": file["id"],
+        "name": meta.get("name") or file["filename"],
+        "status": "uploaded",
+        "size": meta.get("size"),
+        "content_type": meta.get("content_type"),
+    }
+    return {**ref, "url": file["id"]} if kind == "image" else ref
+
+
+def received(request: dict[str, Any]) -> tuple[list[bytes], list[bytes]]:
+    """(documents, images) of the last user message an AG-UI request carries."""
+    content = [m for m in request["messages"] if m["role"] == "user"][-1]["content"]
+    documents: list[bytes] = []
+    images: list[bytes] = []
+    for part in content if isinstance(content, list) else []:
+        if part["type"] in ("document", "image") and part["source"]["type"] == "data":
+            data = base64.b64decode(part["source"]["value"])
+            (documents if part["type"] == "document" else images).append(data)
+    return documents, images
+
+
+def test_files_uploaded_through_one_replica_reach_the_agent_through_the_other_and_its_image_back(
+    ha: OpenWebUIInstance,
+    agent: DrawingAgent,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    first, second = ha.replica_urls
+    root = write_blueprint_dir(
+        tmp_path / "blueprints",
+        [blueprint("ha-files", calls=CALLS, backend={"transport": "agui", "url": agent.url})],
+        capabilities=CAPABILITIES,
+    )
+    monkeypatch.setenv("OPENWEBUI_URL", first)
+    monkeypatch.setenv("OPENWEBUI_TOKEN", ha.token)
+    monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
+    code, out, err = provision(
+        capsys, "sync", "--yes", "-p", str(root), "--bundle", str(write_function_dir(tmp_path / "f", root, AGENT_PIPE))
+    )
+    assert code == 0, out + err
+    member, other = add_user(ha, first, "Member"), add_user(ha, first, "Other")
+
+    document = upload(ha, first, member["token"], "report.pdf", DOCUMENT, "application/pdf")
+    picture = upload(ha, first, member["token"], "picture.png", PICTURE, "image/png")
+    files = [reference(document, "file"), reference(picture, "image")]
+    user_id, assistant_id = str(uuid.uuid4()), str(uuid.uuid4())
+    body = ui_body(
+        MODEL, "What is in these?", user_id=user_id, assistant_id=assistant_id, parent_id=None, first=True, files=files
+    )
+    started_at = time.monotonic()
+    with ha.client(url=second, token=member["token"], timeout=120) as http:
+        response = http.post("/api/chat/completions", json=body)
+    assert response.status_code == 200, response.text
+    chat_id = response.json()["chat_id"]
+    stored = stored_message(ha, chat_id, assistant_id, timeout=120, token=member["token"])  # read on replica 1
+
+    assert len(agent.requests) == 1, f"{len(agent.requests)} requests in {time.monotonic() - started_at:.0f} s"
+    documents, images = received(agent.requests[0])
+    assert documents == [DOCUMENT]
+    assert images == [PICTURE]
+
+    assert stored["content"] == ANSWER
+    (image,) = [f for f in stored.get("files") or [] if f.get("type") == "image"]
+    url = image["url"]
+    assert url.startswith("/api/v1/files/") and url.endswith("/content")
+    with ha.client(url=first, token=member["token"]) as http:  # stored on replica 2, read on replica 1
+        served = http.get(url)
+        assert served.status_code == 200 and served.content == DRAWN
+        assert http.get(url.removesuffix("/content")).raise_for_status().json()["user_id"] == member["id"]
+        chat = http.get(f"/api/v1/chats/{chat_id}").raise_for_status().json()
+    assert len(json.dumps(chat)) < 50_000 < len(DRAWN)  # the row holds the image's URL, not its bytes
+    for url_of in (first, second):
+        with ha.client(url=url_of, token=other["token"]) as http:
+            assert http.get(url).status_code in (403, 404), url_of
