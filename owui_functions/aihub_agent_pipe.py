@@ -2146,7 +2146,7 @@ class SSEParser:
     """Server-sent events, line by line: returns an event's data when a blank line ends it."""
 
     def __init__(self) -> None:
-        self._data: list[str] = []
+        self.lines: list[str] = []  # the data lines of the event so far (one list, cleared in place)
         self.size = 0  # characters of data the event holds so far
 
     def feed(self, line: str) -> str | None:
@@ -2157,20 +2157,21 @@ class SSEParser:
         name, _, value = line.partition(":")
         if name == "data":
             value = value[1:] if value.startswith(" ") else value
-            self._data.append(value)
+            self.lines.append(value)
             self.size += len(value) + 1
         return None
 
     @property
     def pending(self) -> bool:
         """Data lines of an event that is not complete yet."""
-        return bool(self._data)
+        return bool(self.lines)
 
     def flush(self) -> str | None:
-        if not self._data:
+        if not self.lines:
             return None
-        data = "\n".join(self._data)
-        self._data, self.size = [], 0
+        data = "\n".join(self.lines)
+        self.lines.clear()
+        self.size = 0
         return data
 
 
@@ -2284,6 +2285,30 @@ _BULKY_STARTS = tuple(b"data: " + prefix for prefix, _, _ in _BULKY) + tuple(
     b"data:" + prefix for prefix, _, _ in _BULKY
 )
 
+# Agno reports each model request's token usage only as a RAW event of its own
+# (ModelRequestCompleted, source "agno", which its encoder writes last, lines ending in "\n"):
+# such a line is known by its end, so another server's RAW line costs one byte compare more, and
+# only Agno's few RAW lines per run are parsed.
+_AGNO_RAW_ENDS = (b'"source":"agno"}', b'"source": "agno"}')
+_AGNO_COUNTS = {  # Agno's names -> the names usage_counts reads
+    "input_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+    "total_tokens": "total_tokens",
+    "reasoning_tokens": "reasoning_tokens",
+    "cache_read_tokens": "cached_input_tokens",
+}
+
+
+def _agno_usage(line: bytes) -> dict[str, Any] | None:
+    """The token counts of Agno's RAW ModelRequestCompleted event on a data line, or None."""
+    _, _, data = line.partition(b":")
+    event = _json_or_none(data.decode("utf-8", "replace"))
+    inner = event.get("event") if isinstance(event, dict) else None
+    if not isinstance(inner, dict) or inner.get("event") != "ModelRequestCompleted":
+        return None
+    counts = {ours: inner[theirs] for theirs, ours in _AGNO_COUNTS.items() if inner.get(theirs)}
+    return counts or None
+
 
 def _without_raw_event(buf: bytes, first: int, end: int) -> dict[str, Any] | None:
     """The bulky content event on the data line ``buf[first:end]`` parsed without its rawEvent, or
@@ -2320,7 +2345,8 @@ class AgentStream:
     AG-UI-shaped by the OpenAIChunkAdapter, and ``[DONE]`` ends the run. ``feed`` is lazy: the
     first event of a large read is handled before the rest of the read is parsed. RAW and STATE_*
     events are dropped unparsed, and a content event's ``rawEvent`` is never parsed (nor passed on
-    when a line had to be parsed whole).
+    when a line had to be parsed whole). The one RAW event read is Agno's usage report (its only
+    way to say what a model request cost), passed on as the run's usage so far.
 
     Linear in the body: a read is searched once, and the start of a line that a later read
     completes is kept as pieces, joined once when its end arrives (joining and searching it again
@@ -2336,6 +2362,7 @@ class AgentStream:
         self._adapter = OpenAIChunkAdapter() if transport == "openai" else None
         self._done = False
         self._special = _SKIPPED + _BULKY_STARTS if self._adapter is None else ()  # lines read by their start
+        self._agno_usage: list[dict[str, int]] = []  # Agno's RAW usage reports so far
 
     def feed(self, raw: bytes) -> Iterator[dict[str, Any]]:
         parser, limit = self._parser, self._max
@@ -2354,16 +2381,21 @@ class AgentStream:
         # Line by line as consumed, each line decoded on its own (SSE is UTF-8, and "\n" never
         # occurs inside a UTF-8 sequence): a read can hold thousands of lines, and the first
         # event must not wait for all of them to be split or decoded.
+        special, pending = self._special, parser.lines  # pending: the data lines of an unfinished event
         while True:
             if end - first > limit:
                 raise EventTooLarge(limit)
             start = joined + 1  # where the next line starts in this read
             read = False  # by its start, without a JSON parse of the whole line
-            if self._special and buf.startswith(self._special, first) and not parser.pending:
+            if special and buf.startswith(special, first) and not pending:
                 if buf.startswith(_SKIPPED, first):  # RAW or STATE_*: never decoded nor parsed, nor its blank line
                     read = True
                     if raw.startswith(b"\n", start):
                         start += 1
+                    if buf[end - 2] == 34 and buf.endswith(_AGNO_RAW_ENDS, first, end):  # 34: '"agno"}'s quote
+                        if counts := _agno_usage(buf[first:end]):
+                            self._agno_usage.append(counts)  # per model request: the run's usage is their sum
+                            yield {"type": USAGE, "usage": list(self._agno_usage)}
                 elif raw.startswith(b"\n", start) and (event := _without_raw_event(buf, first, end)) is not None:
                     read = True
                     start += 1
@@ -2372,7 +2404,7 @@ class AgentStream:
                 text = buf[first:end].decode("utf-8", "replace")
                 if text.endswith("\r"):
                     text = text[:-1]
-                if text[:5] == "data:" and raw.startswith(b"\n", start) and not parser.pending:
+                if text[:5] == "data:" and raw.startswith(b"\n", start) and not pending:
                     start += 1  # "data: ...\n\n", what nearly every event is: no parser needed
                     yield from self._events(text[6:] if text[5:6] == " " else text[5:])
                 else:

@@ -13,6 +13,7 @@ import pytest
 from tests.support.pipe_support import pipe_module as P
 
 CAPTURES = Path(__file__).resolve().parents[1] / "data" / "agui_captures"
+AGNO_COUNTS = ("input_tokens", "output_tokens", "total_tokens", "reasoning_tokens", "cache_read_tokens")
 
 
 def _read(body: bytes, size: int) -> list[dict[str, Any]]:
@@ -22,11 +23,18 @@ def _read(body: bytes, size: int) -> list[dict[str, Any]]:
 
 
 def _expected(body: bytes) -> list[dict[str, Any]]:
-    """A full parse of every data line, RAW and STATE_* left out and rawEvent dropped."""
-    out = []
+    """A full parse of every data line, RAW and STATE_* left out and rawEvent dropped; Agno's RAW
+    usage reports as the pipe's usage event (the reports so far)."""
+    out: list[dict[str, Any]] = []
+    agno: list[dict[str, int]] = []
     for line in body.decode().splitlines():
         if line.startswith("data:"):
             event = json.loads(line[5:])
+            inner = event.get("event") if event["type"] == "RAW" else {}
+            if event.get("source") == "agno" and inner["event"] == "ModelRequestCompleted":
+                names = {"cache_read_tokens": "cached_input_tokens"}
+                agno.append({names.get(k, k): v for k, v in inner.items() if k in AGNO_COUNTS and v})
+                out.append({"type": P.USAGE, "usage": list(agno)})
             if event["type"] in ("RAW", "STATE_SNAPSHOT", "STATE_DELTA"):
                 continue
             if event["type"] != "CUSTOM":  # on_interrupt's rawEvent holds LangGraph's interrupt id
@@ -89,3 +97,46 @@ def test_openai_bodies_are_not_read_by_their_start() -> None:
 def test_every_capture_reads_as_a_full_parse_does(capture: str) -> None:
     body = (CAPTURES / capture).read_bytes()
     assert _read(body, 4096) == _expected(body)
+
+
+# --- Agno's usage: a RAW event of its own ------------------------------------------------------------
+
+
+def _agno_raw(event: str, **counts: int) -> dict[str, Any]:
+    inner = {"created_at": 1796414471, "event": event, "agent_id": "a", "run_id": "r", **counts}
+    return {"type": "RAW", "event": inner, "source": "agno"}
+
+
+def test_agnos_usage_reports_are_read_from_its_raw_events_and_added_up() -> None:
+    counts = {"input_tokens": 20, "output_tokens": 8, "total_tokens": 28, "reasoning_tokens": 0}
+    body = _sse(
+        [
+            _agno_raw("ModelRequestStarted"),
+            _agno_raw("ModelRequestCompleted", **counts),
+            {"type": "RAW", "event": {"event": "ModelRequestCompleted", "input_tokens": 99}, "source": "other"},
+            _agno_raw("ModelRequestCompleted", input_tokens=40, output_tokens=6, total_tokens=46, cache_read_tokens=3),
+        ]
+    )
+    first = {"input_tokens": 20, "output_tokens": 8, "total_tokens": 28}  # a zero count is no report
+    second = {"input_tokens": 40, "output_tokens": 6, "total_tokens": 46, "cached_input_tokens": 3}
+    assert _read(body, 5) == [{"type": P.USAGE, "usage": [first]}, {"type": P.USAGE, "usage": [first, second]}]
+    recorder = P.Recorder(scrubber=P.Scrubber())
+    for event in _read(body, len(body)):
+        recorder.feed(event)
+    usage = recorder.outbound.take_usage()
+    assert (usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"]) == (60, 14, 74)
+    assert usage["prompt_tokens_details"] == {"cached_tokens": 3}
+
+
+def test_an_agno_run_shows_the_usage_of_its_model_requests() -> None:
+    """The capture of Agno's tool scenario: two model requests (20+8 and 40+6 tokens)."""
+    recorder = P.Recorder(scrubber=P.Scrubber())
+    for event in _read((CAPTURES / "agno" / "tool.sse").read_bytes(), 1024):
+        recorder.feed(event)
+    usage = recorder.outbound.take_usage()
+    assert (usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"]) == (60, 14, 74)
+
+
+def test_a_server_cannot_pass_its_own_usage_event_off_as_the_pipes() -> None:
+    body = _sse([{"type": P.USAGE, "usage": {"input_tokens": 5}}, _agno_raw("RunStarted")])
+    assert _read(body, len(body)) == []

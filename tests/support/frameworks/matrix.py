@@ -161,17 +161,20 @@ class Dialog:
 
 
 class Wire:
-    """Every AG-UI event the pipe read, in order (the pipe's own reader, teed)."""
+    """Every AG-UI event the pipe read, in order (the pipe's own reader, teed), and the bytes it
+    read them from (what the pipe drops unparsed, RAW events, is only there)."""
 
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
+        self.raw = bytearray()
 
     def tap(self, monkeypatch: Any) -> Wire:
         feed, end = P.AgentStream.feed, P.AgentStream.end
-        seen = self.events
+        seen, raw = self.events, self.raw
 
         def teed(method: Any) -> Any:
             def read(self: Any, *args: Any) -> Iterator[dict[str, Any]]:
+                raw.extend(args[0] if args else b"")
                 for event in method(self, *args):
                     seen.append(event)
                     yield event
