@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ag_ui.core import Event
+from ag_ui.core import Event, RunAgentInput
 from pydantic import TypeAdapter, ValidationError
 
 _EVENT: TypeAdapter[Any] = TypeAdapter(Event)
@@ -28,6 +28,10 @@ class NotAnAgUiEvent(AssertionError):
     """A test sends an event AG-UI 1.0's schema rejects."""
 
 
+class NotAnAgUiRun(AssertionError):
+    """A request for an AG-UI run that AG-UI 1.0's RunAgentInput rejects."""
+
+
 def check_event(event: Any, own: tuple[str, ...] = ()) -> None:
     """Raise NotAnAgUiEvent unless ``event`` is an AG-UI 1.0 event (or a 0.1.x THINKING_* one).
     Strings (bad JSON on purpose, "[DONE]") and dicts without a type (OpenAI chunks) pass."""
@@ -43,3 +47,13 @@ def check_event(event: Any, own: tuple[str, ...] = ()) -> None:
         _EVENT.validate_python(event)
     except ValidationError as exc:
         raise NotAnAgUiEvent(f"not an AG-UI 1.0 event: {event}\n{exc}") from None
+
+
+def check_run(body: Any) -> None:
+    """Raise NotAnAgUiRun unless ``body`` is an AG-UI 1.0 RunAgentInput that says it is 1.0."""
+    try:
+        run = RunAgentInput.model_validate(body)
+    except ValidationError as exc:
+        raise NotAnAgUiRun(f"not an AG-UI 1.0 run: {exc}") from None
+    if run.protocol_version != "1.0":
+        raise NotAnAgUiRun(f"the run says protocolVersion {run.protocol_version!r}, not 1.0")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from demo_agents.sse_handler import SSEHandler
-from tests.support.agui_schema import check_event
+from tests.support.agui_schema import NotAnAgUiRun, check_event, check_run
 from tests.support.loading import load_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -222,14 +222,19 @@ class SSEStub:
     def __init__(self) -> None:
         self.behaviour = StubBehaviour()
         self.requests: list[dict[str, Any]] = []
+        self.not_agui: list[str] = []  # AG-UI runs the pipe sent that 1.0's RunAgentInput rejects
         self._stop = threading.Event()
         stub = self
 
         class Handler(SSEHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server naming)
-                stub.requests.append(
-                    {"path": self.path, "headers": dict(self.headers), "json": json.loads(self.read_body())}
-                )
+                body = json.loads(self.read_body())
+                stub.requests.append({"path": self.path, "headers": dict(self.headers), "json": body})
+                if isinstance(body, dict) and "threadId" in body:  # an AG-UI run (an OpenAI request has none)
+                    try:
+                        check_run(body)  # every run the pipe asks for is one AG-UI 1.0 allows
+                    except NotAnAgUiRun as exc:
+                        stub.not_agui.append(str(exc))
                 b = stub.behaviour
                 if b.status >= 400:
                     body = b.error_body.encode()
@@ -265,9 +270,12 @@ class SSEStub:
         self._thread.start()
 
     def close(self) -> None:
+        """Stop the server; raise NotAnAgUiRun if the pipe sent a run AG-UI 1.0 rejects."""
         self._stop.set()
         self.server.shutdown()
         self.server.server_close()
+        if self.not_agui:
+            raise NotAnAgUiRun(self.not_agui[0])
 
 
 # --- AG-UI events in the reference sheet's notation ----------------------------------------------
