@@ -2,7 +2,8 @@
 
 Not a test. Run from the project root:
 
-    .venv/bin/python bench/framework_stream.py [--tokens 1000] [--rounds 30]
+    .venv/bin/python bench/framework_stream.py [--tokens 1000] [--rounds 30] [--read 16384]
+    .venv/bin/python bench/framework_stream.py --against OLD_BUILD.py   # both pipes, side by side
 
 With its defaults, ag-ui-langgraph sends a ``RAW`` event holding its whole callback payload beside
 every token, and every TEXT_MESSAGE_CONTENT carries that payload again as ``rawEvent``: about 1 KB
@@ -15,7 +16,9 @@ per read: AgentStream (SSE, JSON), the Recorder and ``drain``, read as a model s
 per token: what arrived since the last one, for LangGraph its RAW event and its content event)
 and as a body that is already there (``--read 16384``: 16 KB reads, aiohttp's ``readany`` of a
 full buffer). Reported: the pipe's CPU time per answer (median of the rounds, ``time.thread_time``)
-and the ratio LangGraph / Agent Framework (goal: at most 1.2x).
+and the ratio LangGraph / Agent Framework (goal: at most 1.2x). With ``--against``, a second pipe
+file is measured in the same run, its rounds interleaved with the first's, so a before/after is
+not two runs at two loads of a shared machine.
 """
 
 from __future__ import annotations
@@ -122,6 +125,16 @@ def pipe_cpu(P: ModuleType, reads: list[bytes]) -> float:
     return elapsed
 
 
+def measure(P: ModuleType, bodies: dict[str, list[bytes]], tokens: int) -> None:
+    """Warm up, and check that each body gives the whole answer through this pipe."""
+    for name, reads in bodies.items():
+        stream, recorder = P.AgentStream("agui"), P.Recorder(scrubber=P.Scrubber())
+        for event in [e for raw in reads for e in stream.feed(raw)] + list(stream.end()):
+            recorder.feed(event)
+        answer = recorder.render()
+        assert answer == "".join(_token(i) for i in range(tokens)), (name, answer[:80])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tokens", type=int, default=1000)
@@ -133,33 +146,36 @@ def main() -> None:
         default=ROOT / "owui_functions" / "aihub_agent_pipe.py",
         help="the pipe file to measure (e.g. an older build, for a before/after)",
     )
+    parser.add_argument("--against", type=Path, help="a second pipe file, measured in the same run")
     args = parser.parse_args()
-    P = load_pipe(args.pipe)
+    pipes = {str(args.pipe): load_pipe(args.pipe)}
+    if args.against:
+        pipes[str(args.against)] = load_file(args.against, "aihub_agent_pipe_against")
     per_token = args.read == "token"
     bodies = {
         "langgraph": _reads(langgraph_events(args.tokens), per_token),
         "agent_framework": _reads(agent_framework_events(args.tokens), per_token),
     }
-    times: dict[str, list[float]] = {name: [] for name in bodies}
-    for name, reads in bodies.items():  # warm up, and check both give the same answer
-        stream, recorder = P.AgentStream("agui"), P.Recorder(scrubber=P.Scrubber())
-        for event in [e for raw in reads for e in stream.feed(raw)] + list(stream.end()):
-            recorder.feed(event)
-        answer = recorder.render()
-        assert answer == "".join(_token(i) for i in range(args.tokens)), (name, answer[:80])
-    for _ in range(args.rounds):  # interleaved, so a busy moment of the machine hits both
-        for name, reads in bodies.items():
-            times[name].append(pipe_cpu(P, reads))
+    times: dict[tuple[str, str], list[float]] = {(pipe, name): [] for pipe in pipes for name in bodies}
+    for P in pipes.values():
+        measure(P, bodies, args.tokens)
+    for _ in range(args.rounds):  # interleaved, so a busy moment of the machine hits both (and both pipes)
+        for pipe, P in pipes.items():
+            for name, reads in bodies.items():
+                times[(pipe, name)].append(pipe_cpu(P, reads))
     print(f"reads: {'one per token' if per_token else '16 KB'}")
-    for name, reads in bodies.items():
-        median = statistics.median(times[name])
-        size = sum(map(len, reads))
-        print(
-            f"{name:16} {size / 1024:8.1f} KB in {len(reads):5} reads  {median * 1000:7.2f} ms CPU per answer "
-            f"(min {min(times[name]) * 1000:.2f}, max {max(times[name]) * 1000:.2f})"
-        )
-    ratio = statistics.median(times["langgraph"]) / statistics.median(times["agent_framework"])
-    print(f"ratio langgraph / agent_framework: {ratio:.2f}x (goal: at most 1.2x)")
+    for pipe in pipes:
+        if len(pipes) > 1:
+            print(f"pipe: {pipe}")
+        for name, reads in bodies.items():
+            median = statistics.median(times[(pipe, name)])
+            size = sum(map(len, reads))
+            print(
+                f"{name:16} {size / 1024:8.1f} KB in {len(reads):5} reads  {median * 1000:7.2f} ms CPU per answer "
+                f"(min {min(times[(pipe, name)]) * 1000:.2f}, max {max(times[(pipe, name)]) * 1000:.2f})"
+            )
+        ratio = statistics.median(times[(pipe, "langgraph")]) / statistics.median(times[(pipe, "agent_framework")])
+        print(f"ratio langgraph / agent_framework: {ratio:.2f}x (goal: at most 1.2x)")
 
 
 if __name__ == "__main__":

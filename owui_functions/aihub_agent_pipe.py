@@ -2361,7 +2361,8 @@ class AgentStream:
         self._max = max_event
         self._adapter = OpenAIChunkAdapter() if transport == "openai" else None
         self._done = False
-        self._special = _SKIPPED + _BULKY_STARTS if self._adapter is None else ()  # lines read by their start
+        # lines read by their start (an OpenAI body's "type" means nothing: none)
+        self._skipped, self._bulky = (_SKIPPED, _BULKY_STARTS) if self._adapter is None else ((), ())
         self._agno_usage: list[dict[str, int]] = []  # Agno's RAW usage reports so far
 
     def feed(self, raw: bytes) -> Iterator[dict[str, Any]]:
@@ -2381,26 +2382,28 @@ class AgentStream:
         # Line by line as consumed, each line decoded on its own (SSE is UTF-8, and "\n" never
         # occurs inside a UTF-8 sequence): a read can hold thousands of lines, and the first
         # event must not wait for all of them to be split or decoded.
-        special, pending = self._special, parser.lines  # pending: the data lines of an unfinished event
+        skipped, bulky, pending = self._skipped, self._bulky, parser.lines  # pending: an unfinished event's lines
         while True:
             if end - first > limit:
                 raise EventTooLarge(limit)
             start = joined + 1  # where the next line starts in this read
-            read = False  # by its start, without a JSON parse of the whole line
-            if special and buf.startswith(special, first) and not pending:
-                if buf.startswith(_SKIPPED, first):  # RAW or STATE_*: never decoded nor parsed, nor its blank line
-                    read = True
-                    if raw.startswith(b"\n", start):
-                        start += 1
-                    if buf[end - 2] == 34 and buf.endswith(_AGNO_RAW_ENDS, first, end):  # 34: '"agno"}'s quote
-                        if counts := _agno_usage(buf[first:end]):
-                            self._agno_usage.append(counts)  # per model request: the run's usage is their sum
-                            yield {"type": USAGE, "usage": list(self._agno_usage)}
-                elif raw.startswith(b"\n", start) and (event := _without_raw_event(buf, first, end)) is not None:
-                    read = True
+            if buf.startswith(skipped, first) and not pending:
+                # RAW or STATE_*: never decoded nor parsed, nor its blank line
+                if raw.startswith(b"\n", start):
                     start += 1
-                    yield event
-            if not read:
+                if buf[end - 2] == 34 and buf.endswith(_AGNO_RAW_ENDS, first, end):  # 34: '"agno"}'s quote
+                    if counts := _agno_usage(buf[first:end]):
+                        self._agno_usage.append(counts)  # per model request: the run's usage is their sum
+                        yield {"type": USAGE, "usage": list(self._agno_usage)}
+            elif (
+                buf.startswith(bulky, first)
+                and not pending
+                and raw.startswith(b"\n", start)
+                and (event := _without_raw_event(buf, first, end)) is not None
+            ):
+                start += 1  # a content event read from its own fields on, rawEvent never parsed
+                yield event
+            else:
                 text = buf[first:end].decode("utf-8", "replace")
                 if text.endswith("\r"):
                     text = text[:-1]
