@@ -177,6 +177,45 @@ def test_each_backend_is_reached_or_not_from_open_webuis_side_with_the_reason(co
         assert http.get("/api/v1/chats/").raise_for_status().json() == []
 
 
+def test_a_members_probe_marker_is_an_ordinary_chat(connected, blueprints, capsys) -> None:
+    """Only an admin's request makes the pipe probe: a member who sends the marker through the
+    real Open WebUI chats as any member does (the backend gets the member's words, no probe)."""
+    with connected.client() as http:
+        member = (
+            http.post(
+                "/api/v1/auths/add",
+                json={
+                    "name": "Member",
+                    "email": f"member-{os.getpid()}@example.com",
+                    "password": "Pw-member-1!",
+                    "role": "user",
+                },
+            )
+            .raise_for_status()
+            .json()
+        )
+    try:
+        Agent.seen.clear()
+        with connected.client(token=member["token"]) as http:
+            answer = http.post(
+                "/api/chat/completions",
+                json={
+                    "model": "aihub_agent_pipe.support-desk.tier1",  # public
+                    "messages": [{"role": "user", "content": "member words"}],
+                    "stream": False,
+                    "aihub_probe": {"version": 1},
+                },
+            )
+        assert answer.status_code == 200, answer.text
+        assert "aihub_probe" not in answer.text and "replica" not in answer.text
+        [request] = Agent.seen
+        assert "member words" in json.dumps(request["body"]["messages"])
+        assert "aihub_probe" not in json.dumps(request["body"].get("forwardedProps") or {})
+    finally:
+        with connected.client() as http:
+            http.delete(f"/api/v1/users/{member['id']}")
+
+
 def test_a_signed_identity_no_replica_can_sign_is_found_by_the_probe(connected, blueprints, capsys) -> None:
     with connected.client() as http:
         valves = http.get(f"/api/v1/functions/id/{PIPE}/valves").raise_for_status().json()
