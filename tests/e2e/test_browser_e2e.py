@@ -646,8 +646,14 @@ def test_each_user_reads_the_agents_and_toggles_in_their_interface_language(
         if problems:
             page.save_artifacts(f"i18n-{locale}")
         assert not problems, "\n".join(problems)
+        research = expected_in(site.catalog, TRANSLATED_AGENTS[0], locale)
+        english = expected_in(site.catalog, TRANSLATED_AGENTS[0], "en-US")
         if locale == "ja-JP":  # nobody translated the agents into Japanese: the default shows
-            research = expected_in(site.catalog, TRANSLATED_AGENTS[0], locale)
-            assert research["name"] == "Research Assistant"
+            assert {k: research[k] for k in ("name", "description", "cards")} == {
+                k: english[k] for k in ("name", "description", "cards")
+            }
+        else:  # what the page showed is the translation, not the default text a fallback shows
+            assert all(research[k] != english[k] for k in ("name", "description", "cards")), research
+            assert not set(research["toggles"].items()) & set(english["toggles"].items()), research["toggles"]
     finally:
         next(pages, None)
