@@ -27,6 +27,7 @@ from provisioner.openwebui.client import OpenWebUIClient
 from provisioner.openwebui.observed import observe
 from provisioner.pipeline import load_inputs
 from provisioner.plan import make_plan
+from provisioner.toggle_filters import toggle_translations
 from tests.support.builders import REPO, SAMPLE_MODEL_IDS
 
 PROVISION = Path(sys.executable).with_name("provision")
@@ -254,7 +255,9 @@ def test_two_writers_flipping_the_same_functions_at_once_leave_them_active(owui,
             http.post(f"/api/v1/functions/id/{function_id}/toggle").raise_for_status()
     functions_dir = Path(bundle[3])
     catalog, functions = load_inputs(REPO / "blueprints", None, functions_dir)
-    desired = build_desired(catalog, functions, groups={})
+    # As sync builds it (pipeline.prepare_plan): without the toggles' translations the marker's
+    # fingerprint differs, each writer rewrites the row, and reads its flag from that write's answer.
+    desired = build_desired(catalog, functions, groups={}, translations=toggle_translations(catalog))
     both_read = threading.Barrier(2, timeout=60)
     flips: list[str] = []
 
@@ -276,6 +279,8 @@ def test_two_writers_flipping_the_same_functions_at_once_leave_them_active(owui,
             with OpenWebUIClient(base_url=owui.url, token=owui.token, http=http) as client:
                 plan = make_plan(desired, observe(client.list_models(), client.list_functions()))
                 assert {(c.kind, c.action.value) for c in plan.changes} == {("function", "update")}
+                # Only the flag changes, so each writer reads it (and waits for the other) before flipping.
+                assert {(f.path, c.rewrite_marker) for c in plan.changes for f in c.fields} == {("is_active", False)}
                 apply_plan(plan, client)
         except BaseException as exc:  # reported by the main thread
             errors.append(exc)
