@@ -188,7 +188,9 @@ def _access(access: Any) -> str:
 
 
 def instance_notes(explained: Mapping[str, Any], facts: Facts) -> list[dict[str, str]]:
-    """What the instance adds to the explanation: one note per finding, `{"about", "note"}`,
+    """What the instance adds to the explanation: one note per finding, `{"about", "note"}` and
+    the `fix` where there is something to do (a native feature Open WebUI switched off is news,
+    not a fault),
     from what diagnose.read_facts read (rows, functions with their flags, groups with their
     permissions, the default user permissions, the document and web search settings)."""
     notes: list[dict[str, str]] = []
@@ -199,25 +201,52 @@ def instance_notes(explained: Mapping[str, Any], facts: Facts) -> list[dict[str,
             {
                 "about": "functions",
                 "note": "functions are switched off (ENABLE_FUNCTIONS=false): no toggle shows and every chat fails",
+                "fix": "set ENABLE_FUNCTIONS=true (and ENABLE_PLUGINS, if set) in Open WebUI's environment and restart it",
             }
         )
         return notes
     row = rows.get(str(explained["model_id"]))
     if row is None:
         notes.append(
-            {"about": "row", "note": "the instance has no row for this agent yet: `provision sync` creates it"}
+            {
+                "about": "row",
+                "note": "the instance has no row for this agent yet: nobody sees it",
+                "fix": "run `provision sync`",
+            }
         )
     elif row.get("is_active") is False:
-        notes.append({"about": "row", "note": "the row is switched off on the instance: nobody sees the agent"})
+        notes.append(
+            {
+                "about": "row",
+                "note": "the row is switched off on the instance: nobody sees the agent",
+                "fix": "run `provision sync`, or switch it on in Admin Panel > Models",
+            }
+        )
     for fid in [PIPE_FUNCTION_ID, FEATURE_FILTER_ID, *(t["filter"] for t in explained["toggles"])]:
         fn = by_id.get(fid)
         if fn is None:
-            notes.append({"about": fid, "note": f"{fid} is not on the instance: `provision sync` uploads it"})
+            notes.append(
+                {
+                    "about": fid,
+                    "note": f"{fid} is not on the instance: {_inactive_effect(fid)}",
+                    "fix": "run `provision sync`",
+                }
+            )
         elif not fn.get("is_active"):
-            notes.append({"about": fid, "note": f"{fid} is inactive: {_inactive_effect(fid)}"})
+            notes.append(
+                {
+                    "about": fid,
+                    "note": f"{fid} is inactive: {_inactive_effect(fid)}",
+                    "fix": "run `provision sync`, or switch it on in Admin Panel > Functions",
+                }
+            )
         elif fn.get("is_global"):
             notes.append(
-                {"about": fid, "note": f"{fid} is global: it runs on every model of the instance, not only on agents"}
+                {
+                    "about": fid,
+                    "note": f"{fid} is global: it runs on every model of the instance, not only on agents",
+                    "fix": "run `provision sync` (it sets the flag from the function file)",
+                }
             )
     for toggle in explained["toggles"]:
         if toggle["native"] and facts.native_switches.get(toggle["feature"]) is False:
@@ -237,9 +266,10 @@ def instance_notes(explained: Mapping[str, Any], facts: Facts) -> list[dict[str,
                     "about": str(wrapper.get("id")),
                     "note": f"workspace model {wrapper.get('id')!s} ({wrapper.get('name')!s}) wraps this agent: chats with it "
                     "run without the feature filter, so its users' toggles never reach the agent",
+                    "fix": "point its users at the agent itself, or delete the wrapper",
                 }
             )
-    return notes
+    return sorted(notes, key=lambda n: "fix" not in n)  # what to act on first
 
 
 def _inactive_effect(fid: str) -> str:
@@ -265,6 +295,7 @@ def _upload_notes(
                 {
                     "about": name,
                     "note": f"group {name!r} does not exist on the instance: nobody gets the agent through it",
+                    "fix": "create the group (or set the target's missing_groups: create) and run `provision sync`",
                 }
             )
             continue
@@ -274,6 +305,7 @@ def _upload_notes(
                     "about": name,
                     "note": f"group {name!r} lacks the chat.file_upload permission: "
                     "its members see no attach button for this agent",
+                    "fix": f"allow File Upload in the permissions of group {name!r} (Admin Panel > Users > Groups)",
                 }
             )
     if not explained["row"]["groups"] and default is False:
@@ -281,6 +313,7 @@ def _upload_notes(
             {
                 "about": "permissions",
                 "note": "users may not upload files by default (chat.file_upload off): only admins can attach files",
+                "fix": "Admin Panel > Users > Groups > Default permissions: allow File Upload",
             }
         )
     return notes

@@ -24,9 +24,16 @@ def explain_lines(explained: dict[str, Any]) -> list[str]:
     lines = [
         f"Agent {explained['agent']} ({explained['name']}), model {explained['model_id']}",
         f"  defined at {_at(explained)}",
-        "",
-        f"Toggles it shows ({len(explained['toggles'])}):",
     ]
+    if "instance" in explained:  # what is wrong now comes first
+        lines += ["", f"On the instance{' (target ' + explained['target'] + ')' if explained.get('target') else ''}:"]
+        for note in explained["instance"]:
+            lines.append(f"  - {shown(note['note'])}")
+            if note.get("fix"):
+                lines.append(f"    fix: {shown(note['fix'])}")
+        if not explained["instance"]:
+            lines.append("  nothing changes what the blueprints say")
+    lines += ["", f"Toggles it shows ({len(explained['toggles'])}):"]
     for toggle in explained["toggles"]:
         kind = "native" if toggle["native"] else "custom"
         default = "; on in a new chat" if toggle["on_by_default"] else ""
@@ -49,11 +56,6 @@ def explain_lines(explained: dict[str, Any]) -> list[str]:
     for field in ("meta.filterIds", "meta.defaultFilterIds", "meta.actionIds"):
         lines.append(f"  {field}: {', '.join(row[field]) or '(none)'}")
     lines.append(f"  who may see it: {row['access']}")
-    if "instance" in explained:
-        lines += ["", f"On the instance{' (target ' + explained['target'] + ')' if explained.get('target') else ''}:"]
-        lines += [f"  - {shown(note['note'])}" for note in explained["instance"]]
-        if not explained["instance"]:
-            lines.append("  nothing changes what the blueprints say")
     return lines
 
 

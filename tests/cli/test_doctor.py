@@ -185,8 +185,17 @@ def test_explain_offline_and_with_the_instance(capsys, fake: FakeOpenWebUI, monk
         {
             "about": "aihub_toggle_user_files",
             "note": "aihub_toggle_user_files is inactive: its toggle does not show on any agent",
+            "fix": "run `provision sync`, or switch it on in Admin Panel > Functions",
         }
     ]
+    code, out, _ = run(capsys, "explain", "document-analyst", "-p", str(REPO / "blueprints"), "--url", fake.base_url)
+    lines = out.splitlines()
+    assert lines[3:6] == [
+        "On the instance:",
+        "  - aihub_toggle_user_files is inactive: its toggle does not show on any agent",
+        "    fix: run `provision sync`, or switch it on in Admin Panel > Functions",
+    ]
+    assert lines.index("On the instance:") < lines.index("Toggles it shows (1):")
 
 
 def test_each_backend_as_the_pipe_reached_it_with_the_fix_for_its_reason(capsys, fake: FakeOpenWebUI) -> None:

@@ -178,10 +178,14 @@ def test_the_instance_adds_inactive_toggles_groups_without_uploads_wrappers_and_
     assert any(n.startswith("workspace model mine (My desk) wraps this agent") for n in notes)
     assert any("Open WebUI's own Web Search is switched off" in n and "shows anyway" in n for n in notes)
     assert len(notes) == 4, notes
+    # each finding to act on says what to do, and comes before the news (a native feature switched off)
+    found = instance_notes(explain_agent(catalog, "desk.one"), facts())
+    assert [bool(n.get("fix")) for n in found] == [True, True, True, False], found
+    assert "allow File Upload in the permissions of group 'Support'" in found[1]["fix"] + found[2]["fix"]
 
 
 def test_the_instance_says_functions_off_and_a_missing_row(catalog) -> None:
     off = instance_notes(explain_agent(catalog, "desk.one"), facts(functions=[], pipe_by_id={"id": "aihub_agent_pipe"}))
     assert [n["about"] for n in off] == ["functions"]
     notes = [n["note"] for n in instance_notes(explain_agent(catalog, "desk.two"), facts(models=[]))]
-    assert notes[0] == "the instance has no row for this agent yet: `provision sync` creates it"
+    assert notes[0] == "the instance has no row for this agent yet: nobody sees it"
