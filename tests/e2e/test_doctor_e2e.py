@@ -216,6 +216,55 @@ def test_a_members_probe_marker_is_an_ordinary_chat(connected, blueprints, capsy
             http.delete(f"/api/v1/users/{member['id']}")
 
 
+def test_what_an_admin_switched_is_found_with_its_fix_by_doctor_and_explain(connected, blueprints, capsys) -> None:
+    """The instance checks against the real server's own answers: users may not upload by default,
+    a toggle filter switched off and another made global, an agent's row switched off, and a
+    workspace model wrapping an agent; then a sync and the permission put back pass again."""
+    research, faq = "aihub_agent_pipe.research-assistant.default", "aihub_agent_pipe.policy-faq.default"
+    with connected.client() as http:
+        permissions = http.get("/api/v1/users/default/permissions").raise_for_status().json()
+        no_upload = {**permissions, "chat": {**permissions["chat"], "file_upload": False}}
+        http.post("/api/v1/users/default/permissions", json=no_upload).raise_for_status()
+        http.post("/api/v1/functions/id/aihub_toggle_web_search/toggle").raise_for_status()
+        http.post("/api/v1/functions/id/aihub_toggle_image_generation/toggle/global").raise_for_status()
+        http.post("/api/v1/models/model/toggle", params={"id": faq}).raise_for_status()
+        wrapper = {"id": "doctor-wrapper", "base_model_id": research, "name": "Wrapped", "meta": {}, "params": {}}
+        http.post("/api/v1/models/create", json=wrapper).raise_for_status()
+    try:
+        code, report = doctor(capsys, blueprints)
+        found = {(c["id"], c.get("subject", "")): c for c in report["checks"] if c["status"] != "pass"}
+        assert code == 1
+        assert {k: c["status"] for k, c in found.items() if k[0] != "backend"} == {
+            ("agent-rows", "policy-faq.default"): "fail",
+            ("file-upload", "document-analyst.default"): "fail",
+            ("file-upload", "research-assistant.default"): "fail",  # it reads images
+            ("bundle-functions", "aihub_toggle_web_search"): "warn",
+            ("bundle-functions", "aihub_toggle_image_generation"): "warn",
+            ("wrappers", "doctor-wrapper"): "warn",
+            ("embedding-bypass", ""): "warn",
+        }, found
+        assert all(c["fix"] for c in found.values())
+        code, out, err = provision(capsys, "explain", "research-assistant", *blueprints[:2], "--url", connected.url)
+        assert code == 0, err
+        instance = out.split("On the instance:\n", 1)[1].split("\n\n", 1)[0]
+        for words in (
+            "aihub_toggle_web_search is inactive: its toggle does not show on any agent",
+            "aihub_toggle_image_generation is global",
+            "workspace model doctor-wrapper (Wrapped) wraps this agent",
+            "users may not upload files by default",
+        ):
+            assert words in instance, instance
+        assert instance.count("    fix: ") == 4
+    finally:
+        with connected.client() as http:
+            http.post("/api/v1/users/default/permissions", json=permissions).raise_for_status()
+            http.post("/api/v1/models/model/delete", json={"id": "doctor-wrapper"}).raise_for_status()
+    code, out, err = provision(capsys, "sync", "--yes", *blueprints)
+    assert code == 0, out + err
+    code, report = doctor(capsys, blueprints)
+    assert not [c for c in report["checks"] if c["status"] != "pass" and c["id"] not in ("backend", "embedding-bypass")]
+
+
 def test_a_signed_identity_no_replica_can_sign_is_found_by_the_probe(connected, blueprints, capsys) -> None:
     with connected.client() as http:
         valves = http.get(f"/api/v1/functions/id/{PIPE}/valves").raise_for_status().json()
