@@ -307,6 +307,10 @@ class FrameworkServer:
         """The tools whose bodies really ran, in order: ``{name, args}``."""
         return self._request("GET", "/_ran")
 
+    def reached(self) -> list[dict[str, Any]]:
+        """What tools' own code read of their runs, in order (apps/_common.py ``reached``)."""
+        return self._request("GET", "/_reached")
+
     def clear(self) -> None:
         """Forget what was recorded (the framework's own thread state stays)."""
         self._request("DELETE", "/_recorded")

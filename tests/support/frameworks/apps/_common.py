@@ -10,7 +10,8 @@ framework's own tool loop drives the rounds, as with a real model.
 
 Control routes: ``GET /_health`` (versions), ``GET|DELETE /_recorded`` (every request body the
 AG-UI route got), ``GET /_model_calls`` (what the model was given, per call), ``GET /_ran`` (tool
-bodies that really ran).
+bodies that really ran), ``GET /_reached`` (what a tool's own code read of the run: the ids, the
+signed identity; the app's REACHES says how, docs/agent-frameworks.md shows it).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from starlette.responses import JSONResponse
 RECORDED: list[Any] = []
 MODEL_CALLS: list[list[dict[str, Any]]] = []
 RAN: list[dict[str, Any]] = []
+REACHED: list[dict[str, Any]] = []
+IDENTITY_HEADER = "X-AIHub-Identity"  # the pipe's signed identity (docs/agent-contract.md)
 
 ORDER = "10023"
 QUESTION = "Which address should the parcel go to?"
@@ -141,6 +144,11 @@ def ran(name: str, args: dict[str, Any]) -> None:
     RAN.append({"name": name, "args": args})
 
 
+def reached(**seen: Any) -> None:
+    """What a tool's own code read of its run (thread id, user, identity), for test_framework_reaches."""
+    REACHED.append(seen)
+
+
 # --- the recording middleware and the control routes ------------------------------------------------
 
 
@@ -187,6 +195,7 @@ def add_control_routes(app: Any, packages: list[str]) -> None:
             RECORDED.clear()
             MODEL_CALLS.clear()
             RAN.clear()
+            REACHED.clear()
         return JSONResponse(RECORDED)
 
     async def model_calls(request: Request) -> JSONResponse:
@@ -195,10 +204,14 @@ def add_control_routes(app: Any, packages: list[str]) -> None:
     async def ran_tools(request: Request) -> JSONResponse:
         return JSONResponse(RAN)
 
+    async def reached_tools(request: Request) -> JSONResponse:
+        return JSONResponse(REACHED)
+
     app.add_route("/_health", health, methods=["GET"])
     app.add_route("/_recorded", recorded, methods=["GET", "DELETE"])
     app.add_route("/_model_calls", model_calls, methods=["GET"])
     app.add_route("/_ran", ran_tools, methods=["GET"])
+    app.add_route("/_reached", reached_tools, methods=["GET"])
 
 
 async def _watch_parent(server: uvicorn.Server, parent: int) -> None:

@@ -23,7 +23,7 @@ from google.adk.apps import App, ResumabilityConfig
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
-from google.adk.tools import FunctionTool, LongRunningFunctionTool
+from google.adk.tools import FunctionTool, LongRunningFunctionTool, ToolContext
 from google.genai import types
 
 PINS = (
@@ -38,6 +38,16 @@ AGENT_PATH = "/agent"
 # ADK's tool confirmation is answered with its ToolConfirmation shape, as a tool message for the
 # adk_request_confirmation call.
 ANSWERS = {"approve": {"approved": {"confirmed": True}, "declined": {"confirmed": False}}}
+REACHES = (
+    "`threadId` (the chat id) is kept in the session's state as `_ag_ui_thread_id` (ag-ui-adk names its ADK "
+    "session itself): `tool_context.state` in a tool. The session keeps the conversation.",
+    "`user_id_extractor=` of ADKAgent gets each RunAgentInput (above: `forwardedProps.user_id`, the pipe's "
+    "user): the session's user, `tool_context.user_id`.",
+    "`extract_headers=` of add_adk_fastapi_endpoint copies the signed identity header (`X-AIHub-Identity`) "
+    "into the state's `headers` as `aihub_identity`; a client's own `state.headers` win over it, so verify its "
+    "signature (docs/agent-pipe.md, 'Who is asking, signed') before you trust it.",
+    "The user's image and document arrive as genai `inline_data` parts (bytes and mime type) on the user content.",
+)
 
 
 def _seen(contents: list[types.Content]) -> list[dict[str, Any]]:
@@ -90,8 +100,14 @@ class ScriptedLlm(BaseLlm):
         )
 
 
-def lookup_order(order: str) -> str:
+# snippet: start
+def lookup_order(order: str, tool_context: ToolContext) -> str:
     """Look an order up."""
+    thread_id = tool_context.state["_ag_ui_thread_id"]  # the chat id; the ADK session is ag-ui-adk's own
+    user_id = tool_context.user_id
+    identity = tool_context.state.get("headers", {}).get("aihub_identity")  # verify it before you trust it
+    # snippet: end
+    common.reached(thread_id=thread_id, user_id=user_id, identity=identity)
     common.ran("lookup_order", {"order": order})
     return f"order {order} shipped"
 
@@ -133,9 +149,13 @@ root = LlmAgent(
     ],
 )
 adk_app = App(name="scripted_app", root_agent=root, resumability_config=ResumabilityConfig(is_resumable=True))
-agent = ADKAgent.from_app(adk_app, user_id="demo-user", use_in_memory_services=True)
+agent = ADKAgent.from_app(
+    adk_app,
+    user_id_extractor=lambda run: (run.forwarded_props or {}).get("user_id") or "anonymous",
+    use_in_memory_services=True,
+)
 app = FastAPI(title="ADK AG-UI")
-add_adk_fastapi_endpoint(app, agent, path=AGENT_PATH)
+add_adk_fastapi_endpoint(app, agent, path=AGENT_PATH, extract_headers=["X-AIHub-Identity"])
 # snippet: end
 
 if __name__ == "__main__":

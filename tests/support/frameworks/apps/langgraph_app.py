@@ -11,13 +11,15 @@ Runs in its own venv (tests/support/frameworks/harness.py).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from contextvars import ContextVar
+from typing import Any, NotRequired
 
 import _common as common
 from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint
-from fastapi import FastAPI
-from langchain.agents import create_agent
+from fastapi import FastAPI, Request
+from langchain.agents import AgentState, create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain.tools import ToolRuntime
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
@@ -48,6 +50,17 @@ NOT_OFFERED = {
     "client": "a create_agent graph runs only its own tools (the tools a client sends in "
     "RunAgentInput.tools reach the graph's state, and create_agent does not read them)"
 }
+REACHES = (
+    '`threadId` (the chat id) is the checkpointer\'s thread: `runtime.config["configurable"]["thread_id"]` '
+    "in a tool that takes a `ToolRuntime`. ag-ui-langgraph keeps the conversation in the checkpointed thread "
+    "and merges what the pipe sends into it by message id.",
+    "Each `forwardedProps` key the graph's state declares is put in the state (above: `user_id`, read as "
+    "`runtime.state`); create_agent's own state declares none.",
+    "The signed identity (`X-AIHub-Identity`) is an HTTP header, and ag-ui-langgraph hands the graph only the "
+    "RunAgentInput: a middleware of the FastAPI app puts it in a context variable the tools read (verify it "
+    "there, as docs/agent-pipe.md, 'Who is asking, signed' says, and reject the request if it does not).",
+    "The user's image and document arrive as LangChain multimodal content blocks on the user message.",
+)
 
 
 def _media(block: dict[str, Any]) -> dict[str, str] | None:
@@ -141,9 +154,23 @@ class ScriptedChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=final)])
 
 
+# snippet: start
+IDENTITY: ContextVar[str | None] = ContextVar("identity", default=None)
+
+
+class OrderState(AgentState):
+    """The graph's state: ag-ui-langgraph puts each forwardedProps key the state declares in it."""
+
+    user_id: NotRequired[str]
+
+
 @tool
-def lookup_order(order: str) -> str:
+def lookup_order(order: str, runtime: ToolRuntime) -> str:
     """Look an order up."""
+    thread_id = runtime.config["configurable"]["thread_id"]  # the chat id (the checkpointer's thread)
+    user_id, identity = runtime.state.get("user_id"), IDENTITY.get()
+    # snippet: end
+    common.reached(thread_id=thread_id, user_id=user_id, identity=identity)
     common.ran("lookup_order", {"order": order})
     return f"order {order} shipped"
 
@@ -181,11 +208,21 @@ graph = create_agent(
     [lookup_order, cancel_order, ask_address, broken_lookup],
     middleware=[HumanInTheLoopMiddleware(interrupt_on={"cancel_order": True})],
     checkpointer=MemorySaver(),
+    state_schema=OrderState,
 )
 
 
 app = FastAPI(title="LangGraph AG-UI")
 add_langgraph_fastapi_endpoint(app, LangGraphAgent(name="scripted", graph=graph), AGENT_PATH)
+
+
+@app.middleware("http")
+async def signed_identity(request: Request, call_next: Any) -> Any:
+    """The signed identity header, for the run's tools (verify it before you trust it)."""
+    IDENTITY.set(request.headers.get("X-AIHub-Identity"))
+    return await call_next(request)
+
+
 # snippet: end
 
 

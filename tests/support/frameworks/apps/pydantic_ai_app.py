@@ -11,10 +11,11 @@ and ``external``). Runs in its own venv (tests/support/frameworks/harness.py).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import _common as common
-from pydantic_ai import Agent, CallDeferred, DeferredToolRequests
+from pydantic_ai import Agent, CallDeferred, DeferredToolRequests, RunContext
 from pydantic_ai.messages import (
     BinaryContent,
     ModelMessage,
@@ -42,6 +43,13 @@ PINS = (
     "uvicorn==0.55.0",
 )
 AGENT_PATH = "/agent"
+REACHES = (
+    "`threadId` (the chat id) is the run's conversation id: `ctx.conversation_id` in a tool. The agent gets "
+    "the conversation the pipe sends, whole, every run.",
+    "The route builds the run's deps from the request (above: `forwardedProps.user_id` and the signed identity "
+    "header `X-AIHub-Identity`, to verify as docs/agent-pipe.md, 'Who is asking, signed' says); a tool reads them as `ctx.deps`.",
+    "The user's image and document arrive as Pydantic AI `BinaryContent` on the user prompt.",
+)
 
 
 def _user(part: UserPromptPart) -> dict[str, Any]:
@@ -94,13 +102,28 @@ async def scripted(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterat
 
 
 # snippet: start
-agent = Agent(FunctionModel(stream_function=scripted), output_type=[str, DeferredToolRequests], name="scripted")
-# snippet: end
+@dataclass
+class Caller:
+    """The run's deps: who the pipe says is asking."""
+
+    user_id: str | None
+    identity: str | None  # the signed identity header: verify it before you trust it
 
 
-@agent.tool_plain
-def lookup_order(order: str) -> str:
+agent = Agent(
+    FunctionModel(stream_function=scripted),
+    output_type=[str, DeferredToolRequests],
+    name="scripted",
+    deps_type=Caller,
+)
+
+
+@agent.tool
+def lookup_order(ctx: RunContext[Caller], order: str) -> str:
     """Look an order up."""
+    thread_id, user_id, identity = ctx.conversation_id, ctx.deps.user_id, ctx.deps.identity
+    # snippet: end
+    common.reached(thread_id=thread_id, user_id=user_id, identity=identity)
     common.ran("lookup_order", {"order": order})
     return f"order {order} shipped"
 
@@ -137,7 +160,10 @@ def broken_lookup(order: str) -> str:
 
 # snippet: start
 async def run_agent(request: Request) -> Response:
-    return await AGUIAdapter.dispatch_request(request, agent=agent)
+    run = await request.json()  # Starlette keeps the body: the adapter reads it again
+    forwarded = run.get("forwardedProps") or {}
+    caller = Caller(user_id=forwarded.get("user_id"), identity=request.headers.get("X-AIHub-Identity"))
+    return await AGUIAdapter.dispatch_request(request, agent=agent, deps=caller)
 
 
 app = Starlette(routes=[Route(AGENT_PATH, run_agent, methods=["POST"])])

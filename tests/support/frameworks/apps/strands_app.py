@@ -14,8 +14,9 @@ from collections.abc import AsyncIterable
 from typing import Any
 
 import _common as common
+from ag_ui.core import RunAgentInput
 from ag_ui_strands import StrandsAgent, StrandsAgentConfig, ToolBehavior, add_strands_fastapi_endpoint
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from strands import Agent, ToolContext, tool
 from strands.models.model import Model
 
@@ -31,6 +32,14 @@ SCENARIOS = ("stream", "tool", "approve", "ask", "tool_error", "model_error", "f
 NOT_OFFERED = {
     "client": "Strands' frontend tools are the ones a client sends in RunAgentInput.tools, and the pipe sends none"
 }
+REACHES = (
+    "`invocation_state_provider=` of add_strands_fastapi_endpoint gets the HTTP request and the RunAgentInput of "
+    "each run: what it returns is the run's `invocation_state`, which a `@tool(context=True)` reads as "
+    "`tool_context.invocation_state` (above: `threadId`, the chat id; `forwardedProps.user_id`; the signed "
+    "identity header `X-AIHub-Identity`, to verify as docs/agent-pipe.md, 'Who is asking, signed' says). "
+    "Its `auth=` dependency can reject a request whose identity does not verify.",
+    "The user's image and document arrive as Strands `image` and `document` content blocks on the user message.",
+)
 
 
 CONTEXT = "Context provided by the application:"
@@ -116,9 +125,24 @@ class ScriptedModel(Model):
         }
 
 
-@tool
-def lookup_order(order: str) -> str:
+# snippet: start
+def run_state(request: Request, run: RunAgentInput) -> dict[str, Any]:
+    """What each run's tools may read (its invocation_state): the ids and the signed identity."""
+    forwarded = run.forwarded_props if isinstance(run.forwarded_props, dict) else {}
+    return {
+        "thread_id": run.thread_id,  # the chat id
+        "user_id": forwarded.get("user_id"),
+        "identity": request.headers.get("X-AIHub-Identity"),  # verify it before you trust it
+    }
+
+
+@tool(context=True)
+def lookup_order(order: str, tool_context: ToolContext) -> str:
     """Look an order up."""
+    state = tool_context.invocation_state
+    thread_id, user_id, identity = state["thread_id"], state["user_id"], state["identity"]
+    # snippet: end
+    common.reached(thread_id=thread_id, user_id=user_id, identity=identity)
     common.ran("lookup_order", {"order": order})
     return f"order {order} shipped"
 
@@ -156,7 +180,8 @@ template = Agent(
 )
 config = StrandsAgentConfig(tool_behaviors={"cancel_order": ToolBehavior(interrupt_on_call=True)})
 app = FastAPI(title="Strands AG-UI")
-add_strands_fastapi_endpoint(app, StrandsAgent(agent=template, name="scripted", config=config), AGENT_PATH)
+agent = StrandsAgent(agent=template, name="scripted", config=config)
+add_strands_fastapi_endpoint(app, agent, AGENT_PATH, invocation_state_provider=run_state)
 # snippet: end
 
 if __name__ == "__main__":
