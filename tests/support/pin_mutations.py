@@ -8,7 +8,8 @@ restore the file. Not a test: run it by hand after changing a pinned rule,
 and every breakage must fail at least one test; it exits 1 when one survives. A breakage whose
 text is no longer in the pipe once is reported as surviving (the rule moved: update its text).
 The first six are the agent contract's pins (tests/functions/test_contract_pins.py, issue 29's
-mutation audit); the rest are the security rules issue 29 added or that no pin named before.
+mutation audit); the rest are the security rules issue 29 added or that no pin named before
+(tests/functions/test_security_pins.py holds those a second pass found unpinned).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PIPE = ROOT / "owui_functions" / "aihub_agent_pipe.py"
 PINS = "tests/functions/test_contract_pins.py"
 T = "tests/functions/"
+SECURITY = T + "test_security_pins.py"  # the second pass's pins
 
 # (the rule, the text that keeps it, the text that breaks it, the test files that pin it)
 BREAKAGES = [
@@ -94,6 +96,42 @@ BREAKAGES = [
         'if False:\n        return "", size',
         T + "test_inbound_limits.py",
     ),
+    (
+        "a file whose record is over MAX_FILE_MB is never read",
+        "        if record.size > limits.per_file:\n            return LeftOut",
+        "        if False:\n            return LeftOut",
+        SECURITY,
+    ),
+    (
+        "a file another user owns is not read",
+        'record.owner == user_id or user.get("role") == "admin" or',
+        'True or user.get("role") == "admin" or',
+        T + "test_inbound_files.py",
+    ),
+    (
+        "a stored file is read up to its cap only",
+        "            if size > limit:\n                raise FileTooLarge(",
+        "            if False:\n                raise FileTooLarge(",
+        T + "test_inbound_files.py",
+    ),
+    (
+        "a file past the message's budget is left out",
+        "        if record.size > budget:\n            return LeftOut",
+        "        if False:\n            return LeftOut",
+        T + "test_inbound_files.py",
+    ),
+    (
+        "reads leaves a kind of file out",
+        "        if kinds is not None and kind_name not in kinds:",
+        "        if False:",
+        T + "test_inbound_files.py",
+    ),
+    (
+        "an inlined image over MAX_FILE_MB is left out",
+        '    if size > limits.per_file:\n        return f"{_mb(size)} is over',
+        '    if False:\n        return f"{_mb(size)} is over',
+        T + "test_inbound_limits.py",
+    ),
     # what verifies
     (
         "a tool block verifies only with its signature",
@@ -102,6 +140,31 @@ BREAKAGES = [
         T + "test_history_binding.py",
     ),
     ("a call id becomes a call once", " or call.id in self._calls:", ":", T + "test_history_binding.py"),
+    (
+        "a tool block's turn is signed",
+        "            call.turn,\n            message_id,",
+        "            message_id,",
+        SECURITY,
+    ),
+    (
+        "a tool block is bound to its user",
+        "self._scope = [chat_id, agent_id, user_id]",
+        'self._scope = [chat_id, agent_id, ""]',
+        T + "test_history_binding.py",
+    ),
+    (
+        "a tool block is bound to its agent",
+        "self._scope = [chat_id, agent_id, user_id]",
+        'self._scope = [chat_id, "", user_id]',
+        T + "test_history_binding.py",
+    ),
+    ("the identity token names its agent (aud)", '"aud": claims["model"]', '"x": 1', T + "test_inbound_identity.py"),
+    (
+        "the identity token lives its lifetime",
+        '"exp": now + lifetime,',
+        '"exp": now + 86400,',
+        T + "test_inbound_identity.py",
+    ),
     # what an agent may show
     ('"<details" in the agent\'s text stays text', '"&lt;" + found[1:] if', "found if", T + "test_pipe_secrets.py"),
     (
@@ -137,6 +200,21 @@ BREAKAGES = [
         'text += "\\n\\n" + message',
         T + "test_approval_dialog.py",
     ),
+    ("the agent's error is text", "html.escape(error.message, quote=False)", "error.message", SECURITY),
+    ("a subagent's name is text", "html.escape(subagent.name, quote=False)", "subagent.name", SECURITY),
+    (
+        "a tool block's attributes are escaped",
+        "return html.escape(value, quote=True).replace",
+        "return value.replace",
+        T + "test_render_parse.py",
+    ),
+    ("reasoning is text", "html.escape(reasoning.text, quote=False)", "reasoning.text", T + "test_render_parse.py"),
+    (
+        "a source's title is text",
+        'text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")',
+        "pass",
+        T + "test_outbound.py",
+    ),
     # what is refused
     (
         "the OAuth token goes only to a real loopback address",
@@ -156,6 +234,7 @@ BREAKAGES = [
         ":",
         T + "test_pipe_secrets.py",
     ),
+    ("the probe is for admins only", 'and (user or {}).get("role") == "admin"', "", T + "test_probe.py"),
 ]
 
 
