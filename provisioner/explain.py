@@ -257,8 +257,7 @@ def instance_notes(explained: Mapping[str, Any], facts: Facts) -> list[dict[str,
                     f"the bundle's {toggle['filter']} and shows anyway (the agent, not Open WebUI, does the work)",
                 }
             )
-    if set(explained["row"]["reads"]) & {"documents", "images"}:
-        notes.extend(_upload_notes(explained, facts.groups, facts.default_permissions))
+    notes.extend(_group_notes(explained, facts.groups, facts.default_permissions))
     for wrapper in facts.models:
         if wrapper.get("base_model_id") == explained["model_id"]:
             notes.append(
@@ -280,11 +279,13 @@ def _inactive_effect(fid: str) -> str:
     return "its toggle does not show on any agent"
 
 
-def _upload_notes(
+def _group_notes(
     explained: Mapping[str, Any], groups: Iterable[Mapping[str, Any]], default_permissions: Mapping[str, Any] | None
 ) -> list[dict[str, str]]:
-    """A group whose members may not upload files (and the default permission says no) never
-    sees the attach button, whatever the row says."""
+    """Who gets the agent through its groups: a group missing or without members gives it to
+    nobody but admins; and for an agent that reads files, users who may not upload (no group of
+    theirs grants chat.file_upload, nor the default) never see the attach button."""
+    reads_files = bool(set(explained["row"]["reads"]) & {"documents", "images"})
     default = _file_upload(default_permissions)
     by_name = {str(g.get("name")): g for g in groups}
     notes = []
@@ -299,7 +300,16 @@ def _upload_notes(
                 }
             )
             continue
-        if _file_upload(group.get("permissions")) is False and default is not True:
+        if group.get("member_count") == 0:
+            notes.append(
+                {
+                    "about": name,
+                    "note": f"group {name!r} has no members: nobody gets the agent through it",
+                    "fix": f"add the agent's users to group {name!r} (Admin Panel > Users > Groups)",
+                }
+            )
+        own = _file_upload(group.get("permissions"))
+        if reads_files and own is not True and default is not True and False in (own, default):
             notes.append(
                 {
                     "about": name,
@@ -308,7 +318,7 @@ def _upload_notes(
                     "fix": f"allow File Upload in the permissions of group {name!r} (Admin Panel > Users > Groups)",
                 }
             )
-    if not explained["row"]["groups"] and default is False:
+    if reads_files and explained["row"]["access"].startswith("public") and default is False:
         notes.append(
             {
                 "about": "permissions",

@@ -72,6 +72,21 @@ agents:
     access: public
 """
 
+TEAM = """\
+id: team
+name: Team
+backend:
+  url: http://127.0.0.1:9/agui
+steps:
+  - id: only
+    calls: [summarise]
+agents:
+  - id: crew
+    name: Crew
+    access:
+      groups: [Empty, Ghosts]
+"""
+
 
 @pytest.fixture
 def catalog(tmp_path: Path):
@@ -80,6 +95,7 @@ def catalog(tmp_path: Path):
         "features.yaml": FEATURES,
         "desk.yaml": DESK,
         "other.yaml": OTHER,
+        "team.yaml": TEAM,
     }.items():
         (tmp_path / name).write_text(textwrap.dedent(text), encoding="utf-8")
     return load_catalog(tmp_path)
@@ -189,3 +205,22 @@ def test_the_instance_says_functions_off_and_a_missing_row(catalog) -> None:
     assert [n["about"] for n in off] == ["functions"]
     notes = [n["note"] for n in instance_notes(explain_agent(catalog, "desk.two"), facts(models=[]))]
     assert notes[0] == "the instance has no row for this agent yet: nobody sees it"
+
+
+def test_groups_that_give_the_agent_to_nobody_are_named_whatever_it_reads(catalog) -> None:
+    """An agent that reads no files: a group missing or without members still leaves its users
+    without it; users' upload permissions are not its concern."""
+    groups = [{"id": "g2", "name": "Empty", "member_count": 0, "permissions": None}]
+    rows = [{"id": "aihub_agent_pipe.team.crew", "is_active": True}]
+    notes = instance_notes(explain_agent(catalog, "team.crew"), facts(groups=groups, models=rows))
+    assert [(n["about"], n["note"]) for n in notes] == [
+        ("Empty", "group 'Empty' has no members: nobody gets the agent through it"),
+        ("Ghosts", "group 'Ghosts' does not exist on the instance: nobody gets the agent through it"),
+    ]
+    assert all(n["fix"] for n in notes)
+    # the group's own permissions unset and the default off: its members may not upload either
+    unset = [{"id": "g1", "name": "Support", "member_count": 3, "permissions": None}]
+    said = [n["note"] for n in instance_notes(explain_agent(catalog, "desk.one"), facts(groups=unset))]
+    assert any("group 'Support' lacks the chat.file_upload permission" in n for n in said), said
+    # a private agent is the admins', who may always upload
+    assert not any("upload" in n["note"] for n in instance_notes(explain_agent(catalog, "desk.two"), facts()))
