@@ -35,7 +35,8 @@ REACHES = (
     "The `context` entries (language, date and time, timezone) are the run's dependencies: Agno adds them to "
     "the user message.",
     "The user's image and document arrive as Agno `Image` and `File` on the user message (the files row).",
-    "The signed identity (`X-AIHub-Identity`) is an HTTP header: verify it in a middleware of the AgentOS app.",
+    "The signed identity (`X-AIHub-Identity`) is an HTTP header: a middleware of the AgentOS app puts it in a "
+    "context variable the tools read (verify it there, as docs/agent-pipe.md, 'Who is asking, signed' says).",
 )
 ANSWERS = {
     "approve": {"approved": {"accepted": True}, "declined": {"accepted": False}},
@@ -45,12 +46,14 @@ ANSWERS = {
 
 import asyncio
 import json
+from contextvars import ContextVar
 
 import _common as common
 from agno.metrics import MessageMetrics
 from agno.models.base import Model
 from agno.models.message import Message
 from agno.models.response import ModelResponse
+from fastapi import Request
 
 
 def _seen(messages: list[Message]) -> list[dict[str, Any]]:
@@ -130,8 +133,6 @@ class ScriptedModel(Model):
         return response
 
 
-SESSIONS: list[str] = []  # the session ids Agno gave lookup_order
-
 # snippet: start
 from agno.agent import Agent
 from agno.db.in_memory import InMemoryDb
@@ -140,14 +141,15 @@ from agno.os.interfaces.agui import AGUI
 from agno.run import RunContext
 from agno.tools import tool
 
-# snippet: end
+IDENTITY: ContextVar[str | None] = ContextVar("identity", default=None)
 
 
 @tool
 def lookup_order(order: str, run_context: RunContext) -> str:
-    """Look an order up. Agno hands a tool the run's context: the AG-UI threadId is its
-    session_id, what the pipe forwards in RunAgentInput.context its dependencies."""
-    SESSIONS.append(run_context.session_id)
+    """Look an order up."""
+    thread_id, user_id, identity = run_context.session_id, run_context.user_id, IDENTITY.get()
+    # snippet: end
+    common.reached(thread_id=thread_id, user_id=user_id, identity=identity)
     common.ran("lookup_order", {"order": order})
     return f"order {order} shipped"
 
@@ -191,6 +193,15 @@ agent = Agent(
     tools=[lookup_order, cancel_order, ask_address, confirm_shipment, broken_lookup],
 )
 app = AgentOS(agents=[agent], interfaces=[AGUI(agent=agent, prefix="/agno")]).get_app()
+
+
+@app.middleware("http")
+async def signed_identity(request: Request, call_next: Any) -> Any:
+    """The signed identity header, for the run's tools (verify it before you trust it)."""
+    IDENTITY.set(request.headers.get("X-AIHub-Identity"))
+    return await call_next(request)
+
+
 # snippet: end
 
 if __name__ == "__main__":
