@@ -288,3 +288,21 @@ def test_provision_token_out_never_writes_through_a_symlink(tmp_path: Path) -> N
     with pytest.raises(ProvisionError, match=f"cannot write {link}"):
         write_secret_file(link, TOKEN)
     assert target.read_text() == "keep me\n" and link.is_symlink()
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [{"managed_by": "someone-else"}, {"managed_by": "AIHUB-PROVISION"}, {"managed_by": None}, {}],
+    ids=["another-tool", "case", "none", "empty"],
+)
+def test_a_marker_that_does_not_name_provision_is_not_provisions(marker: dict) -> None:
+    """A row is provision's only when its marker says `managed_by: aihub-provision` exactly: a row
+    another tool or a person marked keeps every field (sync refuses it without --adopt, prune
+    leaves it). Only the e2e ownership test held this before."""
+    from provisioner.contract import MARKER_KEY
+    from provisioner.openwebui.observed import observed_model
+
+    row = {"id": "aihub_agent_pipe.foreign.agent", "name": "Theirs", "meta": {MARKER_KEY: marker}}
+    assert observed_model(row).managed is False
+    ours = {**row, "meta": {MARKER_KEY: {**marker, "managed_by": "aihub-provision"}}}
+    assert observed_model(ours).managed is True

@@ -444,6 +444,48 @@ BREAKAGES = [
         'allowed = MODEL_IMAGE_TYPES | {"image/svg+xml"}',
         [PINS, BAD],
     ),
+    (
+        "an unmanaged row is never updated without --adopt",
+        "provisioner/plan.py",
+        "                if (kind, ident) not in adopt_set:",
+        "                if False:",
+        ["tests/core/test_plan.py", "tests/cli/test_cli.py"],
+    ),
+    (
+        "prune never deletes an unmanaged row",
+        "provisioner/plan.py",
+        "            if ident in want or not live.managed:",
+        "            if ident in want:",
+        ["tests/core/test_plan.py"],
+    ),
+    (
+        "a row is provision's only when its marker names provision",
+        "provisioner/state.py",
+        'and (meta[MARKER_KEY].get("managed_by") == MANAGED_BY)',
+        "and True",
+        [PINS],
+    ),
+    (
+        "--prune refuses an empty desired set",
+        "provisioner/plan.py",
+        "    if prune and not desired.models:",
+        "    if False:",
+        ["tests/core/test_plan.py"],
+    ),
+    (
+        "a private agent gets no grant",
+        "provisioner/desired.py",
+        "    if not isinstance(access, GroupAccess):\n        return []",
+        "    if not isinstance(access, GroupAccess):\n        return [dict(PUBLIC_GRANT)]",
+        ["tests/core/test_desired.py"],
+    ),
+    (
+        "a missing group fails validation by default",
+        "provisioner/desired.py",
+        "        elif skip_missing:\n            continue",
+        "        elif True:\n            continue",
+        ["tests/core/test_desired.py", "tests/core/test_groups.py"],
+    ),
 ]
 
 
