@@ -142,6 +142,7 @@ def run_checks(
     checks += _rows(facts.models, agents)
     checks += _backends(probes, not_probed)
     checks += _probed_identity(probes, agents) if probes else _identity(valves, agents)
+    checks += _access(facts.groups, expected)
     checks += _uploads(facts, agents, expected)
     checks += _wrappers(facts.models, agents)
     return checks
@@ -407,6 +408,42 @@ def _identity(valves: Mapping[str, Any], agents: Mapping[str, Mapping[str, Any]]
             "run `provision sync` (it makes the key), or set AIHUB_IDENTITY_PRIVATE_KEY on the Open WebUI server",
         )
     ]
+
+
+def _access(groups: Sequence[Mapping[str, Any]], expected: Expected | None) -> list[Check]:
+    """The groups the blueprints give agents to: one missing or without members gives its
+    agents to nobody but admins."""
+    if expected is None or not expected.groups:
+        return []
+    by_name = {str(g.get("name")): g for g in groups}
+    checks = []
+    for key, names in sorted(expected.groups.items()):
+        missing = [n for n in names if n not in by_name]
+        empty = [n for n in names if n in by_name and by_name[n].get("member_count") == 0]
+        if missing:
+            checks.append(
+                Check(
+                    "access",
+                    "fail" if len(missing) == len(names) else "warn",
+                    f"{key} is for group(s) {', '.join(missing)}, which do not exist on the instance: "
+                    "their members never see the agent",
+                    "create the group(s) (or set the target's missing_groups: create) and run `provision sync`",
+                    key,
+                )
+            )
+        if empty:
+            checks.append(
+                Check(
+                    "access",
+                    "warn",
+                    f"{key} is for group(s) {', '.join(empty)}, which have no members",
+                    "add the agent's users to the group(s) (Admin Panel > Users > Groups)",
+                    key,
+                )
+            )
+    if not checks:
+        checks.append(Check("access", "pass", "every group the agents are for exists and has members"))
+    return checks
 
 
 def _reads(entry: Mapping[str, Any]) -> set[str]:

@@ -377,3 +377,33 @@ def test_one_fix_for_a_run_of_findings_it_fixes(capsys, fake: FakeOpenWebUI) -> 
         "support-desk.tier2",
         "support-desk.billing",
     ]
+
+
+def test_a_group_an_agent_is_for_that_is_gone_or_empty(capsys, fake: FakeOpenWebUI, tmp_path) -> None:
+    """After a sync an admin deletes or empties a group an agent is for: its members lose the agent."""
+    import shutil
+
+    root = tmp_path / "blueprints"
+    shutil.copytree(REPO / "blueprints", root)
+    desk = root / "support_desk.yaml"
+    text = desk.read_text(encoding="utf-8")
+    desk.write_text(text.replace("access: private", "access: {groups: [Ops]}", 1), encoding="utf-8")
+    args = ["-p", str(root), "--bundle", str(REPO / "owui_functions")]
+    fake.groups.append({"id": "g1", "name": "Ops", "member_count": 2, "permissions": None})
+    assert run(capsys, "sync", *args)[0] == 0
+    code, out, _ = run(capsys, "doctor", *args, "-o", "json")
+    assert code == 0 and statuses(json.loads(out))[("access", "")] == "pass"
+    fake.groups[0]["member_count"] = 0
+    found = {
+        (c["id"], c.get("subject", "")): c for c in json.loads(run(capsys, "doctor", *args, "-o", "json")[1])["checks"]
+    }
+    assert found[("access", "support-desk.tier2")]["status"] == "warn"
+    assert (
+        found[("access", "support-desk.tier2")]["message"]
+        == "support-desk.tier2 is for group(s) Ops, which have no members"
+    )
+    fake.groups.clear()
+    code, out, _ = run(capsys, "doctor", *args, "-o", "json")
+    found = {(c["id"], c.get("subject", "")): c for c in json.loads(out)["checks"]}
+    assert code == 1 and found[("access", "support-desk.tier2")]["status"] == "fail"
+    assert found[("access", "support-desk.tier2")]["fix"].startswith("create the group(s)")

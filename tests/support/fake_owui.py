@@ -50,7 +50,7 @@ class FakeOpenWebUI:
         self.version = version
         self.models: dict[str, dict[str, Any]] = {}
         self.functions: dict[str, dict[str, Any]] = {}
-        self.groups: list[dict[str, str]] = []
+        self.groups: list[dict[str, Any]] = []
         self.users: dict[str, dict[str, Any]] = {}  # id -> {"id", "name", "email", ...}
         self.calls: list[tuple[str, str]] = []
         self.registry_refreshes = 0
