@@ -109,6 +109,7 @@ class Outbound:
         self.client_calls: list[str] = []  # calls a finished run left for the client (the user) to answer
         self.asked_calls: set[str] = set()  # calls the user was asked about: never asked twice
         self.answered: dict[str, str] = {}  # accepted client calls -> what they show if no run streams a result
+        self.framework = ""  # "agno" when its RAW events say so: how a call left to the client is answered
         self._activities: dict[str, Any] = {}  # ACTIVITY_* content by message id
 
     # -- usage ------------------------------------------------------------------------------------

@@ -125,24 +125,74 @@ def question_of(interrupt: Mapping[str, Any], recorder: Recorder) -> dict[str, A
 ADK_CONFIRMATION = "adk_request_confirmation"  # ADK's tool_context.request_confirmation(): a call left to the client
 
 
-def client_question(call: ToolCall, recorder: Recorder) -> dict[str, Any]:
+def _example_schema(example: Any) -> dict[str, Any]:
+    """The schema of an answer shaped like ``example`` (ADK's confirmation payload is an example of
+    the data it needs: ``{"address": ""}``), for the input's hint and its check."""
+    if isinstance(example, bool):
+        return {"type": "boolean"}
+    if isinstance(example, int):
+        return {"type": "integer"}
+    if isinstance(example, float):
+        return {"type": "number"}
+    if isinstance(example, list):
+        return {"type": "array"}
+    if isinstance(example, Mapping):
+        return {"type": "object", "properties": {str(k): _example_schema(v) for k, v in example.items()}}
+    return {"type": "string"}
+
+
+def _adk_confirmation(call: ToolCall) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """ADK's confirmation call: the call it confirms, and the ToolConfirmation it asks for."""
+    arguments = _mapping(_json_or_none(call.arguments))
+    return _mapping(arguments.get("originalFunctionCall")), _mapping(arguments.get("toolConfirmation"))
+
+
+def client_question(call: ToolCall, recorder: Recorder) -> tuple[dict[str, Any], Mapping[str, Any]]:
     """The dialog for a call the run left for the client (ADK's long-running tools and its
-    confirmations, LlamaIndex's frontend tools, Agno's confirmations, pendingToolCallIds): a yes or
-    no, built from the call's name and arguments (for ADK's confirmation, of the call it confirms)."""
+    confirmations, LlamaIndex's frontend tools, Agno's confirmations, pendingToolCallIds), and the
+    schema its answer is checked against: a yes or no, built from the call's name and arguments (for
+    ADK's confirmation, of the call it confirms); ADK's confirmation that asks for a payload
+    (``request_confirmation(hint=..., payload=...)``) is its hint as a question, answered in the
+    payload's shape."""
     redact = recorder.scrubber.redact
     name, arguments = call.name, call.arguments
     if call.name == ADK_CONFIRMATION:
-        original = _mapping(_mapping(_json_or_none(call.arguments)).get("originalFunctionCall"))
+        original, confirmation = _adk_confirmation(call)
+        if confirmation.get("payload") is not None:
+            schema = _example_schema(confirmation["payload"])
+            hint = redact(_str(confirmation.get("hint"))) or "The agent asks for your answer."
+            return _input("The agent asks", markdown_text(hint), schema), schema
         if original.get("name"):
             name = _str(original["name"])
             arguments = json.dumps(original.get("args"), ensure_ascii=False) if original.get("args") is not None else ""
-    return _confirmation(" ".join(redact(name).split()), redact(arguments), "")
+    return _confirmation(" ".join(redact(name).split()), redact(arguments), ""), {}
 
 
-def client_answer(call: ToolCall, accepted: bool) -> str:
-    """The tool message that answers a call left to the client: ADK's confirmation reads
-    ``{"confirmed": ...}``, the others (Agno's shape) ``{"accepted": ...}``."""
-    return json.dumps({"confirmed" if call.name == ADK_CONFIRMATION else "accepted": accepted})
+AGNO = "agno"  # the source Agno's AG-UI interface names in its RAW events
+ACCEPTED = "The user accepted this call."
+
+
+def client_answer(call: ToolCall, accepted: bool, framework: str, *, why: str = "", value: Any = None) -> str:
+    """The tool message that answers a call left to the client, in the shape its framework reads
+    (``why``: why a call that was not accepted did not run; ``value``: the answer typed for ADK's
+    confirmation that asks for a payload). ADK's confirmation reads ``{"confirmed": ..., "payload":
+    ...}``. Agno's paused call ``{"accepted": ..., "values": {}}`` (a "no" with its ``note``, which
+    Agno tells the agent): Agno's stream does not say which of its pauses a call is, and each reads
+    its own key (a requires_user_input call's fields are not on the wire, so it gets none). Any other
+    call gets words for its model: Agent Framework takes a tool message holding ``accepted`` for an
+    approval of its own, and drops it."""
+    if call.name == ADK_CONFIRMATION:
+        return json.dumps({"confirmed": accepted, **({"payload": value} if accepted and value is not None else {})})
+    if framework == AGNO:
+        return json.dumps({"accepted": accepted, "values": {}, **({} if accepted else {"note": why})})
+    return ACCEPTED if accepted else why
+
+
+def tells_the_agent(call: ToolCall, framework: str) -> bool:
+    """A call nobody answered that is still answered in a new run, as declined: ADK's confirmation
+    and Agno's paused calls are approvals the framework holds open (an approval nobody gave is a
+    "no" the agent hears). Any other call is closed as not run, and the agent reads so next turn."""
+    return call.name == ADK_CONFIRMATION or framework == AGNO
 
 
 # --- answers checked against the interrupt's responseSchema ------------------------------------------
@@ -399,35 +449,41 @@ async def _answer_interrupts(run: AgentRun, payload: dict[str, Any]) -> dict[str
 
 async def _answer_client_calls(run: AgentRun, payload: dict[str, Any]) -> dict[str, Any] | None:
     """Ask about each call the run left to the client; the next request is a new run on the same
-    thread whose last messages are the answers as those calls' results, ``{"accepted": true|false}``
-    (Agno's shape, and plain words to any model), or None when nobody answered. A result the next
-    run streams for an accepted call fills its block; else the block shows the answer."""
+    thread whose last messages are the answers as those calls' results (client_answer: in the shape
+    the framework reads), or None when no call has an answer to send. A result the next run streams
+    for an accepted call fills its block; else the block shows the answer."""
     recorder = run.recorder
+    framework = recorder.outbound.framework
     calls, recorder.outbound.client_calls = recorder.outbound.client_calls, []
     answers: dict[str, str] = {}  # call id -> the tool message's content
     closed: dict[str, str] = {}  # call id -> its result now: declined, or not run
     for call_id in calls:
         recorder.outbound.asked_calls.add(call_id)
         call = recorder._calls[call_id][1]
-        question = client_question(call, recorder)
+        question, schema = client_question(call, recorder)
         await run.status.send({"description": ASKED, "done": False})
-        answer, how = await ask_checked(run.event_call, question, {}, run.question_timeout)
+        answer, how = await ask_checked(run.event_call, question, schema, run.question_timeout)
         if answer is None:
             closed[call_id] = unanswered_result(how, run.question_timeout)
-            continue
-        answers[call_id] = client_answer(call, answer is True)
-        if answer is True:
-            recorder.outbound.approvals[call_id] = APPROVED
+            if tells_the_agent(call, framework):  # declined in the framework's shape, never approved
+                answers[call_id] = client_answer(call, False, framework, why=closed[call_id])
+        elif question["type"] == "confirmation" and answer is False:
+            closed[call_id] = unanswered_result("declined", run.question_timeout)
+            answers[call_id] = client_answer(call, False, framework, why=closed[call_id])
+        elif question["type"] == "input":  # ADK's confirmation that asks for a payload: the answer is it
+            answers[call_id] = client_answer(call, True, framework, value=answer)
             recorder.outbound.answered[call_id] = answers[call_id]  # shown if the next run streams no result
         else:
-            closed[call_id] = unanswered_result("declined", run.question_timeout)
+            answers[call_id] = client_answer(call, True, framework)
+            recorder.outbound.approvals[call_id] = APPROVED
+            recorder.outbound.answered[call_id] = answers[call_id]
     recorder.paused = recorder.finished = False
     turn = _turn(recorder)  # before the answers fill the calls: the tool messages go last, in the calls' order
     for call_id, result in closed.items():
         recorder.tool_result(call_id, result)
     if not answers:
         return None
-    told = {**{c: r for c, r in closed.items() if c not in answers}, **answers}  # the agent hears of every call
+    told = {**closed, **answers}  # the agent hears of every call
     tools = [
         {"id": f"aihub-answer-{n}", "role": "tool", "toolCallId": call_id, "content": told[call_id]}
         for n, call_id in enumerate(c for c in calls if c in told)

@@ -308,6 +308,7 @@ async def stream_run(
                             ended = not raw
                             for event in stream.feed(raw) if raw else stream.end():
                                 recorder.feed(event)
+                            recorder.outbound.framework = stream.raw_source or recorder.outbound.framework
                             batch.add(recorder.drain())
                 except TimeoutError:
                     if not waiting.expired():
@@ -331,6 +332,7 @@ async def stream_run(
                     if batch.ready(now := loop.time()):
                         for chunk in _safe_chunks(batch.take(now)):
                             yield chunk
+            recorder.outbound.framework = stream.raw_source or recorder.outbound.framework
             if not raw:
                 break
         for update in recorder.take_statuses():

@@ -232,6 +232,7 @@ class AgentStream:
         # lines read by their start (an OpenAI body's "type" means nothing: none)
         self._skipped, self._bulky = (_SKIPPED, _BULKY_STARTS) if self._adapter is None else ((), ())
         self._agno_usage: list[dict[str, int]] = []  # Agno's RAW usage reports so far
+        self.raw_source = ""  # "agno" once a RAW event says so: which framework serves the agent
 
     def feed(self, raw: bytes) -> Iterator[dict[str, Any]]:
         parser, limit = self._parser, self._max
@@ -260,6 +261,7 @@ class AgentStream:
                 if raw.startswith(b"\n", start):
                     start += 1
                 if buf[end - 2] == 34 and buf.endswith(_AGNO_RAW_ENDS, first, end):  # 34: '"agno"}'s quote
+                    self.raw_source = "agno"
                     if counts := _agno_usage(buf[first:end]):
                         self._agno_usage.append(counts)  # per model request: the run's usage is their sum
                         yield {"type": USAGE, "usage": list(self._agno_usage)}

@@ -140,3 +140,25 @@ def test_an_agno_run_shows_the_usage_of_its_model_requests() -> None:
 def test_a_server_cannot_pass_its_own_usage_event_off_as_the_pipes() -> None:
     body = _sse([{"type": P.USAGE, "usage": {"input_tokens": 5}}, _agno_raw("RunStarted")])
     assert _read(body, len(body)) == []
+
+
+@pytest.mark.parametrize(
+    ("capture", "source"), [("agno/approve.sse", "agno"), ("langgraph/tool.sse", ""), ("pydantic_ai/tool.sse", "")]
+)
+def test_a_raw_event_of_agno_names_the_agents_framework(capture: str, source: str) -> None:
+    # Agno's paused calls are answered in its own shape: the pipe knows it by its RAW events' source
+    stream = P.AgentStream("agui")
+    body = (CAPTURES / capture).read_bytes()
+    for start in range(0, len(body), 97):
+        list(stream.feed(body[start : start + 97]))
+    assert stream.raw_source == source
+
+
+@pytest.mark.parametrize("compact", [True, False])
+def test_a_raw_events_source_is_its_own_not_one_inside_its_payload(compact: bool) -> None:
+    stream = P.AgentStream("agui")
+    list(stream.feed(_sse([{"type": "RAW", "event": {"x": {"source": "agno"}}}], compact)))  # no source of its own
+    assert stream.raw_source == ""
+    stream = P.AgentStream("agui")
+    list(stream.feed(_sse([{"type": "RAW", "event": {"source": "inner"}, "source": "agno"}], compact)))
+    assert stream.raw_source == "agno"

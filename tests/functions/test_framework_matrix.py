@@ -38,24 +38,10 @@ pytestmark = pytest.mark.agui
 
 # (framework, behaviour) -> why the pipe does not do it yet (issue 32 items 2-4, being built): a
 # strict xfail, so the day the pipe does it the test fails until the entry goes.
-IN_THE_TOOL = (
-    "the question is in the tool's own code: the call reaches the client as ask_address(order), so the "
-    "pipe asks it as that call's confirmation, not as the question"
-)
 KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("pydantic_ai", "question: answered"): IN_THE_TOOL,
-    ("adk", "approval: no answer"): "ADK's confirmation is a call left for the client: one nobody answers is "
-    "closed as not run without a new run, so the agent hears of it next turn",
-    ("adk", "question: answered"): IN_THE_TOOL,
     # fw-b's frameworks (2026-12-04, against main's pipe of that hour)
-    ("agent_framework", "client tool: answered"): "the pipe closes Agent Framework's declaration-only call but no new "
-    "run goes on with the answer",
     ("agno", "later turns"): "Agno reads only the last user message of what the pipe sends (its history is its own "
     "database, per threadId): the model never sees the earlier turns",
-    ("agno", "approval: no answer"): "when nobody answers, the pipe closes Agno's paused call but sends Agno no "
-    "{accepted: false} tool message: the agent is never told",
-    ("agno", "question: answered"): "Agno's requires_user_input call looks like any call left open: the pipe asks it "
-    "as an approval, and Agno wants {values: {...}}",
     ("llamaindex", "later turns"): "LlamaIndex turns the tool message the pipe sends back into a user message: the "
     "model sees the tool's result as the user's words",
     ("crewai", "stream+tools"): "CrewAI keeps no text of a model response that calls tools, and ag-ui-crewai streams "
@@ -280,20 +266,45 @@ def test_an_unanswered_approval_never_runs_the_tool_and_the_agent_is_told(
 
 # --- asking the user: questions ---------------------------------------------------------------------
 
+QUESTION = "Which address should the parcel go to?"
+# Frameworks whose AG-UI server never sends a question its tool asks: the call reaches the client as
+# ask_address(order), like any call left to it, and nothing on the wire tells it apart. Checked
+# against what the server sent (the day it sends the question, the test asks for the real thing).
+QUESTION_NOT_SENT = {
+    "pydantic_ai": "Pydantic AI's AG-UI adapter sends a CallDeferred(kind='question') call as it sends an external "
+    "one (a pendingToolCallId, without its kind or metadata): the question stays in the tool, so the pipe asks "
+    "about the call (its name and arguments) and its yes goes back as the call's result",
+    "agno": "Agno's AG-UI interface sends a requires_user_input call like its other paused calls (no pause type, no "
+    "user_input_fields): the question stays in the tool, so the pipe asks about the call and answers it "
+    '{"accepted": true, "values": {}}; Agno runs the tool without the value',
+}
+
 
 @pytest.mark.parametrize("name", params("question: answered"))
 def test_the_frameworks_question_is_asked_and_its_answer_reaches_the_agent(
     framework_servers: Any, name: str, wire: Wire
 ) -> None:
     server = server_for(framework_servers, name)
-    with outcome(server, "question: answered"):
-        dialog = Dialog(ADDRESS)
+    with outcome(server, "question: answered") as note:
+        dialog = Dialog(ADDRESS if name not in QUESTION_NOT_SENT else True)
         run = Chat(server).say("scenario:ask", event_call=dialog)
         assert dialog.questions, f"nobody was asked: the server paused with {pause_kind(wire)}"
         assert len(dialog.questions) == 1, f"asked {len(dialog.questions)} times"
         question = dialog.questions[0]
+        if name in QUESTION_NOT_SENT and QUESTION not in json.dumps(wire.events):
+            # the framework's limitation: asked as the call it is, and the run goes on with the answer
+            assert question["type"] == "confirmation", f"asked as {question['type']}"
+            assert "ask_address" in json.dumps(question) and "10023" in json.dumps(question), question["data"]
+            assert not spinning(run.content), SPINS
+            assert "Agent error" not in run.content, f"the resumed run failed: {_error(run.content)}"
+            (call,) = [c for c in calls(run.content) if c.name == "ask_address"]
+            later = server.recorded()[1:]
+            assert later and call.id in [m.get("toolCallId") for m in later[-1]["messages"] if m.get("role") == "tool"]
+            assert "You answered:" in texts(run.content), "the run did not go on with the answer"
+            note.no(QUESTION_NOT_SENT[name])
+            return
         assert question["type"] == "input", f"asked as {question['type']}, not as a question to answer"
-        assert "Which address should the parcel go to?" in _unescaped(question["data"]["message"]), (
+        assert QUESTION in _unescaped(question["data"]["message"]), (
             f"the dialog does not hold the question: {question['data']['message']!r}"
         )
         assert not spinning(run.content), SPINS

@@ -224,7 +224,9 @@ def test_a_yes_or_no_question_is_a_confirmation_answered_as_a_boolean(sse_stub: 
 # --- calls the run left for the client -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("capture_name", ["pydantic_ai/client", "adk/client", "llamaindex/client"])
+@pytest.mark.parametrize(
+    "capture_name", ["pydantic_ai/client", "adk/client", "llamaindex/client", "agent_framework/client"]
+)
 def test_a_call_left_to_the_client_is_asked_and_answered_by_a_new_run_with_the_answer(
     sse_stub: SSEStub, capture_name: str
 ) -> None:
@@ -239,9 +241,9 @@ def test_a_call_left_to_the_client_is_asked_and_answered_by_a_new_run_with_the_a
     first, nxt = (r["json"] for r in sse_stub.requests)
     assert nxt["threadId"] == first["threadId"] and nxt["runId"] != first["runId"] and "resume" not in nxt
     assert nxt["messages"][-2]["toolCalls"][0]["id"] == nxt["messages"][-1]["toolCallId"]
-    assert nxt["messages"][-1]["role"] == "tool" and json.loads(nxt["messages"][-1]["content"]) == {"accepted": True}
+    assert nxt["messages"][-1]["role"] == "tool" and nxt["messages"][-1]["content"] == "The user accepted this call."
     (call, *_) = _calls(run.content)
-    assert call.result == '[approved by the user] {"accepted": true}'  # no run streamed another result for it
+    assert call.result == "[approved by the user] The user accepted this call."  # no run streamed another result
     assert "Executing..." not in run.content and "Agent error" not in run.content
 
 
@@ -264,7 +266,8 @@ def test_agnos_confirmation_is_a_yes_or_no_sent_as_accepted(sse_stub: SSEStub) -
     (question,) = dialog.questions
     assert question["type"] == "confirmation" and question["data"]["title"] == "Allow cancel_order?"
     nxt = sse_stub.requests[1]["json"]
-    assert nxt["messages"][-1]["role"] == "tool" and json.loads(nxt["messages"][-1]["content"]) == {"accepted": True}
+    assert nxt["messages"][-1]["role"] == "tool"
+    assert json.loads(nxt["messages"][-1]["content"]) == {"accepted": True, "values": {}}
     (call,) = _calls(run.content)
     assert call.result == "[approved by the user] order 10023 cancelled"
     assert run.content.endswith("The cancel tool said: order 10023 cancelled")
@@ -274,9 +277,88 @@ def test_agnos_declined_confirmation_goes_on_and_its_block_says_so(sse_stub: SSE
     _play(sse_stub, capture("agno/approve.sse"))
     dialog = Dialog(sse_stub, [False], capture("agno/approve.resume-declined.sse"))
     run = run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
-    assert json.loads(sse_stub.requests[1]["json"]["messages"][-1]["content"]) == {"accepted": False}
+    assert json.loads(sse_stub.requests[1]["json"]["messages"][-1]["content"]) == {
+        "accepted": False,
+        "values": {},
+        "note": "Not run: the user declined.",
+    }
     assert _calls(run.content)[0].result == "Not run: the user declined."
     assert "Executing..." not in run.content
+
+
+def test_nobody_answering_agnos_paused_call_tells_agno_no_in_a_new_run(sse_stub: SSEStub) -> None:
+    # Agno holds the paused run in its database until a tool message answers it; nobody answering
+    # is a "no" with why (never an approval), and no values (the pause may be a requires_user_input)
+    _play(sse_stub, capture("agno/approve.sse"))
+    then = capture("agno/approve.resume-declined.sse")
+    dialog = Dialog(sse_stub, [], then, delay=2)
+    pipe = make_pipe([_agent(sse_stub.url)])
+    pipe.valves.QUESTION_TIMEOUT_SECONDS = 0.5
+    run = run_pipe(pipe, "lab.helper", HISTORY, event_call=dialog)
+    first, nxt = (r["json"] for r in sse_stub.requests)
+    assert nxt["threadId"] == first["threadId"] and "resume" not in nxt
+    told = nxt["messages"][-1]
+    assert told["role"] == "tool" and told["toolCallId"] == _calls(run.content)[0].id
+    why = "Not run: nobody answered the question within 0.5 seconds."
+    assert json.loads(told["content"]) == {"accepted": False, "values": {}, "note": why}
+    assert _calls(run.content)[0].result == why
+    assert run.content.endswith("The cancel tool said: Function call was rejected by the user")
+
+
+def test_an_unanswered_adk_confirmation_is_told_no_in_a_new_run(sse_stub: SSEStub) -> None:
+    _play(sse_stub, capture("adk/approve.sse"))
+    dialog = Dialog(sse_stub, [None], capture("adk/approve.resume-declined.sse"))  # the dialog closed, no answer
+    run = run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
+    first, nxt = (r["json"] for r in sse_stub.requests)
+    told = nxt["messages"][-1]
+    assert nxt["threadId"] == first["threadId"] and "resume" not in nxt
+    assert told["role"] == "tool" and json.loads(told["content"]) == {"confirmed": False}  # never an approval
+    (confirmation,) = [c for c in _calls(run.content) if c.name == "adk_request_confirmation"]
+    assert told["toolCallId"] == confirmation.id
+    assert confirmation.result == "Not run: the question was not answered."
+    assert "Executing..." not in run.content and 'done="false"' not in run.content and "Agent error" not in run.content
+
+
+def test_adks_confirmation_with_a_payload_is_its_hint_asked_and_answered_in_the_payloads_shape(
+    sse_stub: SSEStub,
+) -> None:
+    # tool_context.request_confirmation(hint=<question>, payload={"address": ""}): ADK's way to ask for input
+    _play(sse_stub, capture("adk/ask.sse"))
+    dialog = Dialog(sse_stub, ["12 Rue de Rivoli, Paris"], capture("adk/ask.resume-answered.sse"))
+    run = run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
+    (question,) = dialog.questions
+    assert question["type"] == "input"
+    assert question["data"]["message"] == P.markdown_text("Which address should the parcel go to?")
+    nxt = sse_stub.requests[1]["json"]
+    told = nxt["messages"][-1]
+    assert told["role"] == "tool" and "resume" not in nxt
+    assert json.loads(told["content"]) == {"confirmed": True, "payload": {"address": "12 Rue de Rivoli, Paris"}}
+    (confirmation,) = [c for c in _calls(run.content) if c.name == "adk_request_confirmation"]
+    assert told["toolCallId"] == confirmation.id
+    assert "You answered: {'result': '12 Rue de Rivoli, Paris'}" in run.content
+    assert "Executing..." not in run.content and "Agent error" not in run.content
+
+
+@pytest.mark.parametrize(
+    ("payload", "typed", "sent"),
+    [
+        ({"days": 0}, ["two", "2"], {"days": 2}),  # a wrong kind is asked again, with why
+        ({"city": "", "zip": ""}, ['{"city": "Paris", "zip": "75001"}'], {"city": "Paris", "zip": "75001"}),
+        (0, ["3"], 3),
+    ],
+)
+def test_adks_confirmation_payload_is_the_answers_shape(
+    sse_stub: SSEStub, payload: Any, typed: list[str], sent: Any
+) -> None:
+    arguments = {
+        "originalFunctionCall": {"id": "c0", "args": {}, "name": "request_time_off"},
+        "toolConfirmation": {"hint": "How many days?", "confirmed": False, "payload": payload},
+    }
+    sse_stub.behaviour.data = events(T("Asking."), C("c1", "adk_request_confirmation", json.dumps(arguments)), FINISHED)
+    dialog = Dialog(sse_stub, typed, events(T("OK."), FINISHED))
+    run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
+    assert len(dialog.questions) == len(typed) and dialog.questions[0]["type"] == "input"
+    assert json.loads(sse_stub.requests[1]["json"]["messages"][-1]["content"]) == {"confirmed": True, "payload": sent}
 
 
 # --- AG-UI 1.0's outcome cancelled ---------------------------------------------------------------------

@@ -5,8 +5,10 @@ An ``LlmAgent`` in an ADK ``App`` with ``ResumabilityConfig(is_resumable=True)``
 model is a ``BaseLlm`` subclass that streams apps/_common.py's scripts as partial
 ``LlmResponse``s (text pieces), then the aggregated response with its function calls and usage,
 as ADK's SSE streaming mode expects (Gemini gives a call's arguments whole). The approval is
-ADK's own tool confirmation (``FunctionTool(require_confirmation=True)``); the question and the
-client-side call are ``LongRunningFunctionTool``s the client answers. Runs in its own venv
+ADK's own tool confirmation (``FunctionTool(require_confirmation=True)``); the question is a
+confirmation the tool requests with a hint and a payload to fill in
+(``tool_context.request_confirmation(hint=..., payload=...)``); the client-side call is a
+``LongRunningFunctionTool`` the client answers. Runs in its own venv
 (tests/support/frameworks/harness.py).
 """
 
@@ -37,7 +39,10 @@ PINS = (
 AGENT_PATH = "/agent"
 # ADK's tool confirmation is answered with its ToolConfirmation shape, as a tool message for the
 # adk_request_confirmation call.
-ANSWERS = {"approve": {"approved": {"confirmed": True}, "declined": {"confirmed": False}}}
+ANSWERS = {
+    "approve": {"approved": {"confirmed": True}, "declined": {"confirmed": False}},
+    "ask": {"answered": {"confirmed": True, "payload": {"address": "12 Rue de Rivoli, Paris"}}},
+}
 REACHES = (
     "`threadId` (the chat id) is kept in the session's state as `_ag_ui_thread_id` (ag-ui-adk names its ADK "
     "session itself): `tool_context.state` in a tool. The session keeps the conversation.",
@@ -118,10 +123,18 @@ def cancel_order(order: str) -> str:
     return f"order {order} cancelled"
 
 
-def ask_address(order: str) -> None:
-    """Ask the user where an order goes: a long-running call the client answers (None: no
-    interim result, so the run pauses for the client's answer)."""
-    return None
+def ask_address(order: str, tool_context: ToolContext) -> str:
+    """Ask the user where an order goes: ADK's tool confirmation with a hint (the question) and a
+    payload (the answer's shape, which the user fills in), as ADK's docs ask a user for input."""
+    confirmation = tool_context.tool_confirmation
+    if confirmation is None:
+        tool_context.request_confirmation(hint=common.QUESTION, payload={"address": ""})
+        return "waiting for the user's address"
+    if not confirmation.confirmed:
+        return "the user gave no address"
+    address = str((confirmation.payload or {}).get("address", ""))
+    common.ran("ask_address", {"order": order, "answer": address})
+    return address
 
 
 def confirm_shipment(order: str) -> None:
@@ -143,7 +156,7 @@ root = LlmAgent(
     tools=[
         lookup_order,
         FunctionTool(cancel_order, require_confirmation=True),
-        LongRunningFunctionTool(ask_address),
+        ask_address,
         LongRunningFunctionTool(confirm_shipment),
         broken_lookup,
     ],
