@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from demo_agents.sse_handler import SSEHandler
-from tests.support.agui_schema import NotAnAgUiRun, check_event, check_run
+from tests.support.agui_schema import NotAnAgUiEvent, NotAnAgUiRun, check_event, check_run
 from tests.support.loading import load_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -216,13 +216,27 @@ class StubBehaviour:
     pauses: dict[int, float] = field(default_factory=dict)  # seconds to wait before data item i
 
 
+def sse_events(body: bytes) -> list[Any]:
+    """The JSON data of each event of an SSE body (CRLF or LF, data over several lines); data that
+    is not JSON (a test's bad JSON on purpose, "[DONE]") as its text."""
+    out: list[Any] = []
+    for block in re.split(r"\r?\n\r?\n", body.decode("utf-8", "replace")):
+        lines = [line[5:].removeprefix(" ") for line in re.split(r"\r?\n", block) if line.startswith("data:")]
+        if lines:
+            try:
+                out.append(json.loads("\n".join(lines)))
+            except ValueError:
+                out.append("\n".join(lines))
+    return out
+
+
 class SSEStub:
     """A loopback HTTP server that records each request and answers with a canned SSE stream."""
 
     def __init__(self) -> None:
         self.behaviour = StubBehaviour()
         self.requests: list[dict[str, Any]] = []
-        self.not_agui: list[str] = []  # AG-UI runs the pipe sent that 1.0's RunAgentInput rejects
+        self.not_agui: list[str] = []  # runs the pipe sent, or raw events a test sent, that AG-UI 1.0 rejects
         self._stop = threading.Event()
         stub = self
 
@@ -246,6 +260,11 @@ class SSEStub:
                     return
                 self.start_stream()
                 if b.raw is not None:
+                    for event in sse_events(b.raw):  # raw bytes too: their events are AG-UI 1.0's
+                        try:
+                            check_event(event, OWN_EVENTS)
+                        except NotAnAgUiEvent as exc:
+                            stub.not_agui.append(str(exc))
                     size = b.fragment or len(b.raw)
                     for start in range(0, len(b.raw), size):
                         self.send_chunk(b.raw[start : start + size])
@@ -270,12 +289,12 @@ class SSEStub:
         self._thread.start()
 
     def close(self) -> None:
-        """Stop the server; raise NotAnAgUiRun if the pipe sent a run AG-UI 1.0 rejects."""
+        """Stop the server; fail if the pipe sent a run, or the test raw events, that AG-UI 1.0 rejects."""
         self._stop.set()
         self.server.shutdown()
         self.server.server_close()
         if self.not_agui:
-            raise NotAnAgUiRun(self.not_agui[0])
+            raise AssertionError(self.not_agui[0])
 
 
 # --- AG-UI events in the reference sheet's notation ----------------------------------------------
