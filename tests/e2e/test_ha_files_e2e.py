@@ -7,6 +7,10 @@ A member uploads a document and an image through replica 1 and chats through rep
 owner checks included) and sends their bytes to the agent; the agent answers with an image,
 which the pipe on replica 2 stores in the member's name. Replica 1 then serves that image to the
 member and to no one else, and the stored message holds its URL, not its bytes.
+
+The groups cache: each replica's pipe keeps a user's groups for GROUPS_TTL_SECONDS in its own
+process, so a group change made through replica 1 reaches the agent's signed identity through
+replica 2 within that time, when the member joins and when they leave.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import jwt
 import pytest
 
 from demo_agents.sse_handler import SSEHandler
@@ -30,6 +35,10 @@ from tests.support.builders import CAPABILITIES as BUILDER_CAPABILITIES
 from tests.support.builders import blueprint, write_blueprint_dir, write_function_dir
 from tests.support.chat_support import AGENT_PIPE, provision, stored_message, ui_body
 from tests.support.owui_instance import OpenWebUIInstance, started
+from tests.support.pipe_support import pipe_module
+
+IDENTITY_HEADER = pipe_module.IDENTITY_HEADER  # the pipe's own signed identity
+GROUPS_TTL_SECONDS = pipe_module.GROUPS_TTL_SECONDS  # how long each pipe process keeps a user's groups
 
 MODEL = "aihub_agent_pipe.ha-files.default"
 CALLS = ["read_attachments"]
@@ -48,12 +57,14 @@ class DrawingAgent:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
         agent = self
 
         class Handler(SSEHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = json.loads(self.read_body())
                 agent.requests.append(body)
+                agent.headers.append({k.lower(): v for k, v in self.headers.items()})
                 ids = {"threadId": body.get("threadId"), "runId": body.get("runId")}
                 self.start_stream()
                 for event in (
@@ -92,6 +103,27 @@ def agent() -> Iterator[DrawingAgent]:
     agent = DrawingAgent()
     yield agent
     agent.close()
+
+
+def sync(
+    ha: OpenWebUIInstance,
+    agent: DrawingAgent,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The agent synced through replica 1."""
+    root = write_blueprint_dir(
+        tmp_path / "blueprints",
+        [blueprint("ha-files", calls=CALLS, backend={"transport": "agui", "url": agent.url})],
+        capabilities=CAPABILITIES,
+    )
+    monkeypatch.setenv("OPENWEBUI_URL", ha.replica_urls[0])
+    monkeypatch.setenv("OPENWEBUI_TOKEN", ha.token)
+    monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
+    bundle = write_function_dir(tmp_path / "functions", root, AGENT_PIPE)
+    code, out, err = provision(capsys, "sync", "--yes", "-p", str(root), "--bundle", str(bundle))
+    assert code == 0, out + err
 
 
 def add_user(instance: OpenWebUIInstance, url: str, name: str) -> dict[str, Any]:
@@ -144,18 +176,7 @@ def test_files_uploaded_through_one_replica_reach_the_agent_through_the_other_an
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     first, second = ha.replica_urls
-    root = write_blueprint_dir(
-        tmp_path / "blueprints",
-        [blueprint("ha-files", calls=CALLS, backend={"transport": "agui", "url": agent.url})],
-        capabilities=CAPABILITIES,
-    )
-    monkeypatch.setenv("OPENWEBUI_URL", first)
-    monkeypatch.setenv("OPENWEBUI_TOKEN", ha.token)
-    monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
-    code, out, err = provision(
-        capsys, "sync", "--yes", "-p", str(root), "--bundle", str(write_function_dir(tmp_path / "f", root, AGENT_PIPE))
-    )
-    assert code == 0, out + err
+    sync(ha, agent, tmp_path, capsys, monkeypatch)
     member, other = add_user(ha, first, "Member"), add_user(ha, first, "Other")
 
     document = upload(ha, first, member["token"], "report.pdf", DOCUMENT, "application/pdf")
@@ -190,3 +211,47 @@ def test_files_uploaded_through_one_replica_reach_the_agent_through_the_other_an
     for url_of in (first, second):
         with ha.client(url=url_of, token=other["token"]) as http:
             assert http.get(url).status_code in (403, 404), url_of
+
+
+def groups_seen(ha: OpenWebUIInstance, agent: DrawingAgent, url: str, token: str) -> list[str]:
+    """The group names in the identity token the pipe on replica `url` sends the agent for one chat."""
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "Who am I?"}], "stream": False}
+    with ha.client(url=url, token=token, timeout=120) as http:
+        response = http.post("/api/chat/completions", json=body)
+    assert response.status_code == 200, response.text
+    token_text = agent.headers[-1][IDENTITY_HEADER.lower()]
+    claims = jwt.decode(token_text, options={"verify_signature": False})
+    return [g["name"] for g in claims["groups"]]
+
+
+def test_a_group_change_through_one_replica_reaches_the_agent_through_the_other_within_the_cache_time(
+    ha: OpenWebUIInstance,
+    agent: DrawingAgent,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each replica's pipe keeps a user's groups for GROUPS_TTL_SECONDS (its own cache, in its own
+    process): a change made through replica 1 reaches the agent through replica 2 within that time,
+    both ways, and through replica 1 at the next read there."""
+    first, second = ha.replica_urls
+    sync(ha, agent, tmp_path, capsys, monkeypatch)
+    member = add_user(ha, first, "Grouped")
+    with ha.client(url=first) as http:
+        group = http.post("/api/v1/groups/create", json={"name": "HA Analysts", "description": ""})
+        group_id = group.raise_for_status().json()["id"]
+    assert groups_seen(ha, agent, second, member["token"]) == []  # replica 2 has read them now
+
+    def through_second_within_the_ttl(expected: list[str]) -> float:
+        started = time.monotonic()
+        while (seen := groups_seen(ha, agent, second, member["token"])) != expected:
+            assert time.monotonic() - started < GROUPS_TTL_SECONDS + 20, seen
+            time.sleep(2)
+        return time.monotonic() - started
+
+    with ha.client(url=first) as http:
+        http.post(f"/api/v1/groups/id/{group_id}/users/add", json={"user_ids": [member["id"]]}).raise_for_status()
+    through_second_within_the_ttl(["HA Analysts"])
+    with ha.client(url=first) as http:
+        http.post(f"/api/v1/groups/id/{group_id}/users/remove", json={"user_ids": [member["id"]]}).raise_for_status()
+    through_second_within_the_ttl([])
