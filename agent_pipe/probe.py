@@ -88,10 +88,22 @@ def server_identity(identity_valve: str) -> dict[str, bool]:
     }
 
 
+def oauth_header_taken(agent: AgentSpec) -> bool:
+    """Whether the agent's OAuth token header is one this server's forwarding settings already
+    name (renamed in its environment, which no blueprint sees): its chats fail before anything
+    is sent (Pipe.turn refuses the same names)."""
+    name = (agent.oauth_token_header or "").lower()
+    settings = server_forward_settings()
+    forwarded = (*settings.user_headers, settings.jwt_header, settings.chat_header, settings.message_header)
+    return bool(name) and name in {h.lower() for h in forwarded}
+
+
 async def probe_backend(agent: AgentSpec, secret: str | None, scrubber: Scrubber) -> dict[str, Any]:
     """Reach the agent's backend once, from here; never raises. `secret` is its key (None: none)."""
     started = time.monotonic()
     result: dict[str, Any] = {"reached": False, "host": _host(agent.url), "transport": agent.transport}
+    if agent.oauth_token_header:
+        result["oauth_header_taken"] = oauth_header_taken(agent)
     headers = {"Authorization": f"Bearer {secret}"} if secret else {}
     try:
         client = await shared_client()

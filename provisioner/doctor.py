@@ -142,6 +142,7 @@ def run_checks(
     checks += _rows(facts.models, agents)
     checks += _backends(probes, not_probed)
     checks += _probed_identity(probes, agents) if probes else _identity(valves, agents)
+    checks += _oauth_headers(probes)
     checks += _access(facts.groups, expected)
     checks += _uploads(facts, agents, expected)
     checks += _wrappers(facts.models, agents)
@@ -686,4 +687,26 @@ def _probed_identity(probes: Sequence[Probe], agents: Mapping[str, Mapping[str, 
                     subject=probe.agent,
                 )
             )
+    return checks
+
+
+def _oauth_headers(probes: Sequence[Probe]) -> list[Check]:
+    """An agent's OAuth token header that a replica's forwarding settings already name: the pipe
+    refuses every chat with it there (the names live in each server's environment)."""
+    asked = [p for p in probes if p.answer and "oauth_header_taken" in p.answer]
+    checks = [
+        Check(
+            "oauth-header",
+            "fail",
+            f"{p.agent} asks for the user's OAuth token in a header Open WebUI's forwarding settings on "
+            f"{(p.answer or {}).get('replica') or p.via} already name: its chats fail there",
+            "give the agent's backend.oauth_token_header a name of its own, or rename the server's "
+            "FORWARD_USER_INFO_HEADER_* / FORWARD_SESSION_INFO_HEADER_* header",
+            p.agent,
+        )
+        for p in asked
+        if (p.answer or {}).get("oauth_header_taken")
+    ]
+    if asked and not checks:
+        checks.append(Check("oauth-header", "pass", "each OAuth token header is one no forwarding setting names"))
     return checks

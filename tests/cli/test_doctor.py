@@ -407,3 +407,16 @@ def test_a_group_an_agent_is_for_that_is_gone_or_empty(capsys, fake: FakeOpenWeb
     found = {(c["id"], c.get("subject", "")): c for c in json.loads(out)["checks"]}
     assert code == 1 and found[("access", "support-desk.tier2")]["status"] == "fail"
     assert found[("access", "support-desk.tier2")]["fix"].startswith("create the group(s)")
+
+
+def test_an_oauth_header_a_replicas_forwarding_settings_name_fails(capsys, fake: FakeOpenWebUI) -> None:
+    assert run(capsys, "sync", *SAMPLES)[0] == 0
+    reached = {"reached": True, "host": "agents.internal", "protocol": "agui", "ms": 3}
+    fake.probe_answers["aihub_agent_pipe.policy-faq.default"] = {**reached, "oauth_header_taken": True}
+    fake.probe_answers["aihub_agent_pipe.support-desk.tier1"] = {**reached, "oauth_header_taken": False}
+    code, report = doctor(capsys)
+    found = {(c["id"], c.get("subject", "")): c for c in report["checks"] if c["id"] == "oauth-header"}
+    assert code == 1 and list(found) == [("oauth-header", "policy-faq.default")]
+    assert found[("oauth-header", "policy-faq.default")]["fix"].startswith(
+        "give the agent's backend.oauth_token_header"
+    )

@@ -229,3 +229,19 @@ def test_a_backend_that_takes_the_connection_and_never_answers_times_out(monkeyp
         answer = probe(make_pipe([agent(f"http://127.0.0.1:{silent.getsockname()[1]}/agent")], {"DESK_KEY": KEY}))
     assert answer["reached"] is False and answer["reason"] == "no answer within 0.5 seconds", answer
     assert answer["ms"] < 5000
+
+
+def test_an_oauth_header_the_servers_forwarding_settings_name_is_reported(monkeypatch) -> None:
+    """A chat with the agent would fail ('a header the pipe already sends'): the probe says so."""
+    from tests.support.pipe_support import pipe_module
+
+    backend = Backend("agui")
+    secure = agent(backend.base + "/agent", oauth_token_header="X-Drive-Token")
+    try:
+        assert probe(make_pipe([secure], {"DESK_KEY": KEY}))["oauth_header_taken"] is False
+        assert "oauth_header_taken" not in probe(make_pipe([agent(backend.base + "/agent")], {"DESK_KEY": KEY}))
+        renamed = pipe_module.forward_settings({"FORWARD_USER_INFO_HEADER_USER_ID": "x-drive-token"})
+        monkeypatch.setattr(pipe_module, "server_forward_settings", lambda: renamed)
+        assert probe(make_pipe([secure], {"DESK_KEY": KEY}))["oauth_header_taken"] is True
+    finally:
+        backend.close()
