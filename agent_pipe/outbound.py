@@ -37,7 +37,8 @@ from agent_pipe.usage import _add_counts, openwebui_usage, usage_counts
 #     STEP_DELAY_SECONDS (StatusLine.send): a fast agent's steps cost no socket message.
 # What the agent sends for them (docs/agent-pipe.md, "What the agent shows besides its answer"):
 #   AG-UI: RUN_FINISHED/RUN_ERROR ``usage``; CUSTOM "usage" (Agent Framework 1.7.0: the run's
-#   usage so far, each report replacing the one before);
+#   usage so far, each report replacing the one before); a turn whose run was resumed after the
+#   user answered adds up its runs' usage;
 #   CUSTOM "aihub.source" {url, title, snippet} (or a list of them); CUSTOM "aihub.image"
 #   {mimeType, data (base64)} or {url: a data: URI} (or a list); CUSTOM "annotations"
 #   (Agent Framework's citations); STEP_STARTED; CUSTOM "status" (Agent Framework's workflow state).
@@ -92,6 +93,7 @@ class Outbound:
         self._scrubber = scrubber
         self._report: dict[str, int] = {}
         self._total: dict[str, int] | None = None
+        self._runs: list[dict[str, int]] = []  # the usage of the turn's finished runs (a resume is a new run)
         self._usage_taken = False
         self._source_keys: set[tuple[str, str]] = set()
         self.events: list[dict[str, Any]] = []  # Open WebUI events for the emitter, in order
@@ -123,9 +125,17 @@ class Outbound:
         if counts := _add_counts(usage_counts(r) for r in reports):
             self._total = counts
 
+    def run_ended(self) -> None:
+        """A run finished: its usage is kept. Each run reports its own (a run resumed after the user
+        answered reports only what it cost), so a turn's usage is the sum of its runs'."""
+        if counts := self._total if self._total is not None else self._report:
+            self._runs.append(counts)
+        self._total, self._report = None, {}
+
     def take_usage(self) -> dict[str, Any] | None:
         """The turn's usage for Open WebUI, the first time only (a second chunk would add up)."""
-        counts = self._total if self._total is not None else self._report
+        current = self._total if self._total is not None else self._report
+        counts = _add_counts([*self._runs, current])
         if self._usage_taken or not counts:
             return None
         self._usage_taken = True

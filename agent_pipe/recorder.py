@@ -240,6 +240,7 @@ class Recorder:
 
     def _on_run_finished(self, e: Mapping[str, Any]) -> None:
         self.outbound.usage_total(e.get("usage"))
+        self.outbound.run_ended()  # a resumed run's usage adds to this one's
         outcome = e.get("outcome")
         if self.outbound.pause(self, outcome):
             return
