@@ -16,7 +16,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .render import GLOBAL_NOTE, SYMBOL, applied_line, group_writes, leaf_changes, short_pair, summary_line
+from .render import (
+    GLOBAL_NOTE,
+    SYMBOL,
+    applied_line,
+    folded_translations,
+    group_writes,
+    leaf_changes,
+    short_pair,
+    summary_line,
+)
 from .text import visible
 
 # More objects than this, or more changed fields than MAX_OPEN_FIELDS: details start collapsed.
@@ -75,11 +84,15 @@ def render_markdown(plan_json: dict[str, Any], title: str = "provision plan", ta
         leaves = [leaf for f in change["fields"] for leaf in leaf_changes(f["path"], f["before"], f["after"])]
         field_count += len(leaves)
         sections += [f"#### {change['kind']} {_code(change['id'])}", "", "| field | before | after |", "|---|---|---|"]
+        leaves, folded = folded_translations(leaves)  # as the text plan: one row counts many translations
         for path, before, after in leaves:
             shown_before, shown_after = short_pair(before, after)
             sections.append(
                 f"| {_code(path, cell=True)} | {_code(shown_before, cell=True)} | {_code(shown_after, cell=True)} |"
             )
+        if folded:
+            field, count = folded.split("  ", 1)
+            sections.append(f"| {_code(field + '.*', cell=True)} | | {_html(count)} |")
         sections.append("")
     if sections:
         updated = sum(1 for c in changes if c["action"] == "update")

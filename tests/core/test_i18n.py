@@ -265,3 +265,18 @@ def test_a_text_plan_folds_many_translated_fields_into_one_line_and_shows_a_few_
     )
     assert "meta.i18n.de.name" in text and "Kundendienst" in text  # the agent's few fields, each on its line
     assert "meta.i18n.ja.name" not in text
+
+
+def test_a_markdown_plan_folds_many_translated_fields_as_the_text_plan_does(tmp_path: Path) -> None:
+    """A pull request comment for the upgrade that translates the bundle's toggles: one row per
+    toggle counts its translations, instead of 120 rows each."""
+    from provisioner.render_markdown import render_markdown
+
+    live = synced(state(desk(tmp_path, {"de": DE, "fr": FR}), i18n=False))
+    plan = make_plan(state(desk(tmp_path, {"de": DE, "fr": FR})), live)
+    markdown = render_markdown(plan.to_json(), target="t")
+    web = next(c for c in plan.changes if c.id == "aihub_toggle_web_search")
+    languages = len(NATIVE_TOGGLE_TRANSLATIONS["web_search"])
+    assert f"| `meta.i18n.*` | | {len(web.fields)} translated fields in {languages} languages change" in markdown
+    assert "meta.i18n.ja.name" not in markdown and "`meta.i18n.de.name`" in markdown  # the agent's few, each a row
+    assert f"Field changes: {sum(len(c.fields) for c in plan.changes)} in" in markdown  # the count keeps them all
