@@ -15,79 +15,37 @@ replica 2 within that time, when the member joins and when they leave.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
-import threading
 import time
 import uuid
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import jwt
 import pytest
 
-from demo_agents.sse_handler import SSEHandler
-from tests.support.builders import CAPABILITIES as BUILDER_CAPABILITIES
-from tests.support.builders import blueprint, write_blueprint_dir, write_function_dir
-from tests.support.chat_support import AGENT_PIPE, provision, stored_message, ui_body
+from tests.support.chat_support import stored_message, ui_body
+from tests.support.file_chat import (
+    ANSWER,
+    DRAWN,
+    MODEL,
+    DrawingAgent,
+    add_user,
+    received,
+    reference,
+    sync,
+    upload,
+)
 from tests.support.owui_instance import OpenWebUIInstance, started
 from tests.support.pipe_support import pipe_module
 
 IDENTITY_HEADER = pipe_module.IDENTITY_HEADER  # the pipe's own signed identity
 GROUPS_TTL_SECONDS = pipe_module.GROUPS_TTL_SECONDS  # how long each pipe process keeps a user's groups
 
-MODEL = "aihub_agent_pipe.ha-files.default"
-CALLS = ["read_attachments"]
-# An agent reads only what its capabilities declare (sync writes reads: [] for one that declares none).
-CAPABILITIES = {
-    "capabilities": {**BUILDER_CAPABILITIES["capabilities"], "read_attachments": {"reads": ["documents", "images"]}}
-}
 DOCUMENT = b"%PDF-1.4\n% uploaded through replica 1\n" + os.urandom(4096)
 PICTURE = b"\x89PNG\r\n\x1a\n" + hashlib.sha256(b"the member's picture").digest() * 64
-DRAWN = b"\x89PNG\r\n\x1a\n" + os.urandom(200_000)  # the agent's image: a chat row holding it would show
-ANSWER = "Here is the chart."
-
-
-class DrawingAgent:
-    """An AG-UI agent on loopback: keeps every request, answers with text and one aihub.image."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        agent = self
-
-        class Handler(SSEHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-                body = json.loads(self.read_body())
-                agent.requests.append(body)
-                agent.headers.append({k.lower(): v for k, v in self.headers.items()})
-                ids = {"threadId": body.get("threadId"), "runId": body.get("runId")}
-                self.start_stream()
-                for event in (
-                    {"type": "RUN_STARTED", **ids},
-                    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": ANSWER},
-                    {
-                        "type": "CUSTOM",
-                        "name": "aihub.image",
-                        "value": {"mimeType": "image/png", "data": base64.b64encode(DRAWN).decode()},
-                    },
-                    {"type": "RUN_FINISHED", **ids},
-                ):
-                    self.send_event(event)
-                self.end_stream()
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/agent"
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -103,69 +61,6 @@ def agent() -> Iterator[DrawingAgent]:
     agent = DrawingAgent()
     yield agent
     agent.close()
-
-
-def sync(
-    ha: OpenWebUIInstance,
-    agent: DrawingAgent,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The agent synced through replica 1."""
-    root = write_blueprint_dir(
-        tmp_path / "blueprints",
-        [blueprint("ha-files", calls=CALLS, backend={"transport": "agui", "url": agent.url})],
-        capabilities=CAPABILITIES,
-    )
-    monkeypatch.setenv("OPENWEBUI_URL", ha.replica_urls[0])
-    monkeypatch.setenv("OPENWEBUI_TOKEN", ha.token)
-    monkeypatch.delenv("OPENWEBUI_TOKEN_FILE", raising=False)
-    bundle = write_function_dir(tmp_path / "functions", root, AGENT_PIPE)
-    code, out, err = provision(capsys, "sync", "--yes", "-p", str(root), "--bundle", str(bundle))
-    assert code == 0, out + err
-
-
-def add_user(instance: OpenWebUIInstance, url: str, name: str) -> dict[str, Any]:
-    body = {"name": name, "email": f"{name.lower()}-{uuid.uuid4().hex[:8]}@example.org", "role": "user"}
-    with instance.client(url=url) as http:
-        response = http.post("/api/v1/auths/add", json={**body, "password": uuid.uuid4().hex})
-    assert response.status_code == 200, response.text
-    return dict(response.json())
-
-
-def upload(instance: OpenWebUIInstance, url: str, token: str, name: str, data: bytes, mime: str) -> dict[str, Any]:
-    """Through Open WebUI's files API, as the browser uploads (no processing: the agent reads it)."""
-    with instance.client(url=url, token=token) as http:
-        response = http.post("/api/v1/files/", params={"process": "false"}, files={"file": (name, data, mime)})
-    assert response.status_code == 200, response.text
-    return dict(response.json())
-
-
-def reference(file: dict[str, Any], kind: str) -> dict[str, Any]:
-    """A message's file entry as the 0.12.4 browser writes it (an image's url is its file id)."""
-    meta = file.get("meta") or {}
-    ref = {
-        "type": kind,
-        "id": file["id"],
-        "name": meta.get("name") or file["filename"],
-        "status": "uploaded",
-        "size": meta.get("size"),
-        "content_type": meta.get("content_type"),
-    }
-    return {**ref, "url": file["id"]} if kind == "image" else ref
-
-
-def received(request: dict[str, Any]) -> tuple[list[bytes], list[bytes]]:
-    """(documents, images) of the last user message an AG-UI request carries."""
-    content = [m for m in request["messages"] if m["role"] == "user"][-1]["content"]
-    documents: list[bytes] = []
-    images: list[bytes] = []
-    for part in content if isinstance(content, list) else []:
-        if part["type"] in ("document", "image") and part["source"]["type"] == "data":
-            data = base64.b64decode(part["source"]["value"])
-            (documents if part["type"] == "document" else images).append(data)
-    return documents, images
 
 
 def test_files_uploaded_through_one_replica_reach_the_agent_through_the_other_and_its_image_back(
