@@ -69,7 +69,9 @@ def _run(server: Any, text: str, **headers: str) -> list[dict[str, Any]]:
     return [json.loads(line[5:]) for line in raw.splitlines() if line.startswith("data:")]
 
 
-@pytest.mark.parametrize("name", ["adk", "agno", "langgraph", "pydantic_ai", "strands"])
+@pytest.mark.parametrize(
+    "name", ["adk", "agent_framework", "agno", "langgraph", "llamaindex", "pydantic_ai", "strands"]
+)
 def test_a_tool_reads_the_chat_id_the_user_and_the_signed_identity(framework_servers: Any, name: str) -> None:
     server = started(framework_servers, name)
     server.clear()

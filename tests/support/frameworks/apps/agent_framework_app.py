@@ -26,8 +26,9 @@ REACHES = (
     "`threadId` is the AG-UI thread the endpoint runs; the agent gets the conversation the pipe sends, whole, "
     "every run.",
     "The user's image and document arrive as `data` contents (their bytes and media type) on the user message.",
-    "The signed identity (`X-AIHub-Identity`) and the ids are in the HTTP request: pass FastAPI `dependencies=` "
-    "to add_agent_framework_fastapi_endpoint to read them.",
+    "The signed identity (`X-AIHub-Identity`) and the ids (`threadId`, `forwardedProps.user_id`) are in the HTTP "
+    "request: a FastAPI dependency passed as `dependencies=` to add_agent_framework_fastapi_endpoint reads them "
+    "and puts them in a context variable the tools read (above); verify the identity there.",
 )
 
 import asyncio
@@ -104,16 +105,31 @@ class ScriptedChatClient(FunctionInvocationLayer, BaseChatClient):
 
 
 # snippet: start
+from contextvars import ContextVar
+
 from agent_framework import Agent, FunctionTool, tool
 from agent_framework_ag_ui import add_agent_framework_fastapi_endpoint
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI, Request
 
-# snippet: end
+CALLER: ContextVar[dict[str, Any] | None] = ContextVar("caller", default=None)
+
+
+async def caller(request: Request) -> None:
+    """Who asks, for the run's tools: the ids the pipe sends and its signed identity header
+    (verify it here before you trust it, and raise HTTPException(401) when it does not)."""
+    run = await request.json()  # FastAPI keeps the body: the endpoint reads it again
+    forwarded = run.get("forwardedProps") or {}
+    identity = request.headers.get("X-AIHub-Identity")
+    CALLER.set({"thread_id": run.get("threadId"), "user_id": forwarded.get("user_id"), "identity": identity})
 
 
 @tool
 def lookup_order(order: str) -> str:
     """Look an order up."""
+    seen = CALLER.get() or {}
+    thread_id, user_id, identity = seen.get("thread_id"), seen.get("user_id"), seen.get("identity")
+    # snippet: end
+    common.reached(thread_id=thread_id, user_id=user_id, identity=identity)
     common.ran("lookup_order", {"order": order})
     return f"order {order} shipped"
 
@@ -151,7 +167,7 @@ agent = Agent(
     tools=[lookup_order, cancel_order, confirm_shipment, broken_lookup],
 )
 app = FastAPI(title="Agent Framework AG-UI")
-add_agent_framework_fastapi_endpoint(app, agent, path=AGENT_PATH, single_user=True)
+add_agent_framework_fastapi_endpoint(app, agent, path=AGENT_PATH, single_user=True, dependencies=[Depends(caller)])
 # snippet: end
 
 if __name__ == "__main__":

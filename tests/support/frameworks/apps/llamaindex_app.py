@@ -27,10 +27,10 @@ PINS = (
 REACHES = (
     "The workflow gets the conversation the pipe sends, whole, every run (the router keeps no thread state); "
     "a tool message comes back to the model as a user message.",
-    "`threadId`, `forwardedProps` and `context` are not passed to the workflow or its tools.",
+    "`threadId`, `forwardedProps` and `context` are not passed to the workflow or its tools: a FastAPI "
+    "dependency of the router reads them from the request, with the signed identity header "
+    "(`X-AIHub-Identity`, verify it there), and puts them in a context variable the tools read (above).",
     "The user's image and document arrive as `ImageBlock` and `DocumentBlock` on the user message (the files row).",
-    "The signed identity (`X-AIHub-Identity`) and the ids are in the HTTP request only: add a FastAPI "
-    "dependency to the router to read them.",
 )
 AGENT_PATH = "/llamaindex/run"
 SCENARIOS = ("stream", "tool", "client", "tool_error", "model_error", "files")
@@ -118,14 +118,29 @@ class ScriptedLLM(MockFunctionCallingLLM):
 
 
 # snippet: start
-from fastapi import FastAPI
+from contextvars import ContextVar
+
+from fastapi import Depends, FastAPI, Request
 from llama_index.protocols.ag_ui.router import get_ag_ui_workflow_router
 
-# snippet: end
+CALLER: ContextVar[dict[str, Any] | None] = ContextVar("caller", default=None)
+
+
+async def caller(request: Request) -> None:
+    """Who asks, for the run's tools: the ids the pipe sends and its signed identity header
+    (verify it here before you trust it, and raise HTTPException(401) when it does not)."""
+    run = await request.json()  # FastAPI keeps the body: the endpoint reads it again
+    forwarded = run.get("forwardedProps") or {}
+    identity = request.headers.get("X-AIHub-Identity")
+    CALLER.set({"thread_id": run.get("threadId"), "user_id": forwarded.get("user_id"), "identity": identity})
 
 
 def lookup_order(order: str) -> str:
     """Look an order up."""
+    seen = CALLER.get() or {}
+    thread_id, user_id, identity = seen.get("thread_id"), seen.get("user_id"), seen.get("identity")
+    # snippet: end
+    common.reached(thread_id=thread_id, user_id=user_id, identity=identity)
     common.ran("lookup_order", {"order": order})
     return f"order {order} shipped"
 
@@ -154,6 +169,7 @@ app.include_router(
         frontend_tools=[confirm_shipment],
     ),
     prefix="/llamaindex",
+    dependencies=[Depends(caller)],
 )
 # snippet: end
 
