@@ -409,7 +409,9 @@ def test_langchains_hitl_request_is_an_approval_answered_with_decisions(
     assert "Executing..." not in run.content and "Agent error" not in run.content
 
 
-def test_pydantic_ais_input_required_is_a_question_with_its_schema(sse_stub: SSEStub) -> None:
+def test_an_input_required_interrupt_is_a_question_with_its_schema(sse_stub: SSEStub) -> None:
+    # AG-UI 1.0's interrupt for a question, in Pydantic AI's id shape (pydantic-ai-slim 2.68.0 itself
+    # sends only tool_call approvals as interrupts: its CallDeferred questions are pendingToolCallIds)
     schema = {"type": "object", "properties": {"address": {"type": "string"}}, "required": ["address"]}
     sse_stub.behaviour.data = events(
         C("call_1", "ship"),
