@@ -4482,6 +4482,27 @@ async def _answer_interrupts(run: AgentRun, payload: dict[str, Any]) -> dict[str
     return nxt
 
 
+def _settle_confirmed_call(recorder: Recorder, confirmation: ToolCall, not_run: str | None) -> None:
+    """The block of the call an ADK confirmation is about shows what became of it, not ADK's interim
+    result ("This tool call requires confirmation", or the tool's own while it waits for a payload):
+    answered, the next run's result for it fills the block (the interim one if none comes); else why
+    it did not run."""
+    if confirmation.name != ADK_CONFIRMATION:
+        return
+    about, asked = _adk_confirmation(confirmation)
+    original_id = _str(about.get("id"))
+    if original_id not in recorder._calls or recorder._is_emitted(recorder._calls[original_id][0]):
+        return
+    original = recorder._calls[original_id][1]
+    if not_run is not None:
+        original.result = not_run
+        return
+    if original.result is not None:
+        recorder.outbound.answered[original_id], original.result = original.result, None
+    if asked.get("payload") is None:  # a yes to run it (not an answer to give)
+        recorder.outbound.approvals[original_id] = APPROVED
+
+
 async def _answer_client_calls(run: AgentRun, payload: dict[str, Any]) -> dict[str, Any] | None:
     """Ask about each call the run left to the client; the next request is a new run on the same
     thread whose last messages are the answers as those calls' results (client_answer: in the shape
@@ -4516,6 +4537,8 @@ async def _answer_client_calls(run: AgentRun, payload: dict[str, Any]) -> dict[s
     turn = _turn(recorder)  # before the answers fill the calls: the tool messages go last, in the calls' order
     for call_id, result in closed.items():
         recorder.tool_result(call_id, result)
+    for call_id in calls:
+        _settle_confirmed_call(recorder, recorder._calls[call_id][1], closed.get(call_id))
     if not answers:
         return None
     told = {**closed, **answers}  # the agent hears of every call

@@ -223,6 +223,8 @@ def test_an_approved_tool_runs_and_the_same_answer_goes_on(framework_servers: An
         assert not spinning(run.content), SPINS
         assert "Agent error" not in run.content, f"the resumed run failed: {_error(run.content)}"
         assert "order 10023 cancelled" in texts(run.content), "the run did not go on after the tool"
+        shown = [c.result for c in calls(run.content) if c.name == "cancel_order"]
+        assert shown and "order 10023 cancelled" in (shown[-1] or ""), f"the approved tool's block shows {shown}"
 
 
 @pytest.mark.parametrize("name", params("approval: declined"))

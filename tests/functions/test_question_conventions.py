@@ -316,6 +316,8 @@ def test_an_unanswered_adk_confirmation_is_told_no_in_a_new_run(sse_stub: SSEStu
     (confirmation,) = [c for c in _calls(run.content) if c.name == "adk_request_confirmation"]
     assert told["toolCallId"] == confirmation.id
     assert confirmation.result == "Not run: the question was not answered."
+    (cancel,) = [c for c in _calls(run.content) if c.name == "cancel_order"]
+    assert cancel.result == "Not run: the question was not answered."
     assert "Executing..." not in run.content and 'done="false"' not in run.content and "Agent error" not in run.content
 
 
@@ -335,6 +337,8 @@ def test_adks_confirmation_with_a_payload_is_its_hint_asked_and_answered_in_the_
     assert json.loads(told["content"]) == {"confirmed": True, "payload": {"address": "12 Rue de Rivoli, Paris"}}
     (confirmation,) = [c for c in _calls(run.content) if c.name == "adk_request_confirmation"]
     assert told["toolCallId"] == confirmation.id
+    (asked,) = [c for c in _calls(run.content) if c.name == "ask_address"]
+    assert asked.result == "12 Rue de Rivoli, Paris"  # the tool's result once answered, not its "waiting for ..."
     assert "You answered: {'result': '12 Rue de Rivoli, Paris'}" in run.content
     assert "Executing..." not in run.content and "Agent error" not in run.content
 
@@ -468,3 +472,8 @@ def test_adks_tool_confirmation_asks_about_the_call_it_confirms_and_answers_conf
     last = sse_stub.requests[1]["json"]["messages"][-1]
     assert last["role"] == "tool" and json.loads(last["content"]) == {"confirmed": answer}
     assert "Executing..." not in run.content and "Agent error" not in run.content
+    # the confirmed call's block shows what became of it, not ADK's "This tool call requires confirmation"
+    (cancel,) = [c for c in _calls(run.content) if c.name == "cancel_order"]
+    assert cancel.result == (
+        "[approved by the user] order 10023 cancelled" if answer else "Not run: the user declined."
+    )
