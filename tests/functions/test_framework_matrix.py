@@ -278,7 +278,7 @@ QUESTION_NOT_SENT = {
     "about the call (its name and arguments) and its yes goes back as the call's result",
     "agno": "Agno's AG-UI interface sends a requires_user_input call like its other paused calls (no pause type, no "
     "user_input_fields): the question stays in the tool, so the pipe asks about the call and answers it "
-    '{"accepted": true, "values": {}}; Agno runs the tool without the value',
+    '{"accepted": true, "values": {}}; Agno calls the tool without the value (its validation error is the result)',
 }
 
 
