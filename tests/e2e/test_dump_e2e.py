@@ -30,6 +30,14 @@ def test_dump_of_the_sample_instance_round_trips_with_no_change(owui, bundle, tm
     report = json.loads(out)
     assert {r["id"] for r in report["rows"]} == set(SAMPLE_MODELS)
     assert all(r["owned"] and r["not_expressed"] == [] for r in report["rows"]), report["rows"]
+    # the translations came back from the rows (issue 30): the research assistant's and the custom toggles'
+    dumped = {p.name: yaml.safe_load(p.read_text(encoding="utf-8")) for p in out_dir.glob("*.yaml")}
+    research = next(d for d in dumped.values() if isinstance(d, dict) and d.get("id") == "research-assistant")
+    assert research["agents"][0]["i18n"]["de"]["name"] == "Recherche-Assistent"
+    agent = research["agents"][0]
+    cards = agent.get("suggestions") or research.get("suggestions") or []
+    assert len(agent["i18n"]["fr"]["suggestions"]) == len(cards) == 3
+    assert dumped["features.yaml"]["features"]["user_files"]["i18n"]["fr"]["title"] == "Mes fichiers"
     code, out, err = provision(capsys, "validate", "-p", str(out_dir), *_functions(bundle))
     assert code == 0 and "Valid:" in out, err
     code, out, err = provision(capsys, "diff", "-p", str(out_dir), *_functions(bundle), "-o", "json")
