@@ -221,7 +221,10 @@ class Pipe:
             )
         else:
             answer.update(await probe_backend(agent, secret, scrubber))
-        return scrubber.error(json.dumps(answer))
+        # Keys masked whole. Not withheld for a shared fragment, as a chat's error is: the fields are
+        # the pipe's own (agent id, host, process) and a reason probe_backend scrubbed already, and an
+        # agent id with 8 characters of a key in it would withhold the answer doctor must read.
+        return scrubber.redact(json.dumps(answer))
 
     # -- files ----------------------------------------------------------------------------------
 

@@ -245,3 +245,16 @@ def test_an_oauth_header_the_servers_forwarding_settings_name_is_reported(monkey
         assert probe(make_pipe([secure], {"DESK_KEY": KEY}))["oauth_header_taken"] is True
     finally:
         backend.close()
+
+
+def test_an_agent_id_that_shares_characters_with_a_key_still_gets_its_answer() -> None:
+    """A chat's error is withheld when it repeats 8 characters of a key; the probe's answer is the
+    pipe's own fields, so it is masked, never withheld (doctor would read 'not a probe')."""
+    backend = Backend("agui")
+    key = "desk.one-" + KEY  # the agent id is a fragment of its key
+    try:
+        answer = probe(make_pipe([agent(backend.base + "/agent")], {"DESK_KEY": key}))
+    finally:
+        backend.close()
+    assert answer["reached"] is True and answer["agent"] == "desk.one"
+    assert backend.requests[0]["headers"]["Authorization"] == f"Bearer {key}"
