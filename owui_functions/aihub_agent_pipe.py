@@ -4112,8 +4112,15 @@ def _is_approval(interrupt: Mapping[str, Any], recorder: Recorder) -> bool:
 
 
 def _interrupt_message(interrupt: Mapping[str, Any]) -> str:
-    """What the agent asks: the interrupt's message, else Strands' question in metadata.reason."""
+    """What the agent asks: the interrupt's message, else Strands' question in metadata.reason.
+    CrewAI's @human_feedback asks about its method's output (metadata.crewai.output, what its own
+    console shows for review): it follows the question."""
     message = _str(interrupt.get("message"))
+    reviewed = _mapping(_mapping(interrupt.get("metadata")).get("crewai")).get("output")
+    if reviewed is not None and not isinstance(reviewed, str):
+        reviewed = json.dumps(reviewed, ensure_ascii=False)
+    if message.strip() and reviewed and reviewed.strip():
+        return f"{message}\n\n{reviewed}"
     if message.strip():
         return message
     reason = _mapping(interrupt.get("metadata")).get("reason")

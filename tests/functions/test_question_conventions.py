@@ -116,6 +116,23 @@ def test_crewais_on_interrupt_is_an_interrupt_answered_by_a_checked_resume(sse_s
     assert run.content == "Reviewing. Shipped."
 
 
+def test_crewais_feedback_shows_the_output_the_user_reviews(sse_stub: SSEStub) -> None:
+    """@human_feedback asks about its method's output (CrewAI's console shows it): without it the
+    user approves "this order" without being told which (tests/functions/test_framework_matrix.py)."""
+    interrupt = {
+        "id": "thread-1",
+        "reason": "crewai:human_feedback",
+        "message": "Do you approve cancelling this order?",
+        "metadata": {"crewai": {"flowId": "thread-1", "methodName": "approve_cancel", "output": "Cancel order 10023"}},
+    }
+    sse_stub.behaviour.data = events([{"type": "CUSTOM", "name": "on_interrupt", "value": interrupt}], FINISHED)
+    dialog = Dialog(sse_stub, ["approved"], events(T("Cancelled."), FINISHED))
+    run_pipe(make_pipe([_agent(sse_stub.url)]), "lab.helper", HISTORY, event_call=dialog)
+    assert dialog.questions[0]["data"]["message"] == P.markdown_text(
+        "Do you approve cancelling this order?\n\nCancel order 10023"
+    )
+
+
 # --- Strands and Pydantic AI: AG-UI 1.0 interrupts --------------------------------------------------
 
 
