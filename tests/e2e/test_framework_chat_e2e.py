@@ -29,9 +29,12 @@ PIPE_FILE = REPO / "owui_functions" / "aihub_agent_pipe.py"
 FRAMEWORKS = ("langgraph", "pydantic_ai", "agno")
 LEAD, SUMMARY = "Let me look up order 10023.", "Order 10023 has shipped."
 # (framework, test) -> why it does not pass yet: a strict xfail (see tests/functions/test_framework_matrix.py)
-KNOWN_GAPS = {
-    ("agno", "later"): "Agno reads only the last user message of what the pipe sends (its history is its own "
-    "database, per threadId): the model never sees the first turn",
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
+# (framework, test) -> what the framework's own server does instead: the test asserts that (see
+# FRAMEWORKS_OWN in tests/functions/test_framework_matrix.py)
+FRAMEWORKS_OWN = {
+    ("agno", "later"): "Agno's AG-UI router gives the agent only the newest user message, and its earlier turns "
+    "only from its db with add_history_to_context=True (False in Agno's AG-UI examples)",
 }
 
 
@@ -117,6 +120,12 @@ def test_the_next_message_of_the_chat_gives_the_model_the_first_turn_once(
     _, _, second = ui_turn(synced, model_of(name), "scenario:stream", chat_id=chat_id, parent_id=first, first=False)
     assert stored_message(synced, chat_id, second)["content"] == "Hello from the scripted agent."
     seen = [m for m in server.model_calls()[-1] if m["role"] != "system"]
-    assert [m["text"] for m in seen if m["role"] == "user"] == ["scenario:tool", "scenario:stream"]
+    users = [m["text"] for m in seen if m["role"] == "user"]
     said = [m["text"] for m in seen if m["role"] == "assistant" and m["text"]]
+    if (name, "later") in FRAMEWORKS_OWN:  # the pipe sent the first turn from the stored chat; the model saw none
+        sent = json.dumps(server.recorded()[-1]["messages"])
+        assert sent.count(LEAD) == 1 and sent.count(SUMMARY) == 1 and "scenario:tool" in sent, sent
+        assert len(users) == 1 and users[0].startswith("scenario:stream") and said == [], (users, said)
+        return
+    assert users == ["scenario:tool", "scenario:stream"]
     assert said == [LEAD, SUMMARY], f"the model was given the first answer as {said}"

@@ -4,7 +4,8 @@ tests/functions/test_framework_matrix.py asks every framework of tests/support/f
 every behaviour of issue 32 through the real pipe (owui_functions/aihub_agent_pipe.py, loaded as
 Open WebUI loads it) against the framework's own server. Each outcome goes to
 ``<AIHUB_FRAMEWORK_RESULTS>/<framework>.json`` (default ``.frameworks/``): ``yes``,
-``qualified: why`` or ``no: why``; scripts/framework-table turns them into docs/agent-frameworks.md.
+``qualified: why`` or ``no: why`` (``no: the framework's own: why`` where the framework's server
+does otherwise and the test asserts what it does); scripts/framework-table turns them into docs/agent-frameworks.md.
 """
 
 from __future__ import annotations
@@ -118,12 +119,18 @@ class Note:
 
     qualified: list[str] = field(default_factory=list)
     not_offered: str = ""
+    frameworks_own: str = ""
 
     def qualify(self, why: str) -> None:
         self.qualified.append(why)
 
     def no(self, why: str) -> None:
         self.not_offered = why
+
+    def framework(self, why: str) -> None:
+        """The framework's own server does otherwise (the test asserts what it does instead): no
+        pipe could do it, so it is no gap of the pipe's, and the table changes the day the framework does."""
+        self.frameworks_own = why
 
 
 @contextlib.contextmanager
@@ -138,6 +145,8 @@ def outcome(server: harness.FrameworkServer, behaviour: str) -> Iterator[Note]:
         raise
     if note.not_offered:
         record(server.framework, behaviour, f"no: not offered: {note.not_offered}")
+    elif note.frameworks_own:
+        record(server.framework, behaviour, f"no: the framework's own: {note.frameworks_own}")
     elif note.qualified:
         record(server.framework, behaviour, "qualified: " + "; ".join(note.qualified))
     else:
