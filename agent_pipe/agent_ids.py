@@ -40,9 +40,9 @@ class AgentMessages:
         self._results: dict[str, str] = {}  # call id -> the id of its result's message
         self._snapshot: list[Mapping[str, Any]] | None = None
 
-    def text(self, message_id: str, delta: str) -> None:
-        if message_id:
-            self._texts.setdefault(message_id, []).append(delta)
+    def parts(self, message_id: str) -> list[str]:
+        """The list a text message's deltas go into (the Recorder appends to it as they stream)."""
+        return self._texts.setdefault(message_id, [])
 
     def call(self, call_id: str, parent_id: str) -> None:
         if call_id and parent_id:

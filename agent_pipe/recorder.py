@@ -189,8 +189,6 @@ class Recorder:
         message_id = _str(e.get("messageId"))
         if message_id and e.get("role"):
             self._roles.setdefault(message_id, _str(e.get("role")))
-        if self._roles.get(message_id, "assistant") == "assistant":
-            self.agent_messages.text(message_id, _str(e.get("delta")))
         self.text(_str(e.get("delta")), message_id)
 
     def _on_tool_start(self, e: Mapping[str, Any]) -> None:
@@ -314,7 +312,8 @@ class Recorder:
         if not delta or (message_id and self._roles.get(message_id, "assistant") != "assistant"):
             return
         if message_id and message_id != self._message_id:
-            previous, self._message_id, self._message_parts = "".join(self._message_parts), message_id, []
+            previous, self._message_id = "".join(self._message_parts), message_id
+            self._message_parts = self.agent_messages.parts(message_id)  # its text, kept for its id
             if self._text_open and previous.strip() and delta == previous:
                 self._replays.add(message_id)  # a new message that repeats the last one whole (Agno's pause)
         if message_id in self._replays:

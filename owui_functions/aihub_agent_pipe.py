@@ -335,9 +335,9 @@ class AgentMessages:
         self._results: dict[str, str] = {}  # call id -> the id of its result's message
         self._snapshot: list[Mapping[str, Any]] | None = None
 
-    def text(self, message_id: str, delta: str) -> None:
-        if message_id:
-            self._texts.setdefault(message_id, []).append(delta)
+    def parts(self, message_id: str) -> list[str]:
+        """The list a text message's deltas go into (the Recorder appends to it as they stream)."""
+        return self._texts.setdefault(message_id, [])
 
     def call(self, call_id: str, parent_id: str) -> None:
         if call_id and parent_id:
@@ -2677,8 +2677,6 @@ class Recorder:
         message_id = _str(e.get("messageId"))
         if message_id and e.get("role"):
             self._roles.setdefault(message_id, _str(e.get("role")))
-        if self._roles.get(message_id, "assistant") == "assistant":
-            self.agent_messages.text(message_id, _str(e.get("delta")))
         self.text(_str(e.get("delta")), message_id)
 
     def _on_tool_start(self, e: Mapping[str, Any]) -> None:
@@ -2802,7 +2800,8 @@ class Recorder:
         if not delta or (message_id and self._roles.get(message_id, "assistant") != "assistant"):
             return
         if message_id and message_id != self._message_id:
-            previous, self._message_id, self._message_parts = "".join(self._message_parts), message_id, []
+            previous, self._message_id = "".join(self._message_parts), message_id
+            self._message_parts = self.agent_messages.parts(message_id)  # its text, kept for its id
             if self._text_open and previous.strip() and delta == previous:
                 self._replays.add(message_id)  # a new message that repeats the last one whole (Agno's pause)
         if message_id in self._replays:

@@ -29,7 +29,8 @@ AGENT_PATH = "/agno/agui"
 # How the pipe's ids, identity and files reach the agent's code (docs/agent-frameworks.md).
 REACHES = (
     "`threadId` (the chat id) is the agent's session: `run_context.session_id` in a tool. Agno reads only the "
-    "last user message and keeps the history in the agent's `db`, per session.",
+    "last user message and keeps the history in the agent's `db`, per session; its model reads that history "
+    "only with `Agent(add_history_to_context=True)`, which Agno's AG-UI examples (and this app) leave False.",
     "`forwardedProps.user_id` is the run's `user_id` (`run_context.user_id`): Agno's AG-UI router reads it "
     "when the AgentOS has no authentication of its own (an authenticated caller's id wins).",
     "The `context` entries (language, date and time, timezone) are the run's dependencies: Agno adds them to "

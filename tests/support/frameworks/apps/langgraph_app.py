@@ -53,7 +53,8 @@ NOT_OFFERED = {
 REACHES = (
     '`threadId` (the chat id) is the checkpointer\'s thread: `runtime.config["configurable"]["thread_id"]` '
     "in a tool that takes a `ToolRuntime`. ag-ui-langgraph keeps the conversation in the checkpointed thread "
-    "and merges what the pipe sends into it by message id.",
+    "and merges what the pipe sends into it by message id: the pipe sends each earlier answer back under the "
+    "ids the server gave it (kept with the answer in Open WebUI), so the thread holds it once.",
     "Each `forwardedProps` key the graph's state declares is put in the state (above: `user_id`, read as "
     "`runtime.state`); create_agent's own state declares none.",
     "The signed identity (`X-AIHub-Identity`) is an HTTP header, and ag-ui-langgraph hands the graph only the "
