@@ -261,8 +261,8 @@ def test_an_approved_tool_runs_and_the_same_answer_goes_on(framework_servers: An
             dialog = Dialog("approved")
             run = _approval(Chat(server), dialog)
             assert [q["type"] for q in dialog.questions] == ["input"], dialog.questions
-            shown = _unescaped(dialog.questions[0]["data"]["message"])
-            assert "Do you approve cancelling this order?" in shown and "Cancel order 10023" in shown, shown
+            words = _unescaped(dialog.questions[0]["data"]["message"])
+            assert "Do you approve cancelling this order?" in words and "Cancel order 10023" in words, words
             assert ran(server, "cancel_order") == [{"name": "cancel_order", "args": {"order": "10023"}}]
             assert not spinning(run.content) and "Agent error" not in run.content, run.content
             assert "Order 10023 is cancelled." in texts(run.content), texts(run.content)
