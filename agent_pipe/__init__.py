@@ -41,11 +41,12 @@ global: false
 #   wire           SSE, the OpenAI chunk adapter, AgentStream (bytes in, AG-UI events out)
 #   results        a tool result as the text it holds; an AG-UI 1.0 image part
 #   recorder       events -> ordered segments and stable output
-#   dispatch       which Recorder handler takes each AG-UI event type
+#   dispatch       what each AG-UI event means for the Recorder, and the table of its handlers
 #   usage          token usage in any agent's spelling -> the counts Open WebUI stores
 #   outbound       what shows beside the answer: usage, sources, images, steps
 #   valves         the AGENTS and API_KEYS valves, parsed once per text
 #   transport      the pool, the proxy, the status line, batching, the run
+#   dialogs        what a paused run asks the user in Open WebUI's dialogs; the answer read back
 #   questions      a run that pauses to ask the user, and is resumed
 #   failures       what went wrong, as the text the user reads
 #   probe          the admin's probe: can this process reach an agent's backend

@@ -1,4 +1,5 @@
-"""Events in, ordered segments and stable output out (the Recorder)."""
+"""Events in, ordered segments and stable output out (the Recorder). What each AG-UI event means
+for the recording rules is its handler in agent_pipe/dispatch.py."""
 
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -7,10 +8,9 @@ from typing import Any
 from agent_pipe.agent_ids import AGENT_MESSAGES_KEY, AgentMessages
 from agent_pipe.constants import MAX_STATUS_CHARS
 from agent_pipe.dispatch import _HANDLERS, _SUBAGENT_CONTENT
-from agent_pipe.helpers import _is_json, _parts_concatenated, _str, random_hex
+from agent_pipe.helpers import _is_json, _str, random_hex
 from agent_pipe.outbound import Outbound
 from agent_pipe.rendering import render_piece, render_segments
-from agent_pipe.results import _image_of, result_text
 from agent_pipe.secrets import Scrubber, Signer
 from agent_pipe.segments import Error, Reasoning, Segment, Subagent, Text, ToolCall, ToolStep
 
@@ -153,157 +153,12 @@ class Recorder:
         self.segments.append(segment)
         return child
 
-    def _on_subagent_started(self, e: Mapping[str, Any]) -> None:
-        run_id = _str(e.get("subagentRunId"))
-        if run_id and run_id not in self._subagents:
-            self._start_subagent(run_id, _str(e.get("name")) or "subagent")
-            self.statuses.append({"description": f"{_str(e.get('name')) or 'A subagent'} is working…", "done": False})
-
-    def _on_subagent_end(self, e: Mapping[str, Any]) -> None:
-        child = self._subagents.pop(_str(e.get("subagentRunId")), None)
-        if child is None:
-            return
-        if e.get("type") == "SUBAGENT_ERROR":
-            message, code = _str(e.get("message")) or "The subagent failed.", _str(e.get("code"))
-            child.finish(error=f"{message} ({code})" if code else message)
-            for segment in self.segments:
-                if isinstance(segment, Subagent) and self._subagent_blocks.get(id(segment)) is child:
-                    segment.failed = True
-        else:
-            child.end_subagent()
-        child.statuses = []
-
     def end_subagent(self) -> None:
         """A subagent's segment of the run ended: a call it left open did not run."""
         for _, call in self._calls.values():
             if call.result is None and not call.unreported:
                 call.result = "Not run: the subagent ended before this tool returned a result."
         self.finish()
-
-    def _on_text_start(self, e: Mapping[str, Any]) -> None:
-        message_id = _str(e.get("messageId"))
-        if message_id:
-            self._roles[message_id] = _str(e.get("role")) or "assistant"
-
-    def _on_text_content(self, e: Mapping[str, Any]) -> None:
-        message_id = _str(e.get("messageId"))
-        if message_id and e.get("role"):
-            self._roles.setdefault(message_id, _str(e.get("role")))
-        self.text(_str(e.get("delta")), message_id)
-
-    def _on_tool_start(self, e: Mapping[str, Any]) -> None:
-        self.agent_messages.call(_str(e.get("toolCallId")), _str(e.get("parentMessageId")))
-        self.tool_call(_str(e.get("toolCallId")), _str(e.get("toolCallName")), _str(e.get("parentMessageId")))
-
-    def _on_tool_args(self, e: Mapping[str, Any]) -> None:
-        self.tool_args(_str(e.get("toolCallId")), _str(e.get("delta")))
-
-    def _on_tool_chunk(self, e: Mapping[str, Any]) -> None:
-        call_id = _str(e.get("toolCallId")) or self._last_chunk_call or ""
-        if call_id and call_id not in self._calls and e.get("toolCallName"):
-            self.agent_messages.call(call_id, _str(e.get("parentMessageId")))
-            self.tool_call(call_id, _str(e.get("toolCallName")), _str(e.get("parentMessageId")))
-        if call_id:
-            self._last_chunk_call = call_id
-            self.tool_args(call_id, _str(e.get("delta")))
-
-    def _on_tool_result(self, e: Mapping[str, Any]) -> None:
-        content = e.get("content")
-        self.agent_messages.result(_str(e.get("toolCallId")), _str(e.get("messageId")))
-        self.tool_result(_str(e.get("toolCallId")), result_text(content), _str(e.get("messageId")))
-        if isinstance(content, list):  # AG-UI 1.0: a result's image parts go to the file store, as the agent's images
-            self.outbound.image(self, [image for part in content if (image := _image_of(part))])
-
-    def _on_reasoning(self, e: Mapping[str, Any]) -> None:
-        self.reasoning(_str(e.get("delta")), _str(e.get("messageId")))
-
-    def _on_reasoning_end(self, e: Mapping[str, Any]) -> None:
-        if self._reasoning is not None:
-            self._reasoning.duration = int(self._clock() - self._reasoning_start)
-
-    def _on_snapshot(self, e: Mapping[str, Any]) -> None:
-        messages = [m for m in e.get("messages") or [] if isinstance(m, Mapping)]
-        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
-        self.agent_messages.snapshot(m for m in messages[last_user + 1 :] if m.get("id") not in self._input_ids)
-        if not (self._streamed_any or self.segments):  # nothing streamed: the snapshot is the record
-            for message in messages:
-                if message.get("id") not in self._input_ids:
-                    self._replay_message(message)
-            return
-        # The stream is the record and a snapshot never reorders it; what the snapshot says beyond
-        # it (an answer or a result that never streamed, arguments the stream lost) is added.
-        for message in messages[last_user + 1 :]:
-            if message.get("id") not in self._input_ids:
-                self._reconcile(message)
-
-    def _on_run_finished(self, e: Mapping[str, Any]) -> None:
-        self.outbound.usage_total(e.get("usage"))
-        self.outbound.run_ended()  # a resumed run's usage adds to this one's
-        outcome = e.get("outcome")
-        if self.outbound.pause(self, outcome):
-            return
-        if isinstance(outcome, Mapping) and outcome.get("type") == "cancelled":
-            self.cancelled()
-            return
-        if self.outbound.leave_to_client(self, outcome):
-            return
-        self.finish()
-
-    def _on_calls_ran(self, e: Mapping[str, Any]) -> None:
-        self.calls_ran()
-
-    def _on_run_error(self, e: Mapping[str, Any]) -> None:
-        self.outbound.usage_total(e.get("usage"))
-        message = _str(e.get("message")) or "The agent reported an error."
-        code = _str(e.get("code"))
-        self.finish(error=f"{message} ({code})" if code else message)
-
-    def _reconcile(self, message: Mapping[str, Any]) -> None:
-        """One message of a snapshot taken after the stream: only what the stream did not say."""
-        if message.get("subagentRunId"):
-            return  # a subagent's own: its block shows what it streamed
-        role = message.get("role")
-        if role == "assistant":
-            text = _parts_concatenated(message.get("content"))
-            if text.strip() and message.get("id") not in self._text_ids and not self._said(text):
-                self.text(text, None)  # an answer that never streamed (CrewAI's flows)
-            for call in message.get("toolCalls") or []:
-                if not isinstance(call, Mapping):
-                    continue
-                function: Mapping[str, Any] = call["function"] if isinstance(call.get("function"), Mapping) else {}
-                call_id, arguments = _str(call.get("id")), _str(function.get("arguments"))
-                known = self._calls.get(call_id)
-                if known is None:
-                    self.tool_call(call_id, _str(function.get("name")), _str(message.get("id")))
-                    self.tool_args(call_id, arguments)
-                elif (
-                    not self._is_emitted(known[0]) and _is_json(arguments) and not _is_json(known[1].arguments or "{}")
-                ):
-                    known[1].arguments = arguments  # arguments the stream lost (LangGraph's first chunk)
-        elif role == "tool":
-            known = self._calls.get(_str(message.get("toolCallId")))
-            if known is not None and known[1].result is None:  # a result that never streamed (LlamaIndex)
-                self.tool_result(known[1].id, result_text(message.get("content")), _str(message.get("id")))
-
-    def _said(self, text: str) -> bool:
-        """Whether this text already is in the turn (streamed, or from an earlier snapshot)."""
-        said = "".join(s.text for s in self.segments if isinstance(s, Text)) + self._tail
-        return self.scrubber.text(text).strip() in said
-
-    def _replay_message(self, message: Mapping[str, Any]) -> None:
-        role = message.get("role")
-        if role == "assistant":
-            self.text(_parts_concatenated(message.get("content")), None)
-            for call in message.get("toolCalls") or []:
-                function = call.get("function") or {}
-                self.tool_call(_str(call.get("id")), _str(function.get("name")), _str(message.get("id")))
-                self.tool_args(_str(call.get("id")), _str(function.get("arguments")))
-        elif role == "tool":
-            self.tool_result(
-                _str(message.get("toolCallId")), result_text(message.get("content")), _str(message.get("id"))
-            )
-        elif role == "reasoning":
-            self.reasoning(_parts_concatenated(message.get("content")), _str(message.get("id")))
 
     # -- the recording rules ---------------------------------------------------------------------
 
