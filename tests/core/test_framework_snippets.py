@@ -6,8 +6,11 @@ these tests fail when someone edits one side only, so the page cannot drift from
 
 from __future__ import annotations
 
+import ast
 import importlib.machinery
 import importlib.util
+import re
+import shlex
 from pathlib import Path
 from types import ModuleType
 
@@ -41,6 +44,33 @@ def test_each_framework_shows_its_server_its_backend_entry_and_what_reaches_its_
     assert code and code in page
     assert f"  url: http://127.0.0.1:8000{fw.agent_path}" in page
     assert table.reaches(fw.app) and all(item in page for item in table.reaches(fw.app))
+
+
+def _section(name: str) -> str:
+    page = (REPO / "docs" / "agent-frameworks.md").read_text(encoding="utf-8")
+    return page.split(f"### {name} (", 1)[1].split("\n### ", 1)[0]
+
+
+@pytest.mark.parametrize("name", sorted(harness.frameworks()))
+def test_each_frameworks_code_imports_what_it_uses_and_says_what_to_install(name: str) -> None:
+    # A newcomer copies the page's code: every name it takes from a package must be imported there
+    # (the page showed none of its imports), and the pins the matrix runs are one pip line.
+    table = _table()
+    fw = harness.framework(name)
+    code = table.snippet(fw.app)
+    section, used = _section(name), set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code))
+    imported = {
+        (alias.asname or alias.name): node.module
+        for node in ast.parse(fw.app.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.ImportFrom) and node.module not in ("__future__", "_common")
+        for alias in node.names
+    }
+    needed = sorted(n for n in used if n in imported)
+    assert needed, "the snippet uses no package at all?"
+    for n in needed:
+        assert re.search(rf"^from {re.escape(str(imported[n]))} import .*\b{n}\b", section, re.M), n
+    assert "pip install " + " ".join(shlex.quote(pin) for pin in fw.pins) in section
+    assert "uvicorn server:app --host 127.0.0.1 --port 8000" in section
 
 
 def test_a_changed_app_file_makes_the_check_fail(tmp_path: Path) -> None:
