@@ -1,11 +1,13 @@
 """Pydantic AI through its own AG-UI adapter (``pydantic_ai.ui.ag_ui.AGUIAdapter``), as its docs show.
 
 A Starlette route calls ``AGUIAdapter.dispatch_request(request, agent=agent)`` with the adapter's
-defaults. The model is ``FunctionModel(stream_function=...)`` playing apps/_common.py's scripts:
-text pieces, then ``DeltaToolCalls`` with the arguments in pieces. A tool needing approval is
-``requires_approval=True`` (the agent's ``output_type`` includes ``DeferredToolRequests``, as
-Pydantic AI requires); a question and a client-side call are ``CallDeferred`` (kind ``question``
-and ``external``). Runs in its own venv (tests/support/frameworks/harness.py).
+defaults but one: ``include_usage=True``, without which RUN_FINISHED reports no token usage. The
+model is ``FunctionModel(stream_function=...)`` playing apps/_common.py's scripts: text pieces,
+then ``DeltaToolCalls`` with the arguments in pieces (its usage is FunctionModel's own estimate,
+not the script's). A tool needing approval is ``requires_approval=True`` (the agent's
+``output_type`` includes ``DeferredToolRequests``, as Pydantic AI requires); a question and a
+client-side call are ``CallDeferred`` (kind ``question`` and ``external``). Runs in its own venv
+(tests/support/frameworks/harness.py).
 """
 
 from __future__ import annotations
@@ -163,7 +165,8 @@ async def run_agent(request: Request) -> Response:
     run = await request.json()  # Starlette keeps the body: the adapter reads it again
     forwarded = run.get("forwardedProps") or {}
     caller = Caller(user_id=forwarded.get("user_id"), identity=request.headers.get("X-AIHub-Identity"))
-    return await AGUIAdapter.dispatch_request(request, agent=agent, deps=caller)
+    # include_usage: RUN_FINISHED reports the run's token usage (off by default: it names the model to the client)
+    return await AGUIAdapter.dispatch_request(request, agent=agent, deps=caller, include_usage=True)
 
 
 app = Starlette(routes=[Route(AGENT_PATH, run_agent, methods=["POST"])])
