@@ -140,7 +140,7 @@ def run_checks(
     checks += _pipe_valves(valves, served, expected)
     agents = dict(expected.agents) if expected is not None else served
     checks += _rows(facts.models, agents)
-    checks += _backends(probes, not_probed)
+    checks += _backends(probes, not_probed, agents)
     checks += _probed_identity(probes, agents) if probes else _identity(valves, agents)
     checks += _oauth_headers(probes)
     checks += _access(facts.groups, expected)
@@ -571,7 +571,7 @@ _BACKEND_FIXES: tuple[tuple[str, str], ...] = (
 )
 
 
-def _backends(probes: Sequence[Probe], not_probed: str) -> list[Check]:
+def _backends(probes: Sequence[Probe], not_probed: str, agents: Mapping[str, Mapping[str, Any]]) -> list[Check]:
     if not probes:
         return (
             [
@@ -620,16 +620,27 @@ def _backends(probes: Sequence[Probe], not_probed: str) -> list[Check]:
         else:
             reason = str(answer.get("reason") or "unknown")
             fix = next((f for needle, f in _BACKEND_FIXES if needle in reason), "see the backend's log")
+            key = _whose_key(agents.get(probe.agent) or {}) if "refused the key" in reason else ""
             checks.append(
                 Check(
                     "backend",
                     "fail",
-                    f"{probe.agent}: not reached from Open WebUI at {answer.get('host')}: {reason}{where}",
+                    f"{probe.agent}: not reached from Open WebUI at {answer.get('host')}: {reason}{key}{where}",
                     fix,
                     probe.agent,
                 )
             )
     return checks
+
+
+def _whose_key(agent: Mapping[str, Any]) -> str:
+    """Which variable the refused key came from: the fix is shared by every agent, the name is not."""
+    name = agent.get("api_key")
+    if not name:
+        return "; the agent sends no key (its blueprint's backend has no api_key_env)"
+    if agent.get("key_from") == "server":
+        return f"; its key is ${name} in the Open WebUI server's environment (api_key_from: server)"
+    return f"; its key is ${name} where provision sync ran (api_key_env)"
 
 
 def _no_answer_fix(error: str) -> str:

@@ -420,3 +420,38 @@ def test_an_oauth_header_a_replicas_forwarding_settings_name_fails(capsys, fake:
     assert found[("oauth-header", "policy-faq.default")]["fix"].startswith(
         "give the agent's backend.oauth_token_header"
     )
+
+
+def test_a_refused_key_names_the_variable_it_came_from(capsys, fake: FakeOpenWebUI, tmp_path, monkeypatch) -> None:
+    """A 401 from the backend: the shared fix says 'check the variable', the finding says which one
+    (or that the agent sends none), so a newcomer with several keys knows what to look at."""
+    import shutil
+
+    root = tmp_path / "blueprints"
+    shutil.copytree(REPO / "blueprints", root)
+    faq = root / "policy_faq.yaml"
+    text = faq.read_text(encoding="utf-8")
+    faq.write_text(
+        text.replace("  transport: agui\n", "  transport: agui\n  api_key_env: FAQ_AGENT_KEY\n", 1), encoding="utf-8"
+    )
+    monkeypatch.setenv("FAQ_AGENT_KEY", "a-key-of-some-length-123")
+    args = ["-p", str(root), "--bundle", str(REPO / "owui_functions")]
+    assert run(capsys, "sync", *args)[0] == 0
+    refused = {
+        "reached": False,
+        "host": "127.0.0.1:8700",
+        "status": 401,
+        "reason": "answered HTTP 401: the backend refused the key",
+    }
+    fake.probe_answers["aihub_agent_pipe.policy-faq.default"] = dict(refused)
+    fake.probe_answers["aihub_agent_pipe.support-desk.tier1"] = dict(refused)
+    code, out, _ = run(capsys, "doctor", *args, "-o", "json")
+    backends = {c["subject"]: c for c in json.loads(out)["checks"] if c["id"] == "backend"}
+    assert code == 1
+    assert backends["policy-faq.default"]["message"] == (
+        "policy-faq.default: not reached from Open WebUI at 127.0.0.1:8700: answered HTTP 401: the backend refused "
+        "the key; its key is $FAQ_AGENT_KEY where provision sync ran (api_key_env)"
+    )
+    assert backends["support-desk.tier1"]["message"].endswith(
+        "; the agent sends no key (its blueprint's backend has no api_key_env)"
+    )
