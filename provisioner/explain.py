@@ -19,7 +19,7 @@ from typing import Any
 
 from .blueprints import GroupAccess
 from .contract import FEATURE_FILTER_ID, PIPE_FUNCTION_ID, agent_key, agent_of_model, model_id
-from .desired import build_desired
+from .desired import agent_backends, build_desired
 from .doctor import Facts, functions_off
 from .errors import ConfigError
 from .features import NATIVE_FEATURES, NATIVE_TOGGLES
@@ -110,6 +110,27 @@ def explain_agent(catalog: Catalog, name: str) -> dict[str, Any]:
             "groups": list(agent.access.groups) if isinstance(agent.access, GroupAccess) else [],
             "reads": sorted(lb.reads),
         },
+        "backend": _backend(lb, found),
+    }
+
+
+def _backend(lb: LoadedBlueprint, found: Located) -> dict[str, Any]:
+    """Where the pipe sends the agent's chats (its AGENTS valve entry, key by name only), and the
+    line that says so: the second question after the toggles is where a chat goes, with which key."""
+    entry = next(e for e in agent_backends(lb) if e["id"] == found.key)
+    override = lb.blueprint.agents[found.index].backend is not None
+    line = lb.source.line("agents", found.index, "backend") if override else lb.source.line("backend")
+    return {
+        "transport": entry["transport"],
+        "url": entry["url"],
+        "model": entry["model"],
+        "api_key_env": entry["api_key"],
+        "api_key_from": entry.get("key_from"),
+        "identity": entry["identity"],
+        "oauth_token_header": entry["oauth_token_header"],
+        "insecure": bool(entry.get("insecure")),
+        "file": lb.source.path,
+        "line": line,
     }
 
 

@@ -56,6 +56,42 @@ def explain_lines(explained: dict[str, Any]) -> list[str]:
     for field in ("meta.filterIds", "meta.defaultFilterIds", "meta.actionIds"):
         lines.append(f"  {field}: {', '.join(row[field]) or '(none)'}")
     lines.append(f"  who may see it: {row['access']}")
+    return lines + _backend_lines(explained["backend"])
+
+
+_IDENTITY = {
+    "auto": "what Open WebUI's settings allow (identity: auto)",
+    "signed": "a signed identity, or no chat at all (identity: signed)",
+    "none": "nothing (identity: none)",
+}
+
+
+def _backend_lines(backend: dict[str, Any]) -> list[str]:
+    """Where its chats go: whether Open WebUI reaches it there is doctor's `backend` check."""
+    if backend["transport"] == "openai":
+        where = f"OpenAI-compatible at {backend['url']}, model {backend['model']}"
+    else:
+        where = f"AG-UI at {backend['url']}"
+    key = backend["api_key_env"]
+    if not key:
+        says = "none (no api_key_env: the backend gets no Authorization header)"
+    elif backend["api_key_from"] == "server":
+        says = f"${key} (api_key_from: server), read by the Open WebUI server at chat time"
+    else:
+        says = f"${key} (api_key_env), read where provision sync runs"
+    lines = [
+        "",
+        "Its backend (`provision doctor` says whether Open WebUI reaches it):",
+        f"  {where} ({_at(backend)})",
+        f"  key: {says}; sent as Authorization: Bearer" if key else f"  key: {says}",
+        f"  about the user: {_IDENTITY.get(backend['identity'], backend['identity'])}",
+    ]
+    if backend["oauth_token_header"]:
+        lines.append(f"  the user's OAuth token: in the header {backend['oauth_token_header']}")
+    if backend["insecure"]:
+        lines.append(
+            "  plain http off loopback allowed (insecure: true): the key and the chats cross the network in clear"
+        )
     return lines
 
 

@@ -224,3 +224,61 @@ def test_groups_that_give_the_agent_to_nobody_are_named_whatever_it_reads(catalo
     assert any("group 'Support' lacks the chat.file_upload permission" in n for n in said), said
     # a private agent is the admins', who may always upload
     assert not any("upload" in n["note"] for n in instance_notes(explain_agent(catalog, "desk.two"), facts()))
+
+
+def test_it_says_where_the_agents_chats_go_and_with_which_key(tmp_path: Path) -> None:
+    """After the toggles, a newcomer asks where a chat goes: the URL and transport, the key's
+    variable (never its value) and who reads it, each agent's override with its own line."""
+    from provisioner.render_explain import explain_lines
+
+    (tmp_path / "capabilities.yaml").write_text("capabilities:\n  summarise:\n", encoding="utf-8")
+    (tmp_path / "weather.yaml").write_text(
+        textwrap.dedent(
+            """\
+            id: weather
+            name: Weather
+            backend:
+              url: http://127.0.0.1:8810/agent
+              api_key_env: WEATHER_AGENT_KEY
+            steps:
+              - id: answer
+                calls: [summarise]
+            agents:
+              - id: one
+                name: One
+              - id: two
+                name: Two
+                backend:
+                  transport: openai
+                  url: http://127.0.0.1:8811/v1
+                  api_key_from: server
+            """
+        ),
+        encoding="utf-8",
+    )
+    catalog = load_catalog(tmp_path)
+    one, two = explain_agent(catalog, "weather.one"), explain_agent(catalog, "weather.two")
+    path = str(tmp_path / "weather.yaml")
+    assert one["backend"] == {
+        "transport": "agui",
+        "url": "http://127.0.0.1:8810/agent",
+        "model": None,
+        "api_key_env": "WEATHER_AGENT_KEY",
+        "api_key_from": "sync",
+        "identity": "auto",
+        "oauth_token_header": None,
+        "insecure": False,
+        "file": path,
+        "line": 3,
+    }
+    assert explain_lines(one)[-4:] == [
+        "Its backend (`provision doctor` says whether Open WebUI reaches it):",
+        f"  AG-UI at http://127.0.0.1:8810/agent ({path}:3)",
+        "  key: $WEATHER_AGENT_KEY (api_key_env), read where provision sync runs; sent as Authorization: Bearer",
+        "  about the user: what Open WebUI's settings allow (identity: auto)",
+    ]
+    assert explain_lines(two)[-3:-1] == [
+        f"  OpenAI-compatible at http://127.0.0.1:8811/v1, model weather.two ({path}:14)",
+        "  key: $WEATHER_AGENT_KEY (api_key_from: server), read by the Open WebUI server at chat time; "
+        "sent as Authorization: Bearer",
+    ]
