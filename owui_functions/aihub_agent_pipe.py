@@ -4078,17 +4078,21 @@ async def stream_run(
 
 # --- begin agent_pipe/dialogs.py ---
 # --- dialogs: what the user is asked, and how the answer goes back -------------------------------
-# Open WebUI's dialog renders its message as Markdown (0.12.4 ConfirmDialog:
-# DOMPurify.sanitize(marked.parse(message))): what the agent wrote must not become a link, a
-# remote image (which would tell the image's host the user's address), emphasis or HTML there.
-_MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+# Open WebUI's dialog renders its message as Markdown (ConfirmDialog of 0.6.26 to 0.12.4:
+# DOMPurify.sanitize(marked.parse(message)); 0.6.5's showed plain text): what the agent wrote
+# must not become a link, a remote image (which would tell the image's host the user's address),
+# emphasis or HTML there. The marked it calls carries Open WebUI's own extensions (once a chat has
+# rendered): its KaTeX one reads \( … \) and \[ … \] as math and renders what is between them as
+# raw HTML, so backslash escapes would open it. A numeric character reference is text to CommonMark
+# in every context but code, and starts none of those extensions.
+_MARKDOWN_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
 _BACKTICKS = re.compile(r"`+")
 
 
 def markdown_text(text: str) -> str:
-    """Text Markdown shows as written: every ASCII punctuation character backslash-escaped
-    (CommonMark allows it for each), so no link, image, emphasis, list, heading or tag forms."""
-    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", text)
+    """Text Markdown shows as written: every ASCII punctuation character as a numeric character
+    reference (``(`` is ``&#40;``), so no link, image, emphasis, list, heading, tag or math forms."""
+    return _MARKDOWN_PUNCTUATION.sub(lambda match: f"&#{ord(match.group())};", text)
 
 
 def _fence(text: str, minimum: int) -> str:

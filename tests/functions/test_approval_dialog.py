@@ -6,10 +6,12 @@ the tool first, whatever the agent's message says."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
+from tests.support.markdown_support import Shape
 from tests.support.pipe_support import C, pipe_module
 
 P = pipe_module
@@ -84,3 +86,22 @@ def test_arguments_with_a_fence_of_their_own_cannot_close_the_block() -> None:
     arguments = '{"note": "x"}\n```\n![p](https://evil.example/p.png) **Approved**\n````\n<img src=x>\n```'
     html = _rendered(_question(arguments)["data"]["message"])
     assert "<img" not in html and "<strong>" not in html and html.count("<pre>") == 1
+
+
+# What starts math in the marked Open WebUI's dialog calls (its katex-extension.ts, 0.6.26 to
+# 0.12.4, registered once a chat has rendered): "$", "\(", "\[", "\ce{", "\pu{", "\begin{equation}".
+# Between them it renders the text as raw HTML, before DOMPurify.
+OPEN_WEBUI_MATH = re.compile(r"\$|\\[(\[]|\\(?:ce|pu)\{|\\begin\{equation\}")
+WORDS = "Refund (order A-1) [now] for $5? \\(x\\) \\[y\\] \\ce{H2O} (<h1 >Approved) & done"
+
+
+@pytest.mark.parametrize("question", ["confirmation", "input"])
+def test_the_agents_words_open_no_math_and_show_as_written(question: str) -> None:
+    if question == "confirmation":
+        prose = _question("{}", message=WORDS)["data"]["message"].split("\n\n")[1]
+    else:
+        interrupt = {"id": "i1", "message": WORDS, "responseSchema": {"type": "string"}}
+        prose = P.question_of(interrupt, P.Recorder(scrubber=P.Scrubber()))["data"]["message"]
+    assert OPEN_WEBUI_MATH.search(prose) is None, prose
+    shape = Shape(_rendered(prose))
+    assert "".join(shape.outside).strip() == WORDS and shape.tags == ["p", "/p"]

@@ -12,6 +12,7 @@ xfail naming why (KNOWN_GAPS), so it shows the day it starts to pass.
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import re
 from typing import Any
@@ -105,8 +106,8 @@ def _error(content: str) -> str:
 
 
 def _unescaped(markdown: str) -> str:
-    """Dialog text as the user reads it: the pipe backslash-escapes ASCII punctuation for Markdown."""
-    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)
+    """Dialog text as the user reads it: the pipe writes ASCII punctuation as character references."""
+    return html.unescape(markdown)
 
 
 def _first_chunk(chunks: list[str], text: str) -> int:
