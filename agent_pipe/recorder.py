@@ -365,10 +365,11 @@ class Recorder:
             return child is None or child.finished
         if isinstance(segment, ToolStep):
             # arguments that are not JSON lost a piece on the way (ag-ui-langgraph drops the first
-            # chunk's): the step waits for the run's snapshot, which has them whole, or its end
+            # chunk's), and none at all may have come with the call's start (ag-ui-langgraph sends
+            # no TOOL_CALL_ARGS for a call whose first chunk holds it whole): the step waits for
+            # the run's snapshot, which has them whole, or its end
             return all(
-                (call.result is not None or call.unreported) and (not call.arguments or _is_json(call.arguments))
-                for call in segment.calls
+                (call.result is not None or call.unreported) and _is_json(call.arguments) for call in segment.calls
             )
         if isinstance(segment, Reasoning):
             return segment is not self._reasoning

@@ -2854,10 +2854,11 @@ class Recorder:
             return child is None or child.finished
         if isinstance(segment, ToolStep):
             # arguments that are not JSON lost a piece on the way (ag-ui-langgraph drops the first
-            # chunk's): the step waits for the run's snapshot, which has them whole, or its end
+            # chunk's), and none at all may have come with the call's start (ag-ui-langgraph sends
+            # no TOOL_CALL_ARGS for a call whose first chunk holds it whole): the step waits for
+            # the run's snapshot, which has them whole, or its end
             return all(
-                (call.result is not None or call.unreported) and (not call.arguments or _is_json(call.arguments))
-                for call in segment.calls
+                (call.result is not None or call.unreported) and _is_json(call.arguments) for call in segment.calls
             )
         if isinstance(segment, Reasoning):
             return segment is not self._reasoning
@@ -3078,10 +3079,8 @@ def _reconcile(recorder: Recorder, message: Mapping[str, Any]) -> None:
             if known is None:
                 recorder.tool_call(call_id, _str(function.get("name")), _str(message.get("id")))
                 recorder.tool_args(call_id, arguments)
-            elif (
-                not recorder._is_emitted(known[0]) and _is_json(arguments) and not _is_json(known[1].arguments or "{}")
-            ):
-                known[1].arguments = arguments  # arguments the stream lost (LangGraph's first chunk)
+            elif not recorder._is_emitted(known[0]) and _is_json(arguments) and not _is_json(known[1].arguments):
+                known[1].arguments = arguments  # arguments the stream lost, or never sent (LangGraph's first chunk)
     elif role == "tool":
         known = recorder._calls.get(_str(message.get("toolCallId")))
         if known is not None and known[1].result is None:  # a result that never streamed (LlamaIndex)

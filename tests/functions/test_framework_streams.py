@@ -69,6 +69,44 @@ def test_a_step_with_arguments_that_are_not_json_waits_for_the_snapshot_and_text
     assert recording.streamed.index('id="c1"') < recording.streamed.index("after")
 
 
+def test_a_call_whose_arguments_came_whole_with_its_start_shows_them_from_the_snapshot() -> None:
+    # ag-ui-langgraph 0.0.47 sends no TOOL_CALL_ARGS when the model's first chunk holds the whole
+    # call (a model that does not stream its calls in pieces: Gemini's, or any _generate-only one);
+    # the block showed arguments="" while the closing snapshot had {"city": "Paris"}
+    start = [
+        {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "get_weather"},
+        {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+    ]
+    snapshot = {
+        "type": "MESSAGES_SNAPSHOT",
+        "messages": [
+            {"id": "u", "role": "user", "content": "q"},
+            {
+                "id": "m",
+                "role": "assistant",
+                "toolCalls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                    }
+                ],
+            },
+        ],
+    }
+    recording = record(events(start, R("c1"), T("after"), [snapshot], FINISHED))
+    assert recording.recorder.segments[0].calls[0].arguments == '{"city": "Paris"}'
+    assert "city" in recording.streamed and recording.streamed.index('id="c1"') < recording.streamed.index("after")
+    assert recording.streamed == recording.recorder.render()
+
+
+def test_a_call_with_no_arguments_and_no_snapshot_shows_at_the_end() -> None:
+    start = [{"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "now"}]
+    recording = record(events(start, R("c1"), T("after"), FINISHED))
+    assert recording.recorder.segments[0].calls[0].arguments == ""
+    assert recording.streamed == recording.recorder.render() and 'id="c1"' in recording.streamed
+
+
 def test_arguments_that_are_not_json_and_no_snapshot_show_as_they_came_at_the_end() -> None:
     lost = [
         {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f"},
