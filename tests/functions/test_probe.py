@@ -258,3 +258,26 @@ def test_an_agent_id_that_shares_characters_with_a_key_still_gets_its_answer() -
         backend.close()
     assert answer["reached"] is True and answer["agent"] == "desk.one"
     assert backend.requests[0]["headers"]["Authorization"] == f"Bearer {key}"
+
+
+# The probe's run has no messages and the pipe hangs up at its first event, but some servers run
+# their agent on it anyway and call the model with nothing (measured 2026-12-07; with a real LLM a
+# call, often refused for its empty input, per agent and doctor run: docs/commands.md says so).
+CALLS_ITS_MODEL_ON_THE_PROBE = {"agno", "langgraph", "llamaindex", "strands"}
+
+
+@pytest.mark.parametrize("name", FRAMEWORKS)
+def test_which_frameworks_call_their_model_on_the_probes_empty_run(framework_servers, name: str) -> None:
+    import time
+
+    from tests.support.frameworks.testing import started
+
+    server = started(framework_servers, name)
+    keyless = {k: v for k, v in agent(server.agent_url).items() if k not in ("api_key", "key_from")}
+    assert probe(make_pipe([keyless]))["reached"] is True
+    deadline = time.monotonic() + 5
+    while not server.model_calls() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    calls = server.model_calls()
+    assert bool(calls) == (name in CALLS_ITS_MODEL_ON_THE_PROBE), calls
+    assert all(not m["text"] for call in calls for m in call)  # never anything of a user: there is none
