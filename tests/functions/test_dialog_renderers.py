@@ -4,7 +4,8 @@ text for a Markdown renderer with Open WebUI's own marked extensions (agent_pipe
 a release that renders it otherwise must fail here, not in a user's dialog.
 
 The version matrix installs one release per minor into the cache dir (`scripts/openwebui-local`);
-a release not installed there is skipped by name."""
+a release not installed there fails the test under CI (where .ci/run's matrix installs them all,
+before these tests run) and is skipped by name elsewhere."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+
+from tests.support.owui_instance import unavailable
 
 # The newest patch of each supported minor (docs/openwebui-versions.md), as the matrix installs it.
 RELEASES = ("0.6.43", "0.7.2", "0.8.12", "0.9.6", "0.10.2", "0.11.4", "0.12.4")
@@ -34,7 +37,7 @@ def _source(version: str, name: str) -> str:
     lib = _cache_dir() / f"openwebui-{version}" / "venv" / "lib"
     frontends = sorted(lib.glob("python3*/site-packages/open_webui/frontend/_app"))
     if not frontends:
-        pytest.skip(f"Open WebUI {version} is not installed in {_cache_dir()} (the version matrix installs it)")
+        unavailable(f"Open WebUI {version} is not installed in {_cache_dir()} (the version matrix installs it)")
     for path in frontends[0].rglob("*.js.map"):
         if name.encode() not in path.read_bytes():
             continue
