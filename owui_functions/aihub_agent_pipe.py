@@ -4763,9 +4763,12 @@ async def probe_backend(agent: AgentSpec, secret: str | None, scrubber: Scrubber
             )
         else:
             url = agent.url
+            # A thread of its own each time: a server that keeps threads (LangGraph's checkpointer)
+            # would otherwise give every later probe's model the earlier probes' answers.
+            probe_id = f"aihub-probe-{os.urandom(6).hex()}"
             run = {
-                "threadId": "aihub-probe",
-                "runId": f"aihub-probe-{os.urandom(6).hex()}",
+                "threadId": probe_id,
+                "runId": probe_id,
                 "messages": [],
                 "tools": [],
                 "context": [],

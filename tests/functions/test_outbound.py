@@ -405,7 +405,7 @@ def test_a_question_with_a_response_schema_opens_the_input_dialog_and_resumes_th
     assert dialog.questions == [
         {
             "type": "input",
-            "data": {"title": "The agent asks", "message": "Which \\<city\\>\\?", "placeholder": "Your answer"},
+            "data": {"title": "The agent asks", "message": "Which &#60;city&#62;&#63;", "placeholder": "Your answer"},
         }
     ]
     first, resumed = (r["json"] for r in sse_stub.requests)
@@ -438,8 +438,8 @@ def test_the_approval_dialog_shows_the_tool_and_its_arguments_with_keys_masked(s
     run = run_pipe(make_pipe([_agui(sse_stub.url)], api_keys={"k": KEY}), "lab.helper", HISTORY, event_call=dialog)
     (question,) = dialog.questions
     assert question["type"] == "confirmation" and question["data"]["title"] == "Allow deploy?"
-    assert question["data"]["message"] == (  # Markdown in the dialog: the message escaped, the arguments code
-        "The agent wants to run ` deploy `.\n\nApprove running deploy\\? \\[redacted\\]\n\n"
+    assert question["data"]["message"] == (  # Markdown in the dialog: the message's punctuation as references, the arguments code
+        "The agent wants to run ` deploy `.\n\nApprove running deploy&#63; &#91;redacted&#93;\n\n"
         'Arguments:\n\n```\n{"token": "[redacted]", "env": "<prod>"}\n```'
     )
     assert sse_stub.requests[1]["json"]["resume"][0]["payload"] == {"approved": True}

@@ -118,6 +118,20 @@ def test_an_admins_probe_reaches_an_agui_backend_with_its_key_and_nothing_of_the
     assert "agui_version" not in answer  # a server that names no version is not given one
 
 
+def test_every_probe_runs_on_a_thread_of_its_own() -> None:
+    """A server that keeps threads (LangGraph's checkpointer) must not hand one probe's answer to the next."""
+    backend = Backend("agui")
+    try:
+        pipe = make_pipe([agent(backend.base + "/agent")], {"DESK_KEY": KEY})
+        probe(pipe)
+        probe(pipe)
+    finally:
+        backend.close()
+    threads = [request["body"]["threadId"] for request in backend.requests]
+    assert len(threads) == 2 and threads[0] != threads[1], threads
+    assert all(thread.startswith("aihub-probe-") for thread in threads), threads
+
+
 def test_the_agui_version_is_the_one_run_started_names() -> None:
     backend = Backend("agui-1.0")
     try:
