@@ -438,7 +438,8 @@ def test_the_approval_dialog_shows_the_tool_and_its_arguments_with_keys_masked(s
     run = run_pipe(make_pipe([_agui(sse_stub.url)], api_keys={"k": KEY}), "lab.helper", HISTORY, event_call=dialog)
     (question,) = dialog.questions
     assert question["type"] == "confirmation" and question["data"]["title"] == "Allow deploy?"
-    assert question["data"]["message"] == (  # Markdown in the dialog: the message's punctuation as references, the arguments code
+    # Markdown in the dialog: the message's punctuation as character references, the arguments code
+    assert question["data"]["message"] == (
         "The agent wants to run ` deploy `.\n\nApprove running deploy&#63; &#91;redacted&#93;\n\n"
         'Arguments:\n\n```\n{"token": "[redacted]", "env": "<prod>"}\n```'
     )
