@@ -277,7 +277,10 @@ def test_an_agent_id_that_shares_characters_with_a_key_still_gets_its_answer() -
 # The probe's run has no messages and the pipe hangs up at its first event, but some servers run
 # their agent on it anyway and call the model with nothing (measured 2026-12-07; with a real LLM a
 # call, often refused for its empty input, per agent and doctor run: docs/commands.md says so).
-CALLS_ITS_MODEL_ON_THE_PROBE = {"agno", "langgraph", "llamaindex", "strands"}
+# Whether they do races the hang-up: these servers run the agent inside the response's generator,
+# which the hang-up closes, so the model is called only when the run reaches it first (Strands did
+# not, once in five full runs). The others never start their model on a run with no messages.
+MAY_CALL_ITS_MODEL_ON_THE_PROBE = {"agno", "langgraph", "llamaindex", "strands"}
 
 
 @pytest.mark.parametrize("name", FRAMEWORKS)
@@ -293,5 +296,6 @@ def test_which_frameworks_call_their_model_on_the_probes_empty_run(framework_ser
     while not server.model_calls() and time.monotonic() < deadline:
         time.sleep(0.1)
     calls = server.model_calls()
-    assert bool(calls) == (name in CALLS_ITS_MODEL_ON_THE_PROBE), calls
+    if name not in MAY_CALL_ITS_MODEL_ON_THE_PROBE:
+        assert not calls, calls
     assert all(not m["text"] for call in calls for m in call)  # never anything of a user: there is none
