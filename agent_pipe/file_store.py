@@ -90,17 +90,11 @@ class OpenWebUIStore:
     0.12: asynchronous models and ``utils.access_control.files``); ``_call`` takes both.
     """
 
-    async def stored_files(self, chat_id: str, user_id: str, message_id: str) -> list[list[Mapping[str, Any]]] | None:
-        """Each user message's files on the chat's branch up to ``message_id``; None for a chat
-        that is not stored or not this user's."""
+    async def stored_chat(self, chat_id: str, user_id: str, message_id: str) -> "StoredChat | None":
+        """The stored chat as it stands at ``message_id``; None for a chat that is not stored or not
+        this user's. One read: ``StoredChat`` answers both the files and the agent's ids from it."""
         messages = await self._stored_messages(chat_id, user_id) if message_id else None
-        return None if messages is None else stored_user_files(messages, message_id)
-
-    async def stored_answers(self, chat_id: str, user_id: str, message_id: str) -> list[list[Mapping[str, Any]]] | None:
-        """The agent's message ids each assistant message on the branch up to ``message_id`` was
-        stored with (agent_ids.py), oldest first; None for a chat that is not stored or not this user's."""
-        messages = await self._stored_messages(chat_id, user_id) if message_id else None
-        return None if messages is None else stored_answers(messages, message_id)
+        return None if messages is None else StoredChat(messages, message_id)
 
     async def _stored_messages(self, chat_id: str, user_id: str) -> Mapping[str, Any] | None:
         """The stored chat's messages (id -> message), only for the chat's own user."""
@@ -167,6 +161,44 @@ class OpenWebUIStore:
         from open_webui.storage.provider import Storage
 
         return await asyncio.to_thread(_read_base64, Storage.get_file, record.path, limit)
+
+
+@dataclass(frozen=True)
+class StoredChat:
+    """A stored chat's messages (id -> message) and the message being answered."""
+
+    messages: Mapping[str, Any]
+    message_id: str
+
+    def files(self) -> list[list[Mapping[str, Any]]] | None:
+        """Each user message's files on the branch up to the message."""
+        return stored_user_files(self.messages, self.message_id)
+
+    def answers(self) -> list[list[Mapping[str, Any]]] | None:
+        """The agent's message ids each earlier answer on the branch was stored with (agent_ids.py)."""
+        return stored_answers(self.messages, self.message_id)
+
+
+class TurnChat:
+    """One turn's stored chat, read from Open WebUI at most once and only when a part of the turn
+    asks: placing files and the agent's own ids both need it, and each read is a database query
+    for the chat and its messages. A failed read counts as no stored chat (logged once)."""
+
+    def __init__(self, store: Any, chat_id: str, user_id: str, message_id: str) -> None:
+        self._store, self._where = store, (chat_id, user_id, message_id)
+        self._chat: StoredChat | None = None
+        self._done = False
+
+    async def get(self) -> StoredChat | None:
+        if not self._done:
+            self._done = True
+            try:
+                self._chat = await self._store.stored_chat(*self._where)
+            except ImportError:  # not inside Open WebUI (a test, a script): no stored chat
+                pass
+            except Exception as exc:  # the stored chat only places files and ids; the turn goes on
+                log.warning("aihub_agent_pipe: reading the stored chat failed (%s)", type(exc).__name__)
+        return self._chat
 
 
 def stored_answers(messages: Mapping[str, Any], message_id: str) -> list[list[Mapping[str, Any]]] | None:

@@ -22,7 +22,7 @@ from agent_pipe.constants import (
     StreamEndedEarly,
 )
 from agent_pipe.failures import _CONNECT_FAILURES, _TRANSPORT_FAILURES, _host, _kinds, failure_text
-from agent_pipe.file_store import OpenWebUIStore, _notify, read_files
+from agent_pipe.file_store import OpenWebUIStore, TurnChat, _notify, read_files
 from agent_pipe.files import (
     Attachment,
     FileLimits,
@@ -235,6 +235,7 @@ class Pipe:
         metadata: Mapping[str, Any],
         agent: AgentSpec,
         emitter: EventEmitter,
+        chat: TurnChat,
     ) -> InboundFiles:
         """The history with the user's files inside the messages they were attached to.
 
@@ -251,16 +252,8 @@ class Pipe:
             if inline_left_out:
                 await _notify(emitter, left_out_notice(inline_left_out))
             return found
-        stored = None
-        try:
-            stored = await self.store.stored_files(
-                _str(metadata.get("chat_id")),
-                _str(user.get("id")),
-                _str(metadata.get("user_message_id")) or _str(metadata.get("message_id")),
-            )
-        except Exception as exc:  # the stored chat only places files; without it they go on the newest message
-            log.warning("aihub_agent_pipe: reading the stored chat failed (%s)", type(exc).__name__)
-        placed = place_files(history, chat_files or [], stored)
+        stored = await chat.get()  # without it, the files go on the newest message
+        placed = place_files(history, chat_files or [], stored.files() if stored else None)
         parts = await read_files(
             placed,
             store=self.store,
@@ -281,24 +274,14 @@ class Pipe:
             await _notify(emitter, left_out_notice(found.left_out))
         return found
 
-    async def known_ids(
-        self, history: list[Mapping[str, Any]], user: Mapping[str, Any], metadata: Mapping[str, Any]
-    ) -> list[list[Mapping[str, Any]]] | None:
+    @staticmethod
+    async def known_ids(history: list[Mapping[str, Any]], chat: TurnChat) -> list[list[Mapping[str, Any]]] | None:
         """The agent's own ids of the earlier answers, as the stored chat kept them (agent_ids.py).
         A chat with no earlier answer costs no store read; without them the ids are the pipe's own."""
         if not any(isinstance(m, Mapping) and m.get("role") == "assistant" for m in history):
             return None
-        try:
-            return await self.store.stored_answers(
-                _str(metadata.get("chat_id")),
-                _str(user.get("id")),
-                _str(metadata.get("user_message_id")) or _str(metadata.get("message_id")),
-            )
-        except ImportError:  # not inside Open WebUI (a test, a script): no stored chat
-            return None
-        except Exception as exc:
-            log.warning("aihub_agent_pipe: reading the stored chat's answers failed (%s)", type(exc).__name__)
-            return None
+        stored = await chat.get()
+        return stored.answers() if stored else None
 
     # -- identity, ids, trace and context ---------------------------------------------------------
 
@@ -423,7 +406,13 @@ class Pipe:
         metadata = __metadata__ or {}
         user = __user__ or {}
         features = requested_features(metadata, agent.features)
-        inbound = await self.inbound_files(body.get("messages") or [], user, metadata, agent, __event_emitter__)
+        chat = TurnChat(
+            self.store,
+            _str(metadata.get("chat_id")),
+            _str(user.get("id")),
+            _str(metadata.get("user_message_id")) or _str(metadata.get("message_id")),
+        )
+        inbound = await self.inbound_files(body.get("messages") or [], user, metadata, agent, __event_emitter__, chat)
         history = inbound.history
         turn = await self.turn(agent, _str(body.get("model")), user, metadata, __oauth_token__)
         signer = history_signer(self.valves.HISTORY_SIGNING_KEY, agent.id, __user__, metadata)
@@ -432,7 +421,7 @@ class Pipe:
             payload = openai_request(agent, history, signer, turn, features)
             input_ids: list[str] = []
         else:
-            payload = agui_request(history, signer, turn, features, await self.known_ids(history, user, metadata))
+            payload = agui_request(history, signer, turn, features, await self.known_ids(history, chat))
             input_ids = [m["id"] for m in payload["messages"]]
         recorder = Recorder(
             input_ids=input_ids,

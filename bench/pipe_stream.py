@@ -199,7 +199,7 @@ class BenchStore:
     async def groups(self, user_id: str) -> list[dict[str, str]]:
         return [{"id": "g-1", "name": "Finance"}, {"id": "g-2", "name": "Analysts"}]
 
-    async def stored_files(self, chat_id: str, user_id: str, message_id: str) -> Any:
+    async def stored_chat(self, chat_id: str, user_id: str, message_id: str) -> Any:
         return None
 
     async def file(self, file_id: str) -> Any:
@@ -360,7 +360,8 @@ async def turn_cost(pipe: ModuleType, count: int = 2000) -> dict[str, float]:
         for _ in range(3):
             start = time.perf_counter()
             for _ in range(count):
-                await instance.inbound_files(BODY["messages"], USER, CHAT_METADATA, agent, None)
+                chat = _PIPE.TurnChat(instance.store, "bench-chat", USER["id"], "bench-user-msg")
+                await instance.inbound_files(BODY["messages"], USER, CHAT_METADATA, agent, None, chat)
                 await instance.turn(agent, BODY["model"], USER, CHAT_METADATA, None)
             best = min(best, (time.perf_counter() - start) / count)
         out[name] = best * 1e6

@@ -1497,17 +1497,11 @@ class OpenWebUIStore:
     0.12: asynchronous models and ``utils.access_control.files``); ``_call`` takes both.
     """
 
-    async def stored_files(self, chat_id: str, user_id: str, message_id: str) -> list[list[Mapping[str, Any]]] | None:
-        """Each user message's files on the chat's branch up to ``message_id``; None for a chat
-        that is not stored or not this user's."""
+    async def stored_chat(self, chat_id: str, user_id: str, message_id: str) -> "StoredChat | None":
+        """The stored chat as it stands at ``message_id``; None for a chat that is not stored or not
+        this user's. One read: ``StoredChat`` answers both the files and the agent's ids from it."""
         messages = await self._stored_messages(chat_id, user_id) if message_id else None
-        return None if messages is None else stored_user_files(messages, message_id)
-
-    async def stored_answers(self, chat_id: str, user_id: str, message_id: str) -> list[list[Mapping[str, Any]]] | None:
-        """The agent's message ids each assistant message on the branch up to ``message_id`` was
-        stored with (agent_ids.py), oldest first; None for a chat that is not stored or not this user's."""
-        messages = await self._stored_messages(chat_id, user_id) if message_id else None
-        return None if messages is None else stored_answers(messages, message_id)
+        return None if messages is None else StoredChat(messages, message_id)
 
     async def _stored_messages(self, chat_id: str, user_id: str) -> Mapping[str, Any] | None:
         """The stored chat's messages (id -> message), only for the chat's own user."""
@@ -1574,6 +1568,44 @@ class OpenWebUIStore:
         from open_webui.storage.provider import Storage
 
         return await asyncio.to_thread(_read_base64, Storage.get_file, record.path, limit)
+
+
+@dataclass(frozen=True)
+class StoredChat:
+    """A stored chat's messages (id -> message) and the message being answered."""
+
+    messages: Mapping[str, Any]
+    message_id: str
+
+    def files(self) -> list[list[Mapping[str, Any]]] | None:
+        """Each user message's files on the branch up to the message."""
+        return stored_user_files(self.messages, self.message_id)
+
+    def answers(self) -> list[list[Mapping[str, Any]]] | None:
+        """The agent's message ids each earlier answer on the branch was stored with (agent_ids.py)."""
+        return stored_answers(self.messages, self.message_id)
+
+
+class TurnChat:
+    """One turn's stored chat, read from Open WebUI at most once and only when a part of the turn
+    asks: placing files and the agent's own ids both need it, and each read is a database query
+    for the chat and its messages. A failed read counts as no stored chat (logged once)."""
+
+    def __init__(self, store: Any, chat_id: str, user_id: str, message_id: str) -> None:
+        self._store, self._where = store, (chat_id, user_id, message_id)
+        self._chat: StoredChat | None = None
+        self._done = False
+
+    async def get(self) -> StoredChat | None:
+        if not self._done:
+            self._done = True
+            try:
+                self._chat = await self._store.stored_chat(*self._where)
+            except ImportError:  # not inside Open WebUI (a test, a script): no stored chat
+                pass
+            except Exception as exc:  # the stored chat only places files and ids; the turn goes on
+                log.warning("aihub_agent_pipe: reading the stored chat failed (%s)", type(exc).__name__)
+        return self._chat
 
 
 def stored_answers(messages: Mapping[str, Any], message_id: str) -> list[list[Mapping[str, Any]]] | None:
@@ -5013,6 +5045,7 @@ class Pipe:
         metadata: Mapping[str, Any],
         agent: AgentSpec,
         emitter: EventEmitter,
+        chat: TurnChat,
     ) -> InboundFiles:
         """The history with the user's files inside the messages they were attached to.
 
@@ -5029,16 +5062,8 @@ class Pipe:
             if inline_left_out:
                 await _notify(emitter, left_out_notice(inline_left_out))
             return found
-        stored = None
-        try:
-            stored = await self.store.stored_files(
-                _str(metadata.get("chat_id")),
-                _str(user.get("id")),
-                _str(metadata.get("user_message_id")) or _str(metadata.get("message_id")),
-            )
-        except Exception as exc:  # the stored chat only places files; without it they go on the newest message
-            log.warning("aihub_agent_pipe: reading the stored chat failed (%s)", type(exc).__name__)
-        placed = place_files(history, chat_files or [], stored)
+        stored = await chat.get()  # without it, the files go on the newest message
+        placed = place_files(history, chat_files or [], stored.files() if stored else None)
         parts = await read_files(
             placed,
             store=self.store,
@@ -5059,24 +5084,14 @@ class Pipe:
             await _notify(emitter, left_out_notice(found.left_out))
         return found
 
-    async def known_ids(
-        self, history: list[Mapping[str, Any]], user: Mapping[str, Any], metadata: Mapping[str, Any]
-    ) -> list[list[Mapping[str, Any]]] | None:
+    @staticmethod
+    async def known_ids(history: list[Mapping[str, Any]], chat: TurnChat) -> list[list[Mapping[str, Any]]] | None:
         """The agent's own ids of the earlier answers, as the stored chat kept them (agent_ids.py).
         A chat with no earlier answer costs no store read; without them the ids are the pipe's own."""
         if not any(isinstance(m, Mapping) and m.get("role") == "assistant" for m in history):
             return None
-        try:
-            return await self.store.stored_answers(
-                _str(metadata.get("chat_id")),
-                _str(user.get("id")),
-                _str(metadata.get("user_message_id")) or _str(metadata.get("message_id")),
-            )
-        except ImportError:  # not inside Open WebUI (a test, a script): no stored chat
-            return None
-        except Exception as exc:
-            log.warning("aihub_agent_pipe: reading the stored chat's answers failed (%s)", type(exc).__name__)
-            return None
+        stored = await chat.get()
+        return stored.answers() if stored else None
 
     # -- identity, ids, trace and context ---------------------------------------------------------
 
@@ -5201,7 +5216,13 @@ class Pipe:
         metadata = __metadata__ or {}
         user = __user__ or {}
         features = requested_features(metadata, agent.features)
-        inbound = await self.inbound_files(body.get("messages") or [], user, metadata, agent, __event_emitter__)
+        chat = TurnChat(
+            self.store,
+            _str(metadata.get("chat_id")),
+            _str(user.get("id")),
+            _str(metadata.get("user_message_id")) or _str(metadata.get("message_id")),
+        )
+        inbound = await self.inbound_files(body.get("messages") or [], user, metadata, agent, __event_emitter__, chat)
         history = inbound.history
         turn = await self.turn(agent, _str(body.get("model")), user, metadata, __oauth_token__)
         signer = history_signer(self.valves.HISTORY_SIGNING_KEY, agent.id, __user__, metadata)
@@ -5210,7 +5231,7 @@ class Pipe:
             payload = openai_request(agent, history, signer, turn, features)
             input_ids: list[str] = []
         else:
-            payload = agui_request(history, signer, turn, features, await self.known_ids(history, user, metadata))
+            payload = agui_request(history, signer, turn, features, await self.known_ids(history, chat))
             input_ids = [m["id"] for m in payload["messages"]]
         recorder = Recorder(
             input_ids=input_ids,

@@ -10,6 +10,7 @@ stored chat next turn.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import types
 from typing import Any
@@ -199,35 +200,68 @@ def _stored_chat(owner: str) -> Any:
 def test_the_store_reads_the_ids_of_the_answers_on_the_branch_of_the_users_own_chat(chats: dict[str, Any]) -> None:
     chats["chat-a"] = _stored_chat(owner="user-1")
     store = P.OpenWebUIStore()
-    assert asyncio.run(store.stored_answers("chat-a", "user-1", "u2")) == [[{"id": "m1", "text": "x"}]]
-    assert asyncio.run(store.stored_answers("chat-a", "user-1", "a2")) == [[{"id": "m1", "text": "x"}]]
-    assert asyncio.run(store.stored_answers("chat-a", "user-2", "u2")) is None
-    assert asyncio.run(store.stored_answers("local:x", "user-1", "u2")) is None
-
-
-class CountingStore(FakeStore):
-    def __init__(self, answers: Any) -> None:
-        super().__init__(answers=answers)
-        self.asked = 0
-
-    async def stored_answers(self, chat_id: str, user_id: str, message_id: str) -> Any:
-        self.asked += 1
-        return self.answers
+    assert asyncio.run(store.stored_chat("chat-a", "user-1", "u2")).answers() == [[{"id": "m1", "text": "x"}]]
+    assert asyncio.run(store.stored_chat("chat-a", "user-1", "a2")).answers() == [[{"id": "m1", "text": "x"}]]
+    assert asyncio.run(store.stored_chat("chat-a", "user-2", "u2")) is None
+    assert asyncio.run(store.stored_chat("local:x", "user-1", "u2")) is None
 
 
 def test_the_pipe_sends_the_stored_ids_and_reads_the_store_only_for_a_chat_with_an_answer(sse_stub: Any) -> None:
     content, entries = _answer(LANGGRAPH_TURN)
     sse_stub.behaviour.data = events(T("ok"), FINISHED)
     pipe = make_pipe([{"id": AGENT, "name": "Desk", "transport": "agui", "url": sse_stub.url}])
-    pipe.store = store = CountingStore([entries])
+    pipe.store = store = FakeStore(answers=[entries])
     asyncio.run(drive(pipe, AGENT, [{"role": "user", "content": "scenario:tool"}]))
-    assert store.asked == 0
+    assert store.chat_reads == 0
     history = [
         {"role": "user", "content": "scenario:tool"},
         {"role": "assistant", "content": content},
         {"role": "user", "content": "again"},
     ]
     asyncio.run(drive(pipe, AGENT, history))
-    assert store.asked == 1
+    assert store.chat_reads == 1
     sent = sse_stub.requests[-1]["json"]["messages"]
     assert [m["id"] for m in sent] == ["aihub-0", "lc_run--a", "tool-uuid-1", "lc_run--b", "aihub-2"]
+
+
+def test_a_turn_with_earlier_answers_and_files_reads_the_stored_chat_once(sse_stub: Any) -> None:
+    """Placing the files and the agent's own ids both come from the stored chat: one read of it
+    (a query for the chat and one for its messages) per turn, not one per need."""
+    content, entries = _answer(LANGGRAPH_TURN)
+    sse_stub.behaviour.data = events(T("ok"), FINISHED)
+    pipe = make_pipe([{"id": AGENT, "name": "Desk", "transport": "agui", "url": sse_stub.url}])
+    pipe.store = store = FakeStore(answers=[entries])
+    ref = store.add("f-1", "a.txt", "text/plain", b"alpha")
+    store.stored = [[ref], []]  # the file on the first user message
+    history = [
+        {"role": "user", "content": "scenario:tool"},
+        {"role": "assistant", "content": content},
+        {"role": "user", "content": "again"},
+    ]
+    asyncio.run(drive(pipe, AGENT, history, metadata={"files": [ref]}))
+    assert store.chat_reads == 1 and store.reads == ["f-1"]
+    sent = sse_stub.requests[-1]["json"]["messages"]
+    assert [m["id"] for m in sent] == ["aihub-0", "lc_run--a", "tool-uuid-1", "lc_run--b", "aihub-2"]
+    assert "a.txt" in json.dumps(sent[0]["content"]) and "a.txt" not in json.dumps(sent[-1]["content"])
+
+
+def test_the_real_store_reads_the_chat_once_for_both_the_files_and_the_ids(chats: dict[str, Any]) -> None:
+    """What a turn reads of Open WebUI's database: one chat lookup however many parts need it."""
+    chats["chat-a"] = _stored_chat(owner="user-1")
+    lookups: list[str] = []
+    model = sys.modules["open_webui.models.chats"].Chats
+    original = model.get_chat_by_id
+
+    async def counted(chat_id: str) -> Any:
+        lookups.append(chat_id)
+        return await original(chat_id)
+
+    model.get_chat_by_id = counted
+    chat = P.TurnChat(P.OpenWebUIStore(), "chat-a", "user-1", "u2")
+
+    async def both() -> tuple[Any, Any]:
+        return (await chat.get()).files(), (await chat.get()).answers()
+
+    files, answers = asyncio.run(both())
+    assert lookups == ["chat-a"]
+    assert files == [[], []] and answers == [[{"id": "m1", "text": "x"}]]

@@ -5,8 +5,8 @@ How that is proven: ``.venv/bin/python -m tests.support.pin_mutations`` applies 
 to the built pipe, runs this file and restores the pipe. Run on 2026-12-04 (harden-pipe), each
 breakage failed the test named:
 
-- stored_files without its ``chat.user_id != user_id`` check:
-  test_stored_files_of_another_users_chat_are_none
+- stored_chat without its ``chat.user_id != user_id`` check:
+  test_the_stored_chat_of_another_user_is_none
 - read_files taking ``reads: []`` as "not declared" (``if not reads``):
   test_an_agent_that_reads_nothing_gets_no_file_at_all
 - place_files matching the stored user messages from the oldest (``zip(users, stored)``):
@@ -82,11 +82,11 @@ def _chat(owner: str) -> Any:
     return types.SimpleNamespace(user_id=owner, chat={"history": {"messages": messages}})
 
 
-def test_stored_files_of_another_users_chat_are_none(chats: dict[str, Any]) -> None:
+def test_the_stored_chat_of_another_user_is_none(chats: dict[str, Any]) -> None:
     chats["chat-a"] = _chat(owner="user-2")
     store = P.OpenWebUIStore()
-    assert asyncio.run(store.stored_files("chat-a", "user-1", "u1")) is None
-    assert asyncio.run(store.stored_files("chat-a", "user-2", "u1")) == [[{"type": "file", "id": "f-1"}]]
+    assert asyncio.run(store.stored_chat("chat-a", "user-1", "u1")) is None
+    assert asyncio.run(store.stored_chat("chat-a", "user-2", "u1")).files() == [[{"type": "file", "id": "f-1"}]]
 
 
 # --- reads: [] --------------------------------------------------------------------------------------------

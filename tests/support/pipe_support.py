@@ -8,6 +8,7 @@ import json
 import re
 import threading
 import time
+import types
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -160,6 +161,7 @@ class FakeStore:
     stored: list[list[dict[str, Any]]] | None = None
     answers: list[list[dict[str, Any]]] | None = None  # the agent's ids each earlier answer was stored with
     reads: list[str] = field(default_factory=list)
+    chat_reads: int = 0  # how many times the stored chat was read
 
     def add(
         self, file_id: str, name: str, mime: str, data: bytes, owner: str = "user-1", size: int | None = None
@@ -175,11 +177,11 @@ class FakeStore:
         self.files[file_id] = (record, data)
         return {"type": "file", "id": file_id, "name": name, "size": record.size}
 
-    async def stored_files(self, chat_id: str, user_id: str, message_id: str) -> Any:
-        return self.stored
-
-    async def stored_answers(self, chat_id: str, user_id: str, message_id: str) -> Any:
-        return self.answers
+    async def stored_chat(self, chat_id: str, user_id: str, message_id: str) -> Any:
+        self.chat_reads += 1
+        if self.stored is None and self.answers is None:
+            return None
+        return types.SimpleNamespace(files=lambda: self.stored, answers=lambda: self.answers)
 
     async def file(self, file_id: str) -> Any:
         entry = self.files.get(file_id)
