@@ -2,9 +2,9 @@
 
 One Open WebUI for the module. The backends are loopback servers of this test: an AG-UI stub
 that answers, one that answers 401 to the key it gets, one behind TLS with a certificate of a CA
-made here (Open WebUI does not trust it), and one stopped. The pipe probes them from Open
-WebUI's process; then the pipe is switched off, and last the server restarts with
-ENABLE_FUNCTIONS=false.
+made here (Open WebUI does not trust it), one stopped, one that takes the request and never
+answers, and a web app's HTML page. The pipe probes them from Open WebUI's process; then the pipe
+is switched off, and last the server restarts with ENABLE_FUNCTIONS=false.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import json
 import os
 import ssl
 from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +26,39 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from demo_agents.sse_handler import serve_loopback, stop_loopback
+from demo_agents.sse_handler import SSEHandler, serve_loopback, stop_loopback
 from tests.support.builders import REPO, closed_port, samples_on, set_backend
 from tests.support.chat_support import provision
 from tests.support.doctor_support import GOOD_KEY, WRONG_KEY, Agent, doctor
 from tests.support.owui_instance import OpenWebUIInstance, started
+from tests.support.pipe_support import pipe_module
 
 PIPE = "aihub_agent_pipe"
+
+
+class Silent(SSEHandler):
+    """Takes the connection and the request, and never answers (a hung backend)."""
+
+    seen: list[str] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's method name)
+        self.read_body()
+        type(self).seen.append(self.path)  # then back to waiting for a next request that never comes
+
+
+class WebPage(SSEHandler):
+    """A web app where the agent should be: 200 and an HTML page to any request."""
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's method name)
+        self.read_body()
+        page = b"<!doctype html><html><head><title>Intranet</title></head><body>Welcome</body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(page)))
+        self.end_headers()
+        self.wfile.write(page)
+
+    do_GET = do_POST  # noqa: N815 (http.server's method name)
 
 
 def throwaway_tls(tmp: Path) -> ssl.SSLContext:
@@ -80,11 +107,22 @@ def owui() -> Iterator[OpenWebUIInstance]:
 
 
 @pytest.fixture(scope="module")
-def backends(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """The URL of each backend: answering, refusing the key, behind untrusted TLS, stopped."""
+def silent() -> Iterator[ThreadingHTTPServer]:
+    """The backend that never answers. The first test stops it once probed: a stopped backend
+    refuses at once, where a silent one costs every later doctor run the probe's timeout."""
+    server, _ = serve_loopback(Silent)
+    yield server
+    stop_loopback(server)
+
+
+@pytest.fixture(scope="module")
+def backends(tmp_path_factory: pytest.TempPathFactory, silent: ThreadingHTTPServer) -> Iterator[dict[str, str]]:
+    """The URL of each backend: answering, refusing the key, behind untrusted TLS, stopped,
+    silent, a web page."""
     keyed = type("Keyed", (Agent,), {"key": GOOD_KEY, "seen": []})
     plain, plain_url = serve_loopback(Agent)
     refusing, refusing_url = serve_loopback(keyed)
+    page, page_url = serve_loopback(WebPage)
     tls, _ = serve_loopback(Agent)
     tls.socket = throwaway_tls(tmp_path_factory.mktemp("tls")).wrap_socket(tls.socket, server_side=True)
     yield {
@@ -92,8 +130,10 @@ def backends(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str
         "refusing": refusing_url + "/agent",
         "tls": f"https://127.0.0.1:{tls.server_address[1]}/agent",
         "stopped": f"http://127.0.0.1:{closed_port()}/agent",
+        "silent": f"http://127.0.0.1:{silent.server_address[1]}/agent",
+        "page": page_url + "/agent",
     }
-    for server in (plain, refusing, tls):
+    for server in (plain, refusing, page, tls):
         stop_loopback(server)
 
 
@@ -116,6 +156,19 @@ def blueprints(tmp_path_factory: pytest.TempPathFactory, backends: dict[str, str
     billing = next(a for a in data["agents"] if a["id"] == "billing")
     billing["backend"] = {"url": "https://doctor-e2e.invalid/agent"}
     desk.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    # Two agents of a small blueprint of this test's own: one on the backend that never answers,
+    # one on a web app's page (what a backend.url pointing at the wrong server gets).
+    lab = {
+        "id": "doctor-lab",
+        "name": "Doctor lab",
+        "backend": {"transport": "agui", "url": backends["silent"]},
+        "steps": [{"id": "answer", "calls": ["draft_reply"]}],  # no feature, no file: no other check
+        "agents": [
+            {"id": "silent", "name": "Silent", "access": "public"},
+            {"id": "webpage", "name": "Web page", "access": "public", "backend": {"url": backends["page"]}},
+        ],
+    }
+    (root / "doctor_lab.yaml").write_text(yaml.safe_dump(lab, sort_keys=False), encoding="utf-8")
     path = root / "document_analyst.yaml"
     path.write_text(
         path.read_text(encoding="utf-8").replace(
@@ -139,11 +192,14 @@ def by_subject(report: dict[str, Any], check: str) -> dict[str, dict[str, Any]]:
     return {c.get("subject", ""): c for c in report["checks"] if c["id"] == check}
 
 
-def test_each_backend_is_reached_or_not_from_open_webuis_side_with_the_reason(connected, blueprints, capsys) -> None:
+def test_each_backend_is_reached_or_not_from_open_webuis_side_with_the_reason(
+    connected, blueprints, backends, silent, capsys
+) -> None:
     code, out, err = provision(capsys, "sync", "--yes", *blueprints)
     assert code == 0, out + err
     Agent.seen.clear()
     code, report = doctor(capsys, blueprints)
+    stop_loopback(silent)  # probed: later doctor runs find it stopped (refused at once)
     assert code == 1
     backend = by_subject(report, "backend")
     assert {k for k, c in backend.items() if c["status"] == "pass"} == {"support-desk.tier1", "support-desk.tier2"}
@@ -158,6 +214,26 @@ def test_each_backend_is_reached_or_not_from_open_webuis_side_with_the_reason(co
         "Open WebUI does not trust the backend's certificate"
     )
     assert "answered HTTP 401: the backend refused the key" in backend["document-analyst.default"]["message"]
+    # the backend that took the request and never answered: the probe's own timeout, through Open WebUI
+    assert Silent.seen == ["/agent"]
+    assert backend["doctor-lab.silent"]["status"] == "fail"
+    assert backend["doctor-lab.silent"]["message"] == (
+        f"doctor-lab.silent: not reached from Open WebUI at 127.0.0.1:{silent.server_address[1]}: "
+        f"no answer within {pipe_module.PROBE_TIMEOUT_SECONDS:g} seconds"  # the pipe Open WebUI runs
+    )
+    assert backend["doctor-lab.silent"]["fix"] == (
+        "the backend accepted the connection but did not answer: check that it is healthy"
+    )
+    # a web app's 200 text/html page where the agent should be
+    assert backend["doctor-lab.webpage"]["status"] == "fail"
+    assert backend["doctor-lab.webpage"]["message"] == (
+        f"doctor-lab.webpage: not reached from Open WebUI at {backends['page'].split('/')[2]}: "
+        "answered, but not as an AG-UI endpoint (no AG-UI event in a text/event-stream)"
+    )
+    assert backend["doctor-lab.webpage"]["fix"] == (
+        "point backend.url at the agent's AG-UI endpoint (or set transport: openai)"
+    )
+    assert len(backend) == 8, sorted(backend)
     # what the answering backend got: a run with no messages and nothing of the admin who asked
     assert Agent.seen and all(
         s["body"]["messages"] == [] and s["body"]["forwardedProps"] == {"aihub_probe": True} for s in Agent.seen
