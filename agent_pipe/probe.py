@@ -187,6 +187,12 @@ async def _protocol(transport: str, response: Any) -> dict[str, Any]:
         if isinstance(version, str) and version.strip():
             found["agui_version"] = version.strip()[:40]
         return found
+    # Name what came: a web app's page at a wrong URL is text/html, not a stream without events.
+    media = str(response.headers.get("Content-Type", "")).split(";")[0].strip().lower()
+    if media != "text/event-stream":
+        return {
+            "reason": f"answered, but not as an AG-UI endpoint ({media or 'no content type'}, not an AG-UI event stream)"
+        }
     return {"reason": "answered, but not as an AG-UI endpoint (no AG-UI event in a text/event-stream)"}
 
 

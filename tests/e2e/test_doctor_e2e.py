@@ -228,7 +228,7 @@ def test_each_backend_is_reached_or_not_from_open_webuis_side_with_the_reason(
     assert backend["doctor-lab.webpage"]["status"] == "fail"
     assert backend["doctor-lab.webpage"]["message"] == (
         f"doctor-lab.webpage: not reached from Open WebUI at {backends['page'].split('/')[2]}: "
-        "answered, but not as an AG-UI endpoint (no AG-UI event in a text/event-stream)"
+        "answered, but not as an AG-UI endpoint (text/html, not an AG-UI event stream)"
     )
     assert backend["doctor-lab.webpage"]["fix"] == (
         "point backend.url at the agent's AG-UI endpoint (or set transport: openai)"

@@ -50,6 +50,17 @@ class Backend:
                     self.send_json({"detail": f"bad key {KEY}"}, 401)
                 elif mode == "json":
                     self.send_json({"hello": "world"})
+                elif mode == "html":  # a web app where the agent should be
+                    page = b"<!doctype html><html><body>Welcome</body></html>"
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html; charset=utf-8")
+                    self.send_header("Content-Length", str(len(page)))
+                    self.end_headers()
+                    self.wfile.write(page)
+                elif mode == "openai-stream":  # an OpenAI chat completion's stream: SSE, no AG-UI event
+                    self.start_stream()
+                    self.send_event({"object": "chat.completion.chunk", "choices": []})
+                    self.end_stream()
                 else:
                     self.start_stream()
                     started = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
@@ -184,8 +195,27 @@ def test_an_answer_that_is_not_agui_or_openai_says_so() -> None:
         openai = probe(make_pipe([agent(backend.base + "/v1", "openai", model="m")], {"DESK_KEY": KEY}))
     finally:
         backend.close()
-    assert agui["reached"] is False and "not as an AG-UI endpoint" in agui["reason"]
+    assert agui["reached"] is False
+    assert agui["reason"] == "answered, but not as an AG-UI endpoint (application/json, not an AG-UI event stream)"
     assert openai["reached"] is False and openai["status"] == 404
+
+
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [
+        ("html", "answered, but not as an AG-UI endpoint (text/html, not an AG-UI event stream)"),
+        ("openai-stream", "answered, but not as an AG-UI endpoint (no AG-UI event in a text/event-stream)"),
+    ],
+)
+def test_the_reason_names_what_came_instead_of_ag_ui_events(mode: str, reason: str) -> None:
+    """A web app's page (a backend.url at the wrong server) is named as the page it is, not as an
+    event stream without AG-UI events, which only a stream of other events is."""
+    backend = Backend(mode)
+    try:
+        answer = probe(make_pipe([agent(backend.base + "/agent")], {"DESK_KEY": KEY}))
+    finally:
+        backend.close()
+    assert answer["reached"] is False and answer["reason"] == reason, answer
 
 
 def test_an_openai_backend_is_asked_for_its_models_and_runs_nothing() -> None:
