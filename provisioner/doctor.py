@@ -458,7 +458,7 @@ def _uploads(facts: Facts, agents: Mapping[str, Mapping[str, Any]], expected: Ex
     if not readers:
         return []
     checks: list[Check] = []
-    default = _file_upload(facts.default_permissions)
+    default = file_upload(facts.default_permissions)
     groups = {str(g.get("name")): g for g in facts.groups}
     for key in readers:
         if default is not False:
@@ -475,14 +475,14 @@ def _uploads(facts: Facts, agents: Mapping[str, Mapping[str, Any]], expected: Ex
                 )
             )
             continue
-        lacking = [n for n in names if _file_upload((groups.get(n) or {}).get("permissions")) is not True]
+        lacking = [n for n in names if n not in groups or group_file_upload(groups[n], facts.groups) is not True]
         if names and len(lacking) == len(names):
             checks.append(
                 Check(
                     "file-upload",
                     "fail",
                     f"{key} reads attached files, but none of its groups ({', '.join(lacking)}) may upload files",
-                    "allow File Upload in the permissions of its groups (Admin Panel > Users > Groups)",
+                    "allow File Upload in the permissions of its groups, or of a group above them (Admin Panel > Users > Groups)",
                     key,
                 )
             )
@@ -513,7 +513,26 @@ def _uploads(facts: Facts, agents: Mapping[str, Mapping[str, Any]], expected: Ex
     return checks
 
 
-def _file_upload(permissions: Mapping[str, Any] | None) -> bool | None:
+def group_file_upload(group: Mapping[str, Any], groups: Sequence[Mapping[str, Any]]) -> bool | None:
+    """A group's own chat.file_upload, or where groups nest (0.12) the first grant on a group
+    above it: Open WebUI makes a member of a group a member of every group above it and combines
+    their permissions. None where no group on the way says."""
+    by_id = {str(g.get("id")): g for g in groups}
+    found: bool | None = None
+    seen: set[str] = set()
+    current: Mapping[str, Any] | None = group
+    while current is not None and str(current.get("id")) not in seen:
+        own = file_upload(current.get("permissions"))
+        if own is True:
+            return True
+        found = False if own is False else found
+        seen.add(str(current.get("id")))
+        parent = current.get("parent_group_id")
+        current = by_id.get(str(parent)) if parent else None
+    return found
+
+
+def file_upload(permissions: Mapping[str, Any] | None) -> bool | None:
     value = ((permissions or {}).get("chat") or {}).get("file_upload")
     return value if isinstance(value, bool) else None
 

@@ -20,7 +20,7 @@ from typing import Any
 from .blueprints import GroupAccess
 from .contract import FEATURE_FILTER_ID, PIPE_FUNCTION_ID, agent_key, agent_of_model, model_id
 from .desired import agent_backends, build_desired
-from .doctor import Facts, functions_off
+from .doctor import Facts, file_upload, functions_off, group_file_upload
 from .errors import ConfigError
 from .features import NATIVE_FEATURES, NATIVE_TOGGLES
 from .loader import CAPABILITIES_FILE, Catalog, LoadedBlueprint
@@ -305,9 +305,10 @@ def _group_notes(
 ) -> list[dict[str, str]]:
     """Who gets the agent through its groups: a group missing or without members gives it to
     nobody but admins; and for an agent that reads files, users who may not upload (no group of
-    theirs grants chat.file_upload, nor the default) never see the attach button."""
+    theirs or above it grants chat.file_upload, nor the default) never see the attach button."""
     reads_files = bool(set(explained["row"]["reads"]) & {"documents", "images"})
-    default = _file_upload(default_permissions)
+    default = file_upload(default_permissions)
+    groups = list(groups)
     by_name = {str(g.get("name")): g for g in groups}
     notes = []
     for name in explained["row"]["groups"]:
@@ -329,14 +330,15 @@ def _group_notes(
                     "fix": f"add the agent's users to group {name!r} (Admin Panel > Users > Groups)",
                 }
             )
-        own = _file_upload(group.get("permissions"))
+        own = group_file_upload(group, groups)
         if reads_files and own is not True and default is not True and False in (own, default):
             notes.append(
                 {
                     "about": name,
                     "note": f"group {name!r} lacks the chat.file_upload permission: "
                     "its members see no attach button for this agent",
-                    "fix": f"allow File Upload in the permissions of group {name!r} (Admin Panel > Users > Groups)",
+                    "fix": f"allow File Upload in the permissions of group {name!r}, or of a group above it "
+                    "(Admin Panel > Users > Groups)",
                 }
             )
     if reads_files and explained["row"]["access"].startswith("public") and default is False:
@@ -348,9 +350,3 @@ def _group_notes(
             }
         )
     return notes
-
-
-def _file_upload(permissions: Mapping[str, Any] | None) -> bool | None:
-    chat = (permissions or {}).get("chat") or {}
-    value = chat.get("file_upload")
-    return value if isinstance(value, bool) else None

@@ -455,3 +455,35 @@ def test_a_refused_key_names_the_variable_it_came_from(capsys, fake: FakeOpenWeb
     assert backends["support-desk.tier1"]["message"].endswith(
         "; the agent sends no key (its blueprint's backend has no api_key_env)"
     )
+
+
+def test_a_group_document_agent_needs_a_group_that_may_upload_here_or_above(
+    capsys, fake: FakeOpenWebUI, tmp_path
+) -> None:
+    """Default upload off: the agent's group decides. Where groups nest (0.12), Open WebUI gives a
+    member every ancestor's permissions, so a grant on the parent group counts."""
+    import shutil
+
+    shutil.copytree(REPO / "blueprints", tmp_path, dirs_exist_ok=True)
+    path = tmp_path / "document_analyst.yaml"
+    path.write_text(path.read_text().replace("access: public", "access: {groups: [Analysts]}"))
+    where = ["-p", str(tmp_path), "--bundle", str(REPO / "owui_functions")]
+    fake.groups += [
+        {"id": "g-legal", "name": "Legal", "member_count": 3, "permissions": {}},
+        {"id": "g-an", "name": "Analysts", "member_count": 2, "parent_group_id": "g-legal", "permissions": {}},
+    ]
+    assert run(capsys, "sync", *where)[0] == 0
+    fake.default_permissions = {"chat": {"file_upload": False}}
+
+    def upload_checks() -> list[dict]:
+        report = json.loads(run(capsys, "doctor", *where, "-o", "json")[1])
+        return [
+            c for c in report["checks"] if c["id"] == "file-upload" and c.get("subject") == "document-analyst.default"
+        ]
+
+    mine = upload_checks()
+    assert [c["status"] for c in mine] == ["fail"]
+    assert mine[0]["message"].endswith("but none of its groups (Analysts) may upload files")
+    assert "permissions of its groups" in mine[0]["fix"]
+    fake.groups[0]["permissions"] = {"chat": {"file_upload": True}}  # the parent group grants it
+    assert upload_checks() == []

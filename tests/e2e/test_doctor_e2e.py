@@ -348,6 +348,80 @@ def test_what_an_admin_switched_is_found_with_its_fix_by_doctor_and_explain(conn
     assert not [c for c in report["checks"] if c["status"] != "pass" and c["id"] not in ("backend", "embedding-bypass")]
 
 
+def test_a_group_agent_may_take_files_when_its_group_or_one_above_may_upload(
+    connected, blueprints, capsys, tmp_path
+) -> None:
+    """Uploads off by default: a document agent given to a group needs the group, or a group above
+    it, to allow them. 0.12's nested groups give a member every ancestor's permissions, which Open
+    WebUI's own /users/permissions shows for a member of the child group; doctor agrees with it."""
+    import shutil
+
+    from tests.support.file_chat import add_user
+
+    root = tmp_path / "blueprints"
+    shutil.copytree(blueprints[1], root)
+    path = root / "document_analyst.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace("access: public", "access: {groups: [Analysts]}"))
+    variant = ["-p", str(root), blueprints[2], blueprints[3]]
+    with connected.client() as http:
+        permissions = http.get("/api/v1/users/default/permissions").raise_for_status().json()
+        no_upload = {**permissions, "chat": {**permissions["chat"], "file_upload": False}}
+        http.post("/api/v1/users/default/permissions", json=no_upload).raise_for_status()
+        legal = http.post("/api/v1/groups/create", json={"name": "Legal", "description": "parent"}).raise_for_status()
+        parent = legal.json()
+        child = (
+            http.post(
+                "/api/v1/groups/create",
+                json={"name": "Analysts", "description": "child", "parent_group_id": parent["id"]},
+            )
+            .raise_for_status()
+            .json()
+        )
+    member = add_user(connected, connected.url, "Analyst")
+    try:
+        with connected.client() as http:
+            http.post(
+                f"/api/v1/groups/id/{child['id']}/users/add", json={"user_ids": [member["id"]]}
+            ).raise_for_status()
+        code, out, err = provision(capsys, "sync", "--yes", *variant)
+        assert code == 0, out + err
+
+        def member_may_upload() -> bool:
+            with connected.client(token=member["token"]) as http:
+                found = http.get("/api/v1/users/permissions").raise_for_status().json()
+            return bool(found["chat"]["file_upload"])
+
+        def explain_instance() -> str:
+            code, out, err = provision(capsys, "explain", "document-analyst", "-p", str(root), "--url", connected.url)
+            assert code == 0, err
+            return out.split("On the instance:\n", 1)[1].split("\n\n", 1)[0] if "On the instance:\n" in out else ""
+
+        def upload_checks() -> list[dict[str, Any]]:
+            report = doctor(capsys, variant)[1]
+            return [c for c in report["checks"] if c["id"] == "file-upload"]
+
+        assert member_may_upload() is False
+        mine = [c for c in upload_checks() if c.get("subject") == "document-analyst.default"]
+        assert [c["status"] for c in mine] == ["fail"], mine
+        assert mine[0]["message"].endswith("none of its groups (Analysts) may upload files")
+        assert "group 'Analysts' lacks the chat.file_upload permission" in explain_instance()
+        granted = {**parent, "permissions": {"chat": {"file_upload": True}}}
+        with connected.client() as http:
+            http.post(f"/api/v1/groups/id/{parent['id']}/update", json=granted).raise_for_status()
+        assert member_may_upload() is True  # Open WebUI's own answer: the parent's grant reaches the child's member
+        checks = upload_checks()
+        assert not [c for c in checks if c.get("subject") == "document-analyst.default"], checks
+        assert "file_upload" not in explain_instance()
+    finally:
+        with connected.client() as http:
+            http.post("/api/v1/users/default/permissions", json=permissions).raise_for_status()
+            for group in (child, parent):
+                http.delete(f"/api/v1/groups/id/{group['id']}/delete").raise_for_status()
+            http.delete(f"/api/v1/users/{member['id']}").raise_for_status()
+    code, out, err = provision(capsys, "sync", "--yes", *blueprints)
+    assert code == 0, out + err
+
+
 def test_a_signed_identity_no_replica_can_sign_is_found_by_the_probe(connected, blueprints, capsys) -> None:
     with connected.client() as http:
         valves = http.get(f"/api/v1/functions/id/{PIPE}/valves").raise_for_status().json()
