@@ -311,8 +311,13 @@ class FrameworkServer:
         """What tools' own code read of their runs, in order (apps/_common.py ``reached``)."""
         return self._request("GET", "/_reached")
 
+    def arrived(self) -> int:
+        """How many requests the AG-UI route has had, counted as each came in (before its body)."""
+        return self._request("GET", "/_arrived")
+
     def clear(self) -> None:
-        """Forget what was recorded (the framework's own thread state stays)."""
+        """Forget what was recorded, and anything a run whose request came in before records later
+        (the framework's own thread state stays)."""
         self._request("DELETE", "/_recorded")
 
     def stop(self) -> None:

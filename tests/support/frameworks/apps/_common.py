@@ -9,15 +9,21 @@ The script is chosen by the last user message: ``scenario:<name>`` anywhere in i
 framework's own tool loop drives the rounds, as with a real model.
 
 Control routes: ``GET /_health`` (versions), ``GET|DELETE /_recorded`` (every request body the
-AG-UI route got), ``GET /_model_calls`` (what the model was given, per call), ``GET /_ran`` (tool
-bodies that really ran), ``GET /_reached`` (what a tool's own code read of the run: the ids, the
-signed identity; the app's REACHES says how, docs/agent-frameworks.md shows it).
+AG-UI route got), ``GET /_arrived`` (how many requests came in, counted before their body is read),
+``GET /_model_calls`` (what the model was given, per call), ``GET /_ran`` (tool bodies that really
+ran), ``GET /_reached`` (what a tool's own code read of the run: the ids, the signed identity; the
+app's REACHES says how, docs/agent-frameworks.md shows it).
+
+The records are of the runs whose request came in after the last DELETE: the tests share one
+server per framework for the session, and a run can go on after its client left (a probe the pipe
+hung up on, a run cancelled mid-stream), so what it records later must not reach the next test's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextvars
 import hashlib
 import importlib.metadata
 import json
@@ -37,6 +43,12 @@ RECORDED: list[Any] = []
 MODEL_CALLS: list[list[dict[str, Any]]] = []
 RAN: list[dict[str, Any]] = []
 REACHED: list[dict[str, Any]] = []
+# Each DELETE /_recorded starts a new epoch; a request belongs to the epoch it came in during, and
+# its context carries it into the tasks and threads its run uses (asyncio tasks and anyio's and
+# asyncio's to_thread copy the context). Code outside any request's context counts as current.
+EPOCH = [0]
+ARRIVED = [0]  # requests to the AG-UI route so far, counted as they come in (before their body)
+_REQUEST_EPOCH: contextvars.ContextVar[int | None] = contextvars.ContextVar("request_epoch", default=None)
 IDENTITY_HEADER = "X-AIHub-Identity"  # the pipe's signed identity (docs/agent-contract.md)
 
 ORDER = "10023"
@@ -111,9 +123,20 @@ def step_for(seen_messages: list[dict[str, Any]]) -> Step:
     return script[min(len(results), len(script) - 1)] if len(results) < len(script) else Step(["(script done)"])
 
 
+def _keep(records: list[Any], item: Any) -> None:
+    """Record ``item`` unless the request whose run made it came in before the last clear."""
+    if _REQUEST_EPOCH.get() in (None, EPOCH[0]):
+        records.append(item)
+
+
+def keep_model_call(seen_messages: list[dict[str, Any]]) -> None:
+    """Keep what the model was given (for an app that picks the step itself)."""
+    _keep(MODEL_CALLS, seen_messages)
+
+
 def record_model_call(seen_messages: list[dict[str, Any]]) -> Step:
     """Keep what the model was given, and say what it answers."""
-    MODEL_CALLS.append(seen_messages)
+    keep_model_call(seen_messages)
     return step_for(seen_messages)
 
 
@@ -141,12 +164,12 @@ def media(kind: str, mime: str, data: bytes | str) -> dict[str, str]:
 
 
 def ran(name: str, args: dict[str, Any]) -> None:
-    RAN.append({"name": name, "args": args})
+    _keep(RAN, {"name": name, "args": args})
 
 
 def reached(**seen: Any) -> None:
     """What a tool's own code read of its run (thread id, user, identity), for test_framework_reaches."""
-    REACHED.append(seen)
+    _keep(REACHED, seen)
 
 
 # --- the recording middleware and the control routes ------------------------------------------------
@@ -162,6 +185,8 @@ class RecordBodies:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path:
             await self.app(scope, receive, send)
             return
+        _REQUEST_EPOCH.set(EPOCH[0])  # on arrival: a clear() while its body comes in is after it
+        ARRIVED[0] += 1
         chunks, more = [], True
         while more:
             message = await receive()
@@ -169,9 +194,9 @@ class RecordBodies:
             more = message.get("more_body", False)
         body = b"".join(chunks)
         try:
-            RECORDED.append(json.loads(body))
+            _keep(RECORDED, json.loads(body))
         except ValueError:
-            RECORDED.append({"unparsed": body.decode("utf-8", "replace")})
+            _keep(RECORDED, {"unparsed": body.decode("utf-8", "replace")})
         sent = False
 
         async def replay() -> dict[str, Any]:
@@ -192,11 +217,15 @@ def add_control_routes(app: Any, packages: list[str]) -> None:
 
     async def recorded(request: Request) -> JSONResponse:
         if request.method == "DELETE":
+            EPOCH[0] += 1
             RECORDED.clear()
             MODEL_CALLS.clear()
             RAN.clear()
             REACHED.clear()
         return JSONResponse(RECORDED)
+
+    async def arrived(request: Request) -> JSONResponse:
+        return JSONResponse(ARRIVED[0])
 
     async def model_calls(request: Request) -> JSONResponse:
         return JSONResponse(MODEL_CALLS)
@@ -209,6 +238,7 @@ def add_control_routes(app: Any, packages: list[str]) -> None:
 
     app.add_route("/_health", health, methods=["GET"])
     app.add_route("/_recorded", recorded, methods=["GET", "DELETE"])
+    app.add_route("/_arrived", arrived, methods=["GET"])
     app.add_route("/_model_calls", model_calls, methods=["GET"])
     app.add_route("/_ran", ran_tools, methods=["GET"])
     app.add_route("/_reached", reached_tools, methods=["GET"])

@@ -95,7 +95,7 @@ class ScriptedLLM(MockFunctionCallingLLM):
     @llm_chat_callback()
     async def astream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> AsyncIterator[ChatResponse]:
         seen = _seen(messages)
-        common.MODEL_CALLS.append(seen)
+        common.keep_model_call(seen)
         step = common.step_for(_as_scripted(seen, messages))
 
         async def gen() -> AsyncIterator[ChatResponse]:
