@@ -31,6 +31,7 @@ from .contract import (
     split_agent_key,
 )
 from .contract import model_id as agent_model_id
+from .groups import file_upload, group_file_upload, group_has_members
 from .orphans import agent_entries
 
 Status = Literal["fail", "warn", "pass", "skip"]
@@ -420,7 +421,7 @@ def _access(groups: Sequence[Mapping[str, Any]], expected: Expected | None) -> l
     checks = []
     for key, names in sorted(expected.groups.items()):
         missing = [n for n in names if n not in by_name]
-        empty = [n for n in names if n in by_name and by_name[n].get("member_count") == 0]
+        empty = [n for n in names if n in by_name and not group_has_members(by_name[n], groups)]
         if missing:
             checks.append(
                 Check(
@@ -511,30 +512,6 @@ def _uploads(facts: Facts, agents: Mapping[str, Mapping[str, Any]], expected: Ex
     elif docs and bypass is True:
         checks.append(Check("embedding-bypass", "pass", "attached documents are not embedded by Open WebUI"))
     return checks
-
-
-def group_file_upload(group: Mapping[str, Any], groups: Sequence[Mapping[str, Any]]) -> bool | None:
-    """A group's own chat.file_upload, or where groups nest (0.12) the first grant on a group
-    above it: Open WebUI makes a member of a group a member of every group above it and combines
-    their permissions. None where no group on the way says."""
-    by_id = {str(g.get("id")): g for g in groups}
-    found: bool | None = None
-    seen: set[str] = set()
-    current: Mapping[str, Any] | None = group
-    while current is not None and str(current.get("id")) not in seen:
-        own = file_upload(current.get("permissions"))
-        if own is True:
-            return True
-        found = False if own is False else found
-        seen.add(str(current.get("id")))
-        parent = current.get("parent_group_id")
-        current = by_id.get(str(parent)) if parent else None
-    return found
-
-
-def file_upload(permissions: Mapping[str, Any] | None) -> bool | None:
-    value = ((permissions or {}).get("chat") or {}).get("file_upload")
-    return value if isinstance(value, bool) else None
 
 
 def _wrappers(models: Sequence[Mapping[str, Any]], agents: Mapping[str, Mapping[str, Any]]) -> list[Check]:

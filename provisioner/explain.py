@@ -20,9 +20,10 @@ from typing import Any
 from .blueprints import GroupAccess
 from .contract import FEATURE_FILTER_ID, PIPE_FUNCTION_ID, agent_key, agent_of_model, model_id
 from .desired import agent_backends, build_desired
-from .doctor import Facts, file_upload, functions_off, group_file_upload
+from .doctor import Facts, functions_off
 from .errors import ConfigError
 from .features import NATIVE_FEATURES, NATIVE_TOGGLES
+from .groups import file_upload, group_file_upload, group_has_members
 from .loader import CAPABILITIES_FILE, Catalog, LoadedBlueprint
 from .owui_capabilities import ALWAYS_OFF, CAPABILITY_KEYS, OVERRIDABLE_DEFAULTS, READS_CAPABILITIES
 from .schema_problems import suggest
@@ -322,7 +323,7 @@ def _group_notes(
                 }
             )
             continue
-        if group.get("member_count") == 0:
+        if not group_has_members(group, groups):
             notes.append(
                 {
                     "about": name,

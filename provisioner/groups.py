@@ -17,7 +17,7 @@ Layer: core.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from .blueprints import GroupAccess
@@ -72,15 +72,60 @@ def member_count(group: Mapping[str, Any]) -> int | None:
     return len(users) if isinstance(users, list) else None
 
 
+def group_has_members(group: Mapping[str, Any], groups: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether anyone gets what is given to a group: its own members (the listing's count is only
+    those) or, where groups nest (0.12), a member of any group below it, whom Open WebUI counts as a
+    member of every group above. An unknown count counts as members."""
+    below: dict[str, list[Mapping[str, Any]]] = {}
+    for g in groups:
+        if g.get("parent_group_id"):
+            below.setdefault(str(g["parent_group_id"]), []).append(g)
+    todo, seen = [group], set()
+    while todo:
+        current = todo.pop()
+        if str(current.get("id")) in seen:
+            continue
+        seen.add(str(current.get("id")))
+        if member_count(current) != 0:
+            return True
+        todo += below.get(str(current.get("id")), [])
+    return False
+
+
+def group_file_upload(group: Mapping[str, Any], groups: Sequence[Mapping[str, Any]]) -> bool | None:
+    """A group's own chat.file_upload, or where groups nest (0.12) the first grant on a group
+    above it: Open WebUI makes a member of a group a member of every group above it and combines
+    their permissions. None where no group on the way says."""
+    by_id = {str(g.get("id")): g for g in groups}
+    found: bool | None = None
+    seen: set[str] = set()
+    current: Mapping[str, Any] | None = group
+    while current is not None and str(current.get("id")) not in seen:
+        own = file_upload(current.get("permissions"))
+        if own is True:
+            return True
+        found = False if own is False else found
+        seen.add(str(current.get("id")))
+        parent = current.get("parent_group_id")
+        current = by_id.get(str(parent)) if parent else None
+    return found
+
+
+def file_upload(permissions: Mapping[str, Any] | None) -> bool | None:
+    value = ((permissions or {}).get("chat") or {}).get("file_upload")
+    return value if isinstance(value, bool) else None
+
+
 def stale_own_groups(
     live: Iterable[Mapping[str, Any]], wanted: Iterable[str]
 ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
-    """Provision's own groups no blueprint names: (empty ones, safe to delete; ones with members
-    or an unknown count, kept)."""
+    """Provision's own groups no blueprint names: (empty ones, safe to delete; ones with members,
+    of their own or in a group below them, or an unknown count, kept)."""
+    live = list(live)
     wanted_set = set(wanted)
     stale = [g for g in live if is_own_group(g) and str(g.get("name")) not in wanted_set]
-    empty = [g for g in stale if member_count(g) == 0]
-    kept = [g for g in stale if member_count(g) != 0]
+    empty = [g for g in stale if not group_has_members(g, live)]
+    kept = [g for g in stale if group_has_members(g, live)]
     return empty, kept
 
 

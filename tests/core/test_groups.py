@@ -7,7 +7,14 @@ from typing import Any
 import pytest
 
 from provisioner.errors import BlueprintError
-from provisioner.groups import group_form, is_own_group, member_count, stale_own_groups
+from provisioner.groups import (
+    group_file_upload,
+    group_form,
+    group_has_members,
+    is_own_group,
+    member_count,
+    stale_own_groups,
+)
 from provisioner.targets import load_targets
 
 OWN = {"aihub": {"managed_by": "aihub-provision"}}
@@ -33,6 +40,33 @@ def test_prune_deletes_only_own_empty_unnamed_groups() -> None:
     assert [g["id"] for g in empty] == ["1", "4"]
     assert [g["id"] for g in kept] == ["2", "3"]
     assert member_count({"user_ids": ["a", "b"]}) == 2 and member_count({}) is None
+
+
+def test_where_groups_nest_a_parent_reaches_the_members_below_it_and_gives_them_its_permissions() -> None:
+    """0.12: a member of a group is a member of every group above it, and gets their permissions;
+    the listing's member_count counts only a group's own members."""
+    live: list[dict[str, Any]] = [
+        {"id": "top", "name": "Company", "member_count": 0, "permissions": {"chat": {"file_upload": True}}},
+        {"id": "mid", "name": "Legal", "member_count": 0, "parent_group_id": "top", "permissions": {}},
+        {"id": "leaf", "name": "Analysts", "member_count": 2, "parent_group_id": "mid"},
+        {"id": "lone", "name": "Lone", "member_count": 0, "permissions": {"chat": {"file_upload": False}}},
+        {"id": "a", "name": "A", "member_count": 0, "parent_group_id": "b"},  # a loop, as a broken import could leave
+        {"id": "b", "name": "B", "member_count": 0, "parent_group_id": "a"},
+    ]
+    by_id = {g["id"]: g for g in live}
+    assert group_has_members(by_id["top"], live) and group_has_members(by_id["mid"], live)
+    assert not group_has_members(by_id["lone"], live) and not group_has_members(by_id["a"], live)
+    assert group_file_upload(by_id["leaf"], live) is True  # granted two levels up
+    assert group_file_upload(by_id["lone"], live) is False and group_file_upload(by_id["a"], live) is None
+
+
+def test_prune_keeps_an_own_group_whose_members_are_in_a_group_below_it() -> None:
+    live: list[dict[str, Any]] = [
+        {"id": "1", "name": "Parent", "data": OWN, "member_count": 0},
+        {"id": "2", "name": "Child", "member_count": 4, "parent_group_id": "1"},
+    ]
+    empty, kept = stale_own_groups(live, [])
+    assert empty == [] and [g["id"] for g in kept] == ["1"]
 
 
 def test_targets_file_takes_missing_groups_and_names_a_bad_value(tmp_path) -> None:

@@ -348,12 +348,14 @@ def test_what_an_admin_switched_is_found_with_its_fix_by_doctor_and_explain(conn
     assert not [c for c in report["checks"] if c["status"] != "pass" and c["id"] not in ("backend", "embedding-bypass")]
 
 
-def test_a_group_agent_may_take_files_when_its_group_or_one_above_may_upload(
+def test_nested_groups_reach_the_members_below_and_give_them_the_permissions_above(
     connected, blueprints, capsys, tmp_path
 ) -> None:
-    """Uploads off by default: a document agent given to a group needs the group, or a group above
-    it, to allow them. 0.12's nested groups give a member every ancestor's permissions, which Open
-    WebUI's own /users/permissions shows for a member of the child group; doctor agrees with it."""
+    """0.12 nests groups: a member of a group is a member of every group above it. So an agent
+    given to a parent group with no members of its own reaches the child's members, and a document
+    agent given to the child may take files when the parent allows uploads (default off). Open
+    WebUI's own answers for a member of the child (the models it lists, /users/permissions) are
+    the premise; doctor and explain agree with them."""
     import shutil
 
     from tests.support.file_chat import add_user
@@ -362,6 +364,8 @@ def test_a_group_agent_may_take_files_when_its_group_or_one_above_may_upload(
     shutil.copytree(blueprints[1], root)
     path = root / "document_analyst.yaml"
     path.write_text(path.read_text(encoding="utf-8").replace("access: public", "access: {groups: [Analysts]}"))
+    faq = root / "policy_faq.yaml"
+    faq.write_text(faq.read_text(encoding="utf-8").replace("access: public", "access: {groups: [Legal]}"))
     variant = ["-p", str(root), blueprints[2], blueprints[3]]
     with connected.client() as http:
         permissions = http.get("/api/v1/users/default/permissions").raise_for_status().json()
@@ -400,6 +404,14 @@ def test_a_group_agent_may_take_files_when_its_group_or_one_above_may_upload(
             report = doctor(capsys, variant)[1]
             return [c for c in report["checks"] if c["id"] == "file-upload"]
 
+        with connected.client(token=member["token"]) as http:
+            listed = {m["id"] for m in http.get("/api/models").raise_for_status().json()["data"]}
+        assert "aihub_agent_pipe.policy-faq.default" in listed  # given to Legal, reached through Analysts
+        report = doctor(capsys, variant)[1]
+        access = [c for c in report["checks"] if c["id"] == "access"]
+        assert access and all(c["status"] == "pass" for c in access), access
+        code, out, err = provision(capsys, "explain", "policy-faq", "-p", str(root), "--url", connected.url)
+        assert code == 0 and "has no members" not in out, out + err
         assert member_may_upload() is False
         mine = [c for c in upload_checks() if c.get("subject") == "document-analyst.default"]
         assert [c["status"] for c in mine] == ["fail"], mine
