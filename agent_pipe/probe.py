@@ -171,14 +171,18 @@ async def _protocol(transport: str, response: Any) -> dict[str, Any]:
             break
         raw += more
     text = raw.decode("utf-8", "replace")
+    # Name what came: a web app's page at a wrong URL is text/html, not a stream without events.
+    media = str(response.headers.get("Content-Type", "")).split(";")[0].strip().lower() or "no content type"
     if transport == "openai":
         try:
             data = json.loads(text)
         except ValueError:
-            data = None
+            return {
+                "reason": f"answered, but not as an OpenAI-compatible API ({media} at /models, not a JSON model list)"
+            }
         if isinstance(data, Mapping) and isinstance(data.get("data"), list):
             return {"reached": True, "protocol": "openai"}
-        return {"reason": "answered, but not as an OpenAI-compatible API (no JSON model list at /models)"}
+        return {"reason": "answered, but not as an OpenAI-compatible API (JSON at /models without a model list)"}
     event = _first_event(text)
     if event is not None:
         found: dict[str, Any] = {"reached": True, "protocol": "agui", "first_event": event.get("type")}
@@ -187,12 +191,8 @@ async def _protocol(transport: str, response: Any) -> dict[str, Any]:
         if isinstance(version, str) and version.strip():
             found["agui_version"] = version.strip()[:40]
         return found
-    # Name what came: a web app's page at a wrong URL is text/html, not a stream without events.
-    media = str(response.headers.get("Content-Type", "")).split(";")[0].strip().lower()
     if media != "text/event-stream":
-        return {
-            "reason": f"answered, but not as an AG-UI endpoint ({media or 'no content type'}, not an AG-UI event stream)"
-        }
+        return {"reason": f"answered, but not as an AG-UI endpoint ({media}, not an AG-UI event stream)"}
     return {"reason": "answered, but not as an AG-UI endpoint (no AG-UI event in a text/event-stream)"}
 
 

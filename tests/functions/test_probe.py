@@ -37,10 +37,22 @@ class Backend:
                     }
                 )
 
+            def _page(self) -> None:  # a web app where the agent should be
+                page = b"<!doctype html><html><body>Welcome</body></html>"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                self.wfile.write(page)
+
             def do_GET(self) -> None:  # noqa: N802 (http.server's method name)
                 self._record(b"")
                 if mode == "openai":
                     self.send_json({"object": "list", "data": [{"id": "m"}]})
+                elif mode == "json":
+                    self.send_json({"hello": "world"})
+                elif mode == "html":
+                    self._page()
                 else:
                     self.send_json({"detail": "Not Found"}, 404)
 
@@ -50,13 +62,8 @@ class Backend:
                     self.send_json({"detail": f"bad key {KEY}"}, 401)
                 elif mode == "json":
                     self.send_json({"hello": "world"})
-                elif mode == "html":  # a web app where the agent should be
-                    page = b"<!doctype html><html><body>Welcome</body></html>"
-                    self.send_response(200)
-                    self.send_header("Content-Type", "text/html; charset=utf-8")
-                    self.send_header("Content-Length", str(len(page)))
-                    self.end_headers()
-                    self.wfile.write(page)
+                elif mode == "html":
+                    self._page()
                 elif mode == "openai-stream":  # an OpenAI chat completion's stream: SSE, no AG-UI event
                     self.start_stream()
                     self.send_event({"object": "chat.completion.chunk", "choices": []})
@@ -197,7 +204,8 @@ def test_an_answer_that_is_not_agui_or_openai_says_so() -> None:
         backend.close()
     assert agui["reached"] is False
     assert agui["reason"] == "answered, but not as an AG-UI endpoint (application/json, not an AG-UI event stream)"
-    assert openai["reached"] is False and openai["status"] == 404
+    assert openai["reached"] is False and openai["status"] == 200
+    assert openai["reason"] == "answered, but not as an OpenAI-compatible API (JSON at /models without a model list)"
 
 
 @pytest.mark.parametrize(
@@ -216,6 +224,19 @@ def test_the_reason_names_what_came_instead_of_ag_ui_events(mode: str, reason: s
     finally:
         backend.close()
     assert answer["reached"] is False and answer["reason"] == reason, answer
+
+
+def test_a_web_page_where_an_openai_api_should_be_is_named() -> None:
+    backend = Backend("html")
+    try:
+        answer = probe(make_pipe([agent(backend.base + "/v1", "openai", model="m")], {"DESK_KEY": KEY}))
+    finally:
+        backend.close()
+    assert answer["reached"] is False
+    assert (
+        answer["reason"]
+        == "answered, but not as an OpenAI-compatible API (text/html at /models, not a JSON model list)"
+    )
 
 
 def test_an_openai_backend_is_asked_for_its_models_and_runs_nothing() -> None:
