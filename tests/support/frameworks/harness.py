@@ -46,7 +46,7 @@ from typing import Any
 APPS = Path(__file__).with_name("apps")
 REPO = Path(__file__).resolve().parents[3]
 # The scripts of apps/_common.py (its _scripts): an app serves all unless it declares SCENARIOS.
-ALL_SCENARIOS = ("stream", "tool", "approve", "ask", "client", "tool_error", "model_error", "files")
+ALL_SCENARIOS = ("stream", "tool", "approve", "ask", "client", "tool_error", "model_error", "files", "no_args")
 INSTALL_TIMEOUT_SECONDS = 900
 START_TIMEOUT_SECONDS = 90
 # Never use a proxy: every request here goes to 127.0.0.1.

@@ -104,6 +104,11 @@ def _scripts(last_result: str) -> dict[str, list[Step]]:
         ],
         "model_error": [Step(["Starting to answer."], fail="the scripted model failed mid-answer")],
         "files": [Step(["I have read your attachments."], usage=(30, 6))],
+        # a tool that takes no arguments: a model sends "{}" whole with the call's name and id
+        "no_args": [
+            Step(["Let me check ", "the time."], [Call("current_time", ["{}"])], usage=(20, 8)),
+            Step(["It is ", "noon."], usage=(40, 6)),
+        ],
     }
 
 

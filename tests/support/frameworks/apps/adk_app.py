@@ -142,6 +142,12 @@ def confirm_shipment(order: str) -> None:
     return None
 
 
+def current_time() -> str:
+    """The time now (a tool that takes no arguments)."""
+    common.ran("current_time", {})
+    return "12:00"
+
+
 def broken_lookup(order: str) -> str:
     """A tool that fails."""
     common.ran("broken_lookup", {"order": order})
@@ -159,6 +165,7 @@ root = LlmAgent(
         ask_address,
         LongRunningFunctionTool(confirm_shipment),
         broken_lookup,
+        current_time,
     ],
 )
 adk_app = App(name="scripted_app", root_agent=root, resumability_config=ResumabilityConfig(is_resumable=True))

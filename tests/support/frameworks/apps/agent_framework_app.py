@@ -20,7 +20,7 @@ PINS = (
     "ag-ui-protocol==0.1.22",
 )
 AGENT_PATH = "/agent"
-SCENARIOS = ("stream", "tool", "approve", "client", "tool_error", "model_error", "files")
+SCENARIOS = ("stream", "tool", "approve", "client", "tool_error", "model_error", "files", "no_args")
 NOT_OFFERED = {"ask": "Agent Framework asks the user only to approve a tool (approval_mode), not a question"}
 REACHES = (
     "`threadId` is the AG-UI thread the endpoint runs; the agent gets the conversation the pipe sends, whole, "
@@ -153,6 +153,13 @@ confirm_shipment = FunctionTool(
 
 
 @tool
+def current_time() -> str:
+    """The time now (a tool that takes no arguments)."""
+    common.ran("current_time", {})
+    return "12:00"
+
+
+@tool
 def broken_lookup(order: str) -> str:
     """A tool that fails."""
     common.ran("broken_lookup", {"order": order})
@@ -164,7 +171,7 @@ agent = Agent(
     name="scripted",
     instructions="You are a scripted agent.",
     client=ScriptedChatClient(),
-    tools=[lookup_order, cancel_order, confirm_shipment, broken_lookup],
+    tools=[lookup_order, cancel_order, confirm_shipment, broken_lookup, current_time],
 )
 app = FastAPI(title="Agent Framework AG-UI")
 add_agent_framework_fastapi_endpoint(app, agent, path=AGENT_PATH, single_user=True, dependencies=[Depends(caller)])

@@ -180,6 +180,13 @@ def confirm_shipment(order: str) -> str:
 
 
 @tool
+def current_time() -> str:
+    """The time now (a tool that takes no arguments)."""
+    common.ran("current_time", {})
+    return "12:00"
+
+
+@tool
 def broken_lookup(order: str) -> str:
     """A tool that fails."""
     common.ran("broken_lookup", {"order": order})
@@ -191,7 +198,7 @@ agent = Agent(
     name="scripted",
     model=ScriptedModel(id="scripted"),
     db=InMemoryDb(),
-    tools=[lookup_order, cancel_order, ask_address, confirm_shipment, broken_lookup],
+    tools=[lookup_order, cancel_order, ask_address, confirm_shipment, broken_lookup, current_time],
 )
 app = AgentOS(agents=[agent], interfaces=[AGUI(agent=agent, prefix="/agno")]).get_app()
 

@@ -25,7 +25,7 @@ PINS = (
     "uvicorn==0.55.0",
 )
 AGENT_PATH = "/crewai"
-SCENARIOS = ("stream", "tool", "approve", "ask", "tool_error", "model_error", "files")
+SCENARIOS = ("stream", "tool", "approve", "ask", "tool_error", "model_error", "files", "no_args")
 NOT_OFFERED = {
     "client": "a flow's agent runs only its own tools (the tools a client sends reach the flow's "
     "state as copilotkit.actions, for a litellm call through copilotkit_stream)"
@@ -175,6 +175,13 @@ def ask_address(order: str) -> str:
     return "the user will be asked for the address"
 
 
+@tool("current_time")
+def current_time() -> str:
+    """The time now (a tool that takes no arguments)."""
+    common.ran("current_time", {})
+    return "12:00"
+
+
 @tool("broken_lookup")
 def broken_lookup(order: str) -> str:
     """A tool that fails."""
@@ -192,7 +199,7 @@ class OrderFlow(Flow[OrderState]):
         goal="Answer questions about orders",
         backstory="You help customers with their orders.",
         llm=ScriptedLLM(model="scripted"),
-        tools=[lookup_order, cancel_order, ask_address, broken_lookup],
+        tools=[lookup_order, cancel_order, ask_address, broken_lookup, current_time],
     )
 
     @start()

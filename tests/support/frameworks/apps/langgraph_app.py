@@ -45,7 +45,7 @@ ANSWERS = {
     }
 }
 CANCELLED = "__agui_cancelled__"  # ag_ui_langgraph.interrupts.DEFAULT_RESUME_SENTINEL_CANCELLED
-SCENARIOS = ("stream", "tool", "approve", "ask", "tool_error", "model_error", "files")
+SCENARIOS = ("stream", "tool", "approve", "ask", "tool_error", "model_error", "files", "no_args")
 NOT_OFFERED = {
     "client": "a create_agent graph runs only its own tools (the tools a client sends in "
     "RunAgentInput.tools reach the graph's state, and create_agent does not read them)"
@@ -194,6 +194,13 @@ def ask_address(order: str) -> str:
 
 
 @tool
+def current_time() -> str:
+    """The time now (a tool that takes no arguments)."""
+    common.ran("current_time", {})
+    return "12:00"
+
+
+@tool
 def broken_lookup(order: str) -> str:
     """A tool that fails."""
     common.ran("broken_lookup", {"order": order})
@@ -206,7 +213,7 @@ def broken_lookup(order: str) -> str:
 # snippet: start
 graph = create_agent(
     ScriptedChatModel(),
-    [lookup_order, cancel_order, ask_address, broken_lookup],
+    [lookup_order, cancel_order, ask_address, broken_lookup, current_time],
     middleware=[HumanInTheLoopMiddleware(interrupt_on={"cancel_order": True})],
     checkpointer=MemorySaver(),
     state_schema=OrderState,

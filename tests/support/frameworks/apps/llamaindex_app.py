@@ -33,7 +33,7 @@ REACHES = (
     "The user's image and document arrive as `ImageBlock` and `DocumentBlock` on the user message (the files row).",
 )
 AGENT_PATH = "/llamaindex/run"
-SCENARIOS = ("stream", "tool", "client", "tool_error", "model_error", "files")
+SCENARIOS = ("stream", "tool", "client", "tool_error", "model_error", "files", "no_args")
 NOT_OFFERED = {
     "approve": "llama-index-protocols-ag-ui has no interrupts: its only way to ask is a frontend tool",
     "ask": "llama-index-protocols-ag-ui has no interrupts: its only way to ask is a frontend tool",
@@ -154,6 +154,12 @@ def confirm_shipment(order: str) -> str:
 # snippet: end
 
 
+def current_time() -> str:
+    """The time now (a tool that takes no arguments)."""
+    common.ran("current_time", {})
+    return "12:00"
+
+
 def broken_lookup(order: str) -> str:
     """A tool that fails."""
     common.ran("broken_lookup", {"order": order})
@@ -165,7 +171,7 @@ app = FastAPI(title="LlamaIndex AG-UI")
 app.include_router(
     get_ag_ui_workflow_router(
         llm=ScriptedLLM(),
-        backend_tools=[lookup_order, broken_lookup],
+        backend_tools=[lookup_order, broken_lookup, current_time],
         frontend_tools=[confirm_shipment],
     ),
     prefix="/llamaindex",

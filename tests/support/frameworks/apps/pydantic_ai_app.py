@@ -154,6 +154,13 @@ def confirm_shipment(order: str) -> str:
 
 
 @agent.tool_plain
+def current_time() -> str:
+    """The time now (a tool that takes no arguments)."""
+    common.ran("current_time", {})
+    return "12:00"
+
+
+@agent.tool_plain
 def broken_lookup(order: str) -> str:
     """A tool that fails."""
     common.ran("broken_lookup", {"order": order})

@@ -28,7 +28,7 @@ PINS = (
     "uvicorn==0.55.0",
 )
 AGENT_PATH = "/agent"
-SCENARIOS = ("stream", "tool", "approve", "ask", "tool_error", "model_error", "files")
+SCENARIOS = ("stream", "tool", "approve", "ask", "tool_error", "model_error", "files", "no_args")
 NOT_OFFERED = {
     "client": "Strands' frontend tools are the ones a client sends in RunAgentInput.tools, and the pipe sends none"
 }
@@ -165,6 +165,13 @@ def ask_address(order: str, tool_context: ToolContext) -> str:
 
 
 @tool
+def current_time() -> str:
+    """The time now (a tool that takes no arguments)."""
+    common.ran("current_time", {})
+    return "12:00"
+
+
+@tool
 def broken_lookup(order: str) -> str:
     """A tool that fails."""
     common.ran("broken_lookup", {"order": order})
@@ -174,7 +181,7 @@ def broken_lookup(order: str) -> str:
 # snippet: start
 template = Agent(
     model=ScriptedModel(),
-    tools=[lookup_order, cancel_order, ask_address, broken_lookup],
+    tools=[lookup_order, cancel_order, ask_address, broken_lookup, current_time],
     system_prompt="You are a scripted agent.",
     callback_handler=None,
 )
