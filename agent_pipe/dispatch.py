@@ -177,7 +177,7 @@ def _reconcile(recorder: Recorder, message: Mapping[str, Any]) -> None:
                 recorder.tool_call(call_id, _str(function.get("name")), _str(message.get("id")))
                 recorder.tool_args(call_id, arguments)
             elif not recorder._is_emitted(known[0]) and _is_json(arguments) and not _is_json(known[1].arguments):
-                known[1].arguments = arguments  # arguments the stream lost, or never sent (LangGraph's first chunk)
+                known[1].arguments = arguments  # arguments the stream lost, or never sent
     elif role == "tool":
         known = recorder._calls.get(_str(message.get("toolCallId")))
         if known is not None and known[1].result is None:  # a result that never streamed (LlamaIndex)

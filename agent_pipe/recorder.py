@@ -364,12 +364,14 @@ class Recorder:
             child = self._subagent_blocks.get(id(segment))
             return child is None or child.finished
         if isinstance(segment, ToolStep):
-            # arguments that are not JSON lost a piece on the way (ag-ui-langgraph drops the first
-            # chunk's), and none at all may have come with the call's start (ag-ui-langgraph sends
-            # no TOOL_CALL_ARGS for a call whose first chunk holds it whole): the step waits for
-            # the run's snapshot, which has them whole, or its end
+            # arguments that are not JSON lost a piece on the way: the step waits for the run's
+            # snapshot, which has them whole, or its end. None at all is a call without arguments
+            # (ag-ui-adk sends no TOOL_CALL_ARGS for one, and sends no snapshot): it waits for
+            # nothing more (ag-ui-langgraph's own lost first chunk comes from its start's rawEvent,
+            # wire.start_arguments)
             return all(
-                (call.result is not None or call.unreported) and _is_json(call.arguments) for call in segment.calls
+                (call.result is not None or call.unreported) and (not call.arguments or _is_json(call.arguments))
+                for call in segment.calls
             )
         if isinstance(segment, Reasoning):
             return segment is not self._reasoning

@@ -206,6 +206,29 @@ def _fields_from(body: bytes, cut: int, end: int) -> dict[str, Any] | None:
     return event if isinstance(event, dict) and isinstance(event.get("delta"), str) else None
 
 
+def start_arguments(event: Mapping[str, Any]) -> str:
+    """The arguments ag-ui-langgraph left out of a call's start, from the start's own rawEvent.
+
+    ag-ui-langgraph (0.0.47) starts a call on the model's first chunk that names it and sends that
+    chunk's arguments nowhere but in the TOOL_CALL_START's rawEvent (LangChain's
+    on_chat_model_stream, the call being its first tool_call_chunk): a model that streams its calls
+    in pieces lost their first piece, one that gives a call whole (Gemini's, any _generate-only
+    model, a call without arguments) lost all of it. The pipe sends them on as the call's first
+    TOOL_CALL_ARGS, so its arguments are whole in the stream and its block need not wait for the
+    run's snapshot. "" for any other start."""
+    raw = event.get("rawEvent")
+    if not isinstance(raw, Mapping) or raw.get("event") != "on_chat_model_stream":
+        return ""
+    data = raw.get("data")
+    chunk = data.get("chunk") if isinstance(data, Mapping) else None
+    pieces = chunk.get("tool_call_chunks") if isinstance(chunk, Mapping) else None
+    first = pieces[0] if isinstance(pieces, list) and pieces else None
+    if not isinstance(first, Mapping) or first.get("name") != event.get("toolCallName"):
+        return ""
+    args = first.get("args")
+    return args if isinstance(args, str) else ""
+
+
 class AgentStream:
     """The events in an agent's response body, fed as it is read (pure: bytes in, AG-UI events out).
 
@@ -314,9 +337,12 @@ class AgentStream:
         if self._adapter is None:
             event = _json_or_none(data)
             if isinstance(event, dict) and event.get("type") not in (CALLS_RAN, USAGE):  # only the adapter says that
+                lost = start_arguments(event) if event.get("type") == "TOOL_CALL_START" else ""
                 if event.get("type") != "CUSTOM":  # on_interrupt's rawEvent holds LangGraph's interrupt id
                     event.pop("rawEvent", None)  # a framework's own payload: never read, never kept
                 yield event
+                if lost:  # as the call's first arguments (a subagent's call: its own, by the call id)
+                    yield {"type": "TOOL_CALL_ARGS", "toolCallId": event.get("toolCallId"), "delta": lost}
             return
         if self._done:
             return

@@ -2371,6 +2371,29 @@ def _fields_from(body: bytes, cut: int, end: int) -> dict[str, Any] | None:
     return event if isinstance(event, dict) and isinstance(event.get("delta"), str) else None
 
 
+def start_arguments(event: Mapping[str, Any]) -> str:
+    """The arguments ag-ui-langgraph left out of a call's start, from the start's own rawEvent.
+
+    ag-ui-langgraph (0.0.47) starts a call on the model's first chunk that names it and sends that
+    chunk's arguments nowhere but in the TOOL_CALL_START's rawEvent (LangChain's
+    on_chat_model_stream, the call being its first tool_call_chunk): a model that streams its calls
+    in pieces lost their first piece, one that gives a call whole (Gemini's, any _generate-only
+    model, a call without arguments) lost all of it. The pipe sends them on as the call's first
+    TOOL_CALL_ARGS, so its arguments are whole in the stream and its block need not wait for the
+    run's snapshot. "" for any other start."""
+    raw = event.get("rawEvent")
+    if not isinstance(raw, Mapping) or raw.get("event") != "on_chat_model_stream":
+        return ""
+    data = raw.get("data")
+    chunk = data.get("chunk") if isinstance(data, Mapping) else None
+    pieces = chunk.get("tool_call_chunks") if isinstance(chunk, Mapping) else None
+    first = pieces[0] if isinstance(pieces, list) and pieces else None
+    if not isinstance(first, Mapping) or first.get("name") != event.get("toolCallName"):
+        return ""
+    args = first.get("args")
+    return args if isinstance(args, str) else ""
+
+
 class AgentStream:
     """The events in an agent's response body, fed as it is read (pure: bytes in, AG-UI events out).
 
@@ -2479,9 +2502,12 @@ class AgentStream:
         if self._adapter is None:
             event = _json_or_none(data)
             if isinstance(event, dict) and event.get("type") not in (CALLS_RAN, USAGE):  # only the adapter says that
+                lost = start_arguments(event) if event.get("type") == "TOOL_CALL_START" else ""
                 if event.get("type") != "CUSTOM":  # on_interrupt's rawEvent holds LangGraph's interrupt id
                     event.pop("rawEvent", None)  # a framework's own payload: never read, never kept
                 yield event
+                if lost:  # as the call's first arguments (a subagent's call: its own, by the call id)
+                    yield {"type": "TOOL_CALL_ARGS", "toolCallId": event.get("toolCallId"), "delta": lost}
             return
         if self._done:
             return
@@ -2885,12 +2911,14 @@ class Recorder:
             child = self._subagent_blocks.get(id(segment))
             return child is None or child.finished
         if isinstance(segment, ToolStep):
-            # arguments that are not JSON lost a piece on the way (ag-ui-langgraph drops the first
-            # chunk's), and none at all may have come with the call's start (ag-ui-langgraph sends
-            # no TOOL_CALL_ARGS for a call whose first chunk holds it whole): the step waits for
-            # the run's snapshot, which has them whole, or its end
+            # arguments that are not JSON lost a piece on the way: the step waits for the run's
+            # snapshot, which has them whole, or its end. None at all is a call without arguments
+            # (ag-ui-adk sends no TOOL_CALL_ARGS for one, and sends no snapshot): it waits for
+            # nothing more (ag-ui-langgraph's own lost first chunk comes from its start's rawEvent,
+            # wire.start_arguments)
             return all(
-                (call.result is not None or call.unreported) and _is_json(call.arguments) for call in segment.calls
+                (call.result is not None or call.unreported) and (not call.arguments or _is_json(call.arguments))
+                for call in segment.calls
             )
         if isinstance(segment, Reasoning):
             return segment is not self._reasoning
@@ -3112,7 +3140,7 @@ def _reconcile(recorder: Recorder, message: Mapping[str, Any]) -> None:
                 recorder.tool_call(call_id, _str(function.get("name")), _str(message.get("id")))
                 recorder.tool_args(call_id, arguments)
             elif not recorder._is_emitted(known[0]) and _is_json(arguments) and not _is_json(known[1].arguments):
-                known[1].arguments = arguments  # arguments the stream lost, or never sent (LangGraph's first chunk)
+                known[1].arguments = arguments  # arguments the stream lost, or never sent
     elif role == "tool":
         known = recorder._calls.get(_str(message.get("toolCallId")))
         if known is not None and known[1].result is None:  # a result that never streamed (LlamaIndex)

@@ -24,7 +24,8 @@ def _read(body: bytes, size: int) -> list[dict[str, Any]]:
 
 def _expected(body: bytes) -> list[dict[str, Any]]:
     """A full parse of every data line, RAW and STATE_* left out and rawEvent dropped; Agno's RAW
-    usage reports as the pipe's usage event (the reports so far)."""
+    usage reports as the pipe's usage event (the reports so far), and the arguments of
+    ag-ui-langgraph's call starts (in their rawEvent only) as the call's first TOOL_CALL_ARGS."""
     out: list[dict[str, Any]] = []
     agno: list[dict[str, int]] = []
     for line in body.decode().splitlines():
@@ -37,9 +38,15 @@ def _expected(body: bytes) -> list[dict[str, Any]]:
                 out.append({"type": P.USAGE, "usage": list(agno)})
             if event["type"] in ("RAW", "STATE_SNAPSHOT", "STATE_DELTA"):
                 continue
+            raw = event.get("rawEvent") or {}
             if event["type"] != "CUSTOM":  # on_interrupt's rawEvent holds LangGraph's interrupt id
                 event.pop("rawEvent", None)
             out.append(event)
+            if event["type"] == "TOOL_CALL_START" and raw.get("event") == "on_chat_model_stream":
+                # ag-ui-langgraph's start holds its chunk's arguments only there: the call's first ones
+                first = raw["data"]["chunk"]["tool_call_chunks"][0]
+                if first["name"] == event["toolCallName"] and first["args"]:
+                    out.append({"type": "TOOL_CALL_ARGS", "toolCallId": event["toolCallId"], "delta": first["args"]})
     return out
 
 

@@ -69,14 +69,29 @@ def test_a_step_with_arguments_that_are_not_json_waits_for_the_snapshot_and_text
     assert recording.streamed.index('id="c1"') < recording.streamed.index("after")
 
 
-def test_a_call_whose_arguments_came_whole_with_its_start_shows_them_from_the_snapshot() -> None:
+def _sse(*stream: dict[str, Any]) -> bytes:
+    return b"".join(f"data: {json.dumps(e, separators=(',', ':'))}\n\n".encode() for e in stream)
+
+
+def _read(body: bytes) -> list[dict[str, Any]]:
+    stream = P.AgentStream("agui")
+    return [e for i in range(0, len(body), 1024) for e in stream.feed(body[i : i + 1024])] + list(stream.end())
+
+
+def _langchain_start(call_id: str, name: str, args: str) -> dict[str, Any]:
+    """ag-ui-langgraph 0.0.47's TOOL_CALL_START for a model chunk that names the call: the chunk's
+    arguments only in its rawEvent (LangChain's on_chat_model_stream, as tests/data/agui_captures/langgraph has it)."""
+    piece = {"name": name, "args": args, "id": call_id, "index": 0, "type": "tool_call_chunk"}
+    chunk = {"content": "", "type": "AIMessageChunk", "id": "lc_run--1", "tool_call_chunks": [piece]}
+    raw = {"event": "on_chat_model_stream", "data": {"chunk": chunk}, "name": "ChatModel"}
+    return {"type": "TOOL_CALL_START", "rawEvent": raw, "toolCallId": call_id, "toolCallName": name}
+
+
+def test_a_call_whose_arguments_came_whole_with_its_start_shows_them_when_its_result_comes() -> None:
     # ag-ui-langgraph 0.0.47 sends no TOOL_CALL_ARGS when the model's first chunk holds the whole
-    # call (a model that does not stream its calls in pieces: Gemini's, or any _generate-only one);
-    # the block showed arguments="" while the closing snapshot had {"city": "Paris"}
-    start = [
-        {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "get_weather"},
-        {"type": "TOOL_CALL_END", "toolCallId": "c1"},
-    ]
+    # call (a model that does not stream its calls in pieces: Gemini's, or any _generate-only one):
+    # the block showed arguments="" while the closing snapshot had {"city": "Paris"}; then it
+    # waited, with the rest of the answer, for that snapshot. The start's rawEvent has them.
     snapshot = {
         "type": "MESSAGES_SNAPSHOT",
         "messages": [
@@ -94,17 +109,30 @@ def test_a_call_whose_arguments_came_whole_with_its_start_shows_them_from_the_sn
             },
         ],
     }
-    recording = record(events(start, R("c1"), T("after"), [snapshot], FINISHED))
+    start = [_langchain_start("c1", "get_weather", '{"city": "Paris"}'), {"type": "TOOL_CALL_END", "toolCallId": "c1"}]
+    wire = _read(_sse(*events(start, R("c1"), T("after"), [snapshot], FINISHED)))
+    assert [e["type"] for e in wire[:3]] == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"]
+    recording = record(wire, check=False)
     assert recording.recorder.segments[0].calls[0].arguments == '{"city": "Paris"}'
-    assert "city" in recording.streamed and recording.streamed.index('id="c1"') < recording.streamed.index("after")
+    assert "city" in recording.drains[3] and "after" in recording.drains[4]  # at its result; the text as it came
     assert recording.streamed == recording.recorder.render()
 
 
-def test_a_call_with_no_arguments_and_no_snapshot_shows_at_the_end() -> None:
+def test_a_start_whose_raw_event_is_another_calls_adds_no_arguments() -> None:
+    other = _langchain_start("c1", "get_weather", '{"city": "Paris"}')
+    other["toolCallName"] = "now"  # not the chunk's call: nothing of it is this call's
+    plain = {"type": "TOOL_CALL_START", "rawEvent": {"event": "on_tool_end"}, "toolCallId": "c2", "toolCallName": "f"}
+    assert [e["type"] for e in _read(_sse(other, plain))] == ["TOOL_CALL_START", "TOOL_CALL_START"]
+
+
+def test_a_call_without_arguments_shows_at_its_result_and_the_text_after_it_streams() -> None:
+    # ag-ui-adk sends no TOOL_CALL_ARGS for a call without arguments, and no snapshot: the block
+    # and the rest of the answer waited for the run's end
     start = [{"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "now"}]
     recording = record(events(start, R("c1"), T("after"), FINISHED))
     assert recording.recorder.segments[0].calls[0].arguments == ""
-    assert recording.streamed == recording.recorder.render() and 'id="c1"' in recording.streamed
+    assert 'id="c1"' in recording.drains[1] and "after" in recording.drains[2]
+    assert recording.streamed == recording.recorder.render()
 
 
 def test_arguments_that_are_not_json_and_no_snapshot_show_as_they_came_at_the_end() -> None:
@@ -114,6 +142,48 @@ def test_arguments_that_are_not_json_and_no_snapshot_show_as_they_came_at_the_en
     ]
     recording = record(events(lost, R("c1"), T("after"), FINISHED))
     assert recording.recorder.segments[0].calls[0].arguments == 'a": 1}'
+    assert recording.streamed == recording.recorder.render()
+
+
+# What each framework's own server sent for a tool that takes no arguments (the no_args captures:
+# the model gives the call "{}" whole with its name and id): the deltas of its arguments events,
+# and when its MESSAGES_SNAPSHOTs came ("mid-run": text or a call came after one).
+NO_ARGUMENTS = {
+    "adk": ([], "none"),  # ag-ui-adk sends TOOL_CALL_ARGS only for a call with arguments
+    "agent_framework": (["{}"], "at the end"),
+    "agno": (["{}"], "none"),
+    "crewai": (["{}"], "at the end"),  # its answer only in the snapshots
+    "langgraph": ([], "at the end"),  # "{}" only in the TOOL_CALL_START's rawEvent
+    "llamaindex": (["{}"], "mid-run"),  # a TOOL_CALL_CHUNK; its result only in a snapshot
+    "pydantic_ai": (["{}"], "none"),
+    "strands": (["{}"], "mid-run"),  # one after each step
+}
+
+
+def _sent(name: str) -> list[dict[str, Any]]:
+    """The capture's events as the server sent them (RAW, STATE_* and STEP_* left out)."""
+    body = (CAPTURES / name / "no_args.sse").read_text()
+    sent = [json.loads(line[5:]) for line in body.splitlines() if line.startswith("data:")]
+    return [e for e in sent if not e["type"].startswith(("RAW", "STATE_", "STEP_"))]
+
+
+@pytest.mark.parametrize("name", sorted(NO_ARGUMENTS))
+def test_a_tool_without_arguments_and_the_text_after_it_stream_as_they_come(name: str) -> None:
+    sent = _sent(name)
+    kinds = [e["type"] for e in sent]
+    snapshots = [i for i, kind in enumerate(kinds) if kind == "MESSAGES_SNAPSHOT"]
+    mid_run = snapshots and any(k.startswith(("TEXT_", "TOOL_")) for k in kinds[snapshots[0] :])
+    when = "mid-run" if mid_run else "at the end" if snapshots else "none"
+    deltas = [e["delta"] for e in sent if e["type"] in ("TOOL_CALL_ARGS", "TOOL_CALL_CHUNK")]
+    assert (deltas, when) == NO_ARGUMENTS[name]
+    wire = _read((CAPTURES / name / "no_args.sse").read_bytes())
+    recording = record(wire, check=False)
+    (call,) = calls(recording.recorder.segments)
+    assert call.name == "current_time" and json.loads(call.arguments or "{}") == {} and call.result is not None
+    # the block goes out with the event that completes it, the answer's end with the event that carries it
+    result = next(i for i, e in enumerate(wire) if "12:00" in json.dumps(e))
+    noon = next(i for i, e in enumerate(wire) if "noon" in json.dumps(e))
+    assert f'id="{call.id}"' in recording.drains[result] and "noon" in recording.drains[noon]
     assert recording.streamed == recording.recorder.render()
 
 
