@@ -166,6 +166,30 @@ def test_streamed_text_a_tool_with_its_result_and_more_text_show_once_in_stream_
             note.qualify("the server sends a call's arguments in one piece (no streamed arguments)")
 
 
+def _no_args_frameworks() -> list[str]:
+    return [name for name, fw in harness.frameworks().items() if "no_args" in fw.scenarios]
+
+
+@pytest.mark.parametrize("name", _no_args_frameworks())
+def test_a_tool_without_arguments_shows_at_its_result_and_the_answer_streams_on(
+    framework_servers: Any, name: str, wire: Wire
+) -> None:
+    # Not a column of the table (every framework does it): ADK sends no TOOL_CALL_ARGS for such a
+    # call and no snapshot, LangGraph none but its start's rawEvent and its snapshot last; the block
+    # and the rest of the answer waited for the run's end (tests/data/agui_captures/*/no_args.sse)
+    server = server_for(framework_servers, name)
+    run = Chat(server).say("scenario:no_args", stream_interval_ms=0)
+    shown = outline(run.content)
+    lead_in = [] if name == "crewai" else ['A"Let me check the time."']  # CrewAI streams no lead-in (stream+tools)
+    assert shown == [*lead_in, "TC[current_time]", "tool(current_time)", 'A"It is noon."'], shown
+    (call,) = calls(run.content)
+    assert _json(call.arguments or "{}") == {} and call.result == "12:00", call
+    assert ran(server, "current_time") == [{"name": "current_time", "args": {}}]
+    first = {key: _first_chunk(run.chunks, key) for key in ("<details", "noon")}
+    assert 0 <= first["<details"] < first["noon"], f"the block went out with the answer's end: {first}"
+    assert wire.of("RUN_FINISHED"), "the run did not finish"
+
+
 # --- later turns ------------------------------------------------------------------------------------
 
 
