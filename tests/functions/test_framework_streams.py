@@ -17,12 +17,15 @@ from tests.support.pipe_support import pipe_module as P
 CAPTURES = Path(__file__).resolve().parents[1] / "data" / "agui_captures"
 
 
+def _read(body: bytes) -> list[dict[str, Any]]:
+    """SSE bytes through AgentStream, in reads of 1 KB: the events the pipe's Recorder gets."""
+    stream = P.AgentStream("agui")
+    return [e for i in range(0, len(body), 1024) for e in stream.feed(body[i : i + 1024])] + list(stream.end())
+
+
 def replay(name: str, **kwargs: Any) -> Any:
     """A capture's bytes through AgentStream (in reads of 1 KB) and a Recorder, drained per event."""
-    body = (CAPTURES / name).read_bytes()
-    stream = P.AgentStream("agui")
-    wire = [e for i in range(0, len(body), 1024) for e in stream.feed(body[i : i + 1024])] + list(stream.end())
-    return record(wire, check=False, **kwargs)  # what a real server sent, as it sent it
+    return record(_read((CAPTURES / name).read_bytes()), check=False, **kwargs)  # what a real server sent, as sent
 
 
 def calls(segments: list[Any]) -> list[Any]:
@@ -32,9 +35,13 @@ def calls(segments: list[Any]) -> list[Any]:
 # --- arguments the stream lost ----------------------------------------------------------------------
 
 
-def test_langgraphs_lost_first_argument_chunk_shows_whole_from_its_snapshot() -> None:
-    # ag-ui-langgraph 0.0.47 drops the first tool-call chunk's arguments: 'er": "10023"}' streamed
-    recording = replay("langgraph/tool.sse")
+def test_langgraphs_first_argument_chunk_comes_from_its_start_and_the_block_shows_at_its_result() -> None:
+    # ag-ui-langgraph 0.0.47 sends the first tool-call chunk's arguments ('{"ord') only in the
+    # TOOL_CALL_START's rawEvent: 'er": "10023"}' streamed, and the block waited for the snapshot
+    wire = _read((CAPTURES / "langgraph" / "tool.sse").read_bytes())
+    recording = record(wire, check=False)
+    result = next(i for i, e in enumerate(wire) if e["type"] == "TOOL_CALL_RESULT")
+    assert 'id="' in recording.drains[result] and "MESSAGES_SNAPSHOT" not in [e["type"] for e in wire[: result + 1]]
     (call,) = calls(recording.recorder.segments)
     assert call.arguments == '{"order": "10023"}'
     assert shape(recording.recorder.segments)[1:] == [
@@ -71,11 +78,6 @@ def test_a_step_with_arguments_that_are_not_json_waits_for_the_snapshot_and_text
 
 def _sse(*stream: dict[str, Any]) -> bytes:
     return b"".join(f"data: {json.dumps(e, separators=(',', ':'))}\n\n".encode() for e in stream)
-
-
-def _read(body: bytes) -> list[dict[str, Any]]:
-    stream = P.AgentStream("agui")
-    return [e for i in range(0, len(body), 1024) for e in stream.feed(body[i : i + 1024])] + list(stream.end())
 
 
 def _langchain_start(call_id: str, name: str, args: str) -> dict[str, Any]:
