@@ -6,6 +6,7 @@ import inspect
 import json
 import os
 import re
+import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -186,19 +187,24 @@ class TurnChat:
 
     def __init__(self, store: Any, chat_id: str, user_id: str, message_id: str) -> None:
         self._store, self._where = store, (chat_id, user_id, message_id)
-        self._chat: StoredChat | None = None
-        self._done = False
+        self._read: asyncio.Future[StoredChat | None] | None = None
 
     async def get(self) -> StoredChat | None:
-        if not self._done:
-            self._done = True
-            try:
-                self._chat = await self._store.stored_chat(*self._where)
-            except ImportError:  # not inside Open WebUI (a test, a script): no stored chat
-                pass
-            except Exception as exc:  # the stored chat only places files and ids; the turn goes on
+        if self._read is None:  # one read, however many ask and whenever (at once, too)
+            self._read = asyncio.ensure_future(self._stored_chat())
+        return await self._read
+
+    async def _stored_chat(self) -> StoredChat | None:
+        try:
+            chat: StoredChat | None = await self._store.stored_chat(*self._where)
+            return chat
+        except ImportError as exc:
+            if "open_webui" in sys.modules:  # inside Open WebUI: a module of its moved
                 log.warning("aihub_agent_pipe: reading the stored chat failed (%s)", type(exc).__name__)
-        return self._chat
+            return None  # else not inside Open WebUI (a test, a script): no stored chat
+        except Exception as exc:  # the stored chat only places files and ids; the turn goes on
+            log.warning("aihub_agent_pipe: reading the stored chat failed (%s)", type(exc).__name__)
+            return None
 
 
 def stored_answers(messages: Mapping[str, Any], message_id: str) -> list[list[Mapping[str, Any]]] | None:

@@ -177,6 +177,8 @@ async def _protocol(transport: str, response: Any) -> dict[str, Any]:
         try:
             data = json.loads(text)
         except ValueError:
+            if len(raw) >= 65536 and media == "application/json" and text.lstrip().startswith("{"):
+                return {"reached": True, "protocol": "openai"}  # a model list longer than the probe reads
             return {
                 "reason": f"answered, but not as an OpenAI-compatible API ({media} at /models, not a JSON model list)"
             }

@@ -222,8 +222,14 @@ def start_arguments(event: Mapping[str, Any]) -> str:
     data = raw.get("data")
     chunk = data.get("chunk") if isinstance(data, Mapping) else None
     pieces = chunk.get("tool_call_chunks") if isinstance(chunk, Mapping) else None
-    first = pieces[0] if isinstance(pieces, list) and pieces else None
-    if not isinstance(first, Mapping) or first.get("name") != event.get("toolCallName"):
+    if not isinstance(pieces, list):
+        return ""
+    pieces = [p for p in pieces if isinstance(p, Mapping)]
+    # the started call's own piece: by its id where the pieces carry ids, else the first
+    first = next((p for p in pieces if p.get("id") == event.get("toolCallId")), None)
+    if first is None and not any(p.get("id") for p in pieces):
+        first = pieces[0] if pieces else None
+    if first is None or first.get("name") != event.get("toolCallName"):
         return ""
     args = first.get("args")
     return args if isinstance(args, str) else ""
@@ -339,7 +345,7 @@ class AgentStream:
             if isinstance(event, dict) and event.get("type") not in (CALLS_RAN, USAGE):  # only the adapter says that
                 lost = start_arguments(event) if event.get("type") == "TOOL_CALL_START" else ""
                 if event.get("type") != "CUSTOM":  # on_interrupt's rawEvent holds LangGraph's interrupt id
-                    event.pop("rawEvent", None)  # a framework's own payload: never read, never kept
+                    event.pop("rawEvent", None)  # a framework's own payload: read only as above, never kept
                 yield event
                 if lost:  # as the call's first arguments (a subagent's call: its own, by the call id)
                     yield {"type": "TOOL_CALL_ARGS", "toolCallId": event.get("toolCallId"), "delta": lost}

@@ -1593,19 +1593,24 @@ class TurnChat:
 
     def __init__(self, store: Any, chat_id: str, user_id: str, message_id: str) -> None:
         self._store, self._where = store, (chat_id, user_id, message_id)
-        self._chat: StoredChat | None = None
-        self._done = False
+        self._read: asyncio.Future[StoredChat | None] | None = None
 
     async def get(self) -> StoredChat | None:
-        if not self._done:
-            self._done = True
-            try:
-                self._chat = await self._store.stored_chat(*self._where)
-            except ImportError:  # not inside Open WebUI (a test, a script): no stored chat
-                pass
-            except Exception as exc:  # the stored chat only places files and ids; the turn goes on
+        if self._read is None:  # one read, however many ask and whenever (at once, too)
+            self._read = asyncio.ensure_future(self._stored_chat())
+        return await self._read
+
+    async def _stored_chat(self) -> StoredChat | None:
+        try:
+            chat: StoredChat | None = await self._store.stored_chat(*self._where)
+            return chat
+        except ImportError as exc:
+            if "open_webui" in sys.modules:  # inside Open WebUI: a module of its moved
                 log.warning("aihub_agent_pipe: reading the stored chat failed (%s)", type(exc).__name__)
-        return self._chat
+            return None  # else not inside Open WebUI (a test, a script): no stored chat
+        except Exception as exc:  # the stored chat only places files and ids; the turn goes on
+            log.warning("aihub_agent_pipe: reading the stored chat failed (%s)", type(exc).__name__)
+            return None
 
 
 def stored_answers(messages: Mapping[str, Any], message_id: str) -> list[list[Mapping[str, Any]]] | None:
@@ -2387,8 +2392,14 @@ def start_arguments(event: Mapping[str, Any]) -> str:
     data = raw.get("data")
     chunk = data.get("chunk") if isinstance(data, Mapping) else None
     pieces = chunk.get("tool_call_chunks") if isinstance(chunk, Mapping) else None
-    first = pieces[0] if isinstance(pieces, list) and pieces else None
-    if not isinstance(first, Mapping) or first.get("name") != event.get("toolCallName"):
+    if not isinstance(pieces, list):
+        return ""
+    pieces = [p for p in pieces if isinstance(p, Mapping)]
+    # the started call's own piece: by its id where the pieces carry ids, else the first
+    first = next((p for p in pieces if p.get("id") == event.get("toolCallId")), None)
+    if first is None and not any(p.get("id") for p in pieces):
+        first = pieces[0] if pieces else None
+    if first is None or first.get("name") != event.get("toolCallName"):
         return ""
     args = first.get("args")
     return args if isinstance(args, str) else ""
@@ -2504,7 +2515,7 @@ class AgentStream:
             if isinstance(event, dict) and event.get("type") not in (CALLS_RAN, USAGE):  # only the adapter says that
                 lost = start_arguments(event) if event.get("type") == "TOOL_CALL_START" else ""
                 if event.get("type") != "CUSTOM":  # on_interrupt's rawEvent holds LangGraph's interrupt id
-                    event.pop("rawEvent", None)  # a framework's own payload: never read, never kept
+                    event.pop("rawEvent", None)  # a framework's own payload: read only as above, never kept
                 yield event
                 if lost:  # as the call's first arguments (a subagent's call: its own, by the call id)
                     yield {"type": "TOOL_CALL_ARGS", "toolCallId": event.get("toolCallId"), "delta": lost}
@@ -4885,6 +4896,8 @@ async def _protocol(transport: str, response: Any) -> dict[str, Any]:
         try:
             data = json.loads(text)
         except ValueError:
+            if len(raw) >= 65536 and media == "application/json" and text.lstrip().startswith("{"):
+                return {"reached": True, "protocol": "openai"}  # a model list longer than the probe reads
             return {
                 "reason": f"answered, but not as an OpenAI-compatible API ({media} at /models, not a JSON model list)"
             }

@@ -265,3 +265,34 @@ def test_the_real_store_reads_the_chat_once_for_both_the_files_and_the_ids(chats
     files, answers = asyncio.run(both())
     assert lookups == ["chat-a"]
     assert files == [[], []] and answers == [[{"id": "m1", "text": "x"}]]
+
+
+def test_parts_of_a_turn_that_ask_at_once_share_one_read() -> None:
+    class Slow(FakeStore):
+        async def stored_chat(self, chat_id: str, user_id: str, message_id: str) -> Any:
+            await asyncio.sleep(0.01)
+            return await super().stored_chat(chat_id, user_id, message_id)
+
+    store = Slow(answers=[[{"id": "m1"}]])
+    chat = P.TurnChat(store, "chat-a", "user-1", "u2")
+
+    async def both() -> list[Any]:
+        return list(await asyncio.gather(chat.get(), chat.get()))
+
+    first, second = asyncio.run(both())
+    assert store.chat_reads == 1 and first is second and first.answers() == [[{"id": "m1"}]]
+
+
+def test_a_failed_read_counts_as_no_stored_chat_and_is_logged_inside_open_webui(
+    chats: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Inside Open WebUI (its package imported) a missing module of its is a failure to log, not
+    the silence of a test or script that runs the pipe alone."""
+
+    class Moved(FakeStore):
+        async def stored_chat(self, chat_id: str, user_id: str, message_id: str) -> Any:
+            raise ImportError("No module named 'open_webui.models.chats'")
+
+    with caplog.at_level("WARNING"):
+        assert asyncio.run(P.TurnChat(Moved(), "chat-a", "user-1", "u2").get()) is None
+    assert "reading the stored chat failed (ImportError)" in caplog.text

@@ -169,3 +169,24 @@ def test_a_raw_events_source_is_its_own_not_one_inside_its_payload(compact: bool
     stream = P.AgentStream("agui")
     list(stream.feed(_sse([{"type": "RAW", "event": {"source": "inner"}, "source": "agno"}], compact)))
     assert stream.raw_source == "agno"
+
+
+def _langgraph_start(call_id: str, name: str, pieces: list[dict[str, Any]]) -> dict[str, Any]:
+    chunk = {"type": "AIMessageChunk", "tool_call_chunks": pieces}
+    raw = {"event": "on_chat_model_stream", "data": {"chunk": chunk}}
+    return {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": name, "rawEvent": raw}
+
+
+def test_a_starts_own_arguments_are_the_piece_of_its_own_call() -> None:
+    """Two calls of one tool in one chunk: each start takes its own call's arguments, by id."""
+    pieces = [
+        {"id": "call_a", "name": "lookup", "args": '{"order": 1}'},
+        {"id": "call_b", "name": "lookup", "args": '{"order": 2}'},
+    ]
+    assert P.start_arguments(_langgraph_start("call_b", "lookup", pieces)) == '{"order": 2}'
+    assert P.start_arguments(_langgraph_start("call_a", "lookup", pieces)) == '{"order": 1}'
+    assert P.start_arguments(_langgraph_start("call_c", "lookup", pieces)) == ""  # none of its own
+    no_ids = [{"name": "lookup", "args": "{}"}]
+    assert P.start_arguments(_langgraph_start("call_x", "lookup", no_ids)) == "{}"  # pieces without ids: the first
+    assert P.start_arguments(_langgraph_start("call_x", "other", no_ids)) == ""
+    assert P.start_arguments({"type": "TOOL_CALL_START", "toolCallId": "call_a", "toolCallName": "lookup"}) == ""

@@ -49,6 +49,8 @@ class Backend:
                 self._record(b"")
                 if mode == "openai":
                     self.send_json({"object": "list", "data": [{"id": "m"}]})
+                elif mode == "openai-many":  # a router's list: thousands of models, far over 64 KB
+                    self.send_json({"object": "list", "data": [{"id": f"vendor/model-{i}"} for i in range(5000)]})
                 elif mode == "json":
                     self.send_json({"hello": "world"})
                 elif mode == "html":
@@ -239,6 +241,15 @@ def test_a_web_page_where_an_openai_api_should_be_is_named() -> None:
     )
 
 
+def test_a_model_list_longer_than_the_probe_reads_is_still_an_openai_api() -> None:
+    backend = Backend("openai-many")
+    try:
+        answer = probe(make_pipe([agent(backend.base + "/v1", "openai", model="m")], {"DESK_KEY": KEY}))
+    finally:
+        backend.close()
+    assert answer["reached"] is True and answer["protocol"] == "openai", answer
+
+
 def test_an_openai_backend_is_asked_for_its_models_and_runs_nothing() -> None:
     backend = Backend("openai")
     try:
@@ -335,7 +346,11 @@ MAY_CALL_ITS_MODEL_ON_THE_PROBE = {"agno", "langgraph", "llamaindex", "strands"}
 
 
 @pytest.mark.parametrize("name", FRAMEWORKS)
-def test_which_frameworks_call_their_model_on_the_probes_empty_run(framework_servers, name: str) -> None:
+def test_a_probe_gives_no_model_anything_of_a_user_and_some_frameworks_none_at_all(
+    framework_servers, name: str
+) -> None:
+    """ADK, CrewAI and Pydantic AI never call their model on a probe; the others
+    may (see above), and whatever they call it with carries nothing of a user."""
     import time
 
     from tests.support.frameworks.testing import started

@@ -61,6 +61,8 @@ REACHES = (
     "RunAgentInput: a middleware of the FastAPI app puts it in a context variable the tools read (verify it "
     "there, as docs/agent-pipe.md, 'Who is asking, signed' says, and reject the request if it does not).",
     "The user's image and document arrive as LangChain multimodal content blocks on the user message.",
+    "Keep `LangGraphAgent`'s `emit_raw_events` at its default (on): the pipe reads a question's interrupt id and "
+    "the first arguments of each tool call from the events' `rawEvent`.",
 )
 
 
