@@ -31,7 +31,7 @@ from .contract import (
     split_agent_key,
 )
 from .contract import model_id as agent_model_id
-from .groups import file_upload, group_file_upload, group_has_members
+from .groups import file_upload, group_file_upload, group_has_members, groups_below_that_may_upload
 from .orphans import agent_entries
 
 Status = Literal["fail", "warn", "pass", "skip"]
@@ -477,7 +477,21 @@ def _uploads(facts: Facts, agents: Mapping[str, Mapping[str, Any]], expected: Ex
             )
             continue
         lacking = [n for n in names if n not in groups or group_file_upload(groups[n], facts.groups) is not True]
-        if names and len(lacking) == len(names):
+        below = sorted(
+            {b for n in lacking if n in groups for b in groups_below_that_may_upload(groups[n], facts.groups)}
+        )
+        if names and len(lacking) == len(names) and below:
+            checks.append(
+                Check(
+                    "file-upload",
+                    "warn",
+                    f"{key} reads attached files, but of its groups ({', '.join(lacking)}) only the members "
+                    f"of {', '.join(below)}, below them, may upload files",
+                    "allow File Upload in the permissions of its groups, or of a group above them (Admin Panel > Users > Groups)",
+                    key,
+                )
+            )
+        elif names and len(lacking) == len(names):
             checks.append(
                 Check(
                     "file-upload",

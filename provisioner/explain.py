@@ -23,7 +23,7 @@ from .desired import agent_backends, build_desired
 from .doctor import Facts, functions_off
 from .errors import ConfigError
 from .features import NATIVE_FEATURES, NATIVE_TOGGLES
-from .groups import file_upload, group_file_upload, group_has_members
+from .groups import file_upload, group_file_upload, group_has_members, groups_below_that_may_upload
 from .loader import CAPABILITIES_FILE, Catalog, LoadedBlueprint
 from .owui_capabilities import ALWAYS_OFF, CAPABILITY_KEYS, OVERRIDABLE_DEFAULTS, READS_CAPABILITIES
 from .schema_problems import suggest
@@ -333,11 +333,17 @@ def _group_notes(
             )
         own = group_file_upload(group, groups)
         if reads_files and own is not True and default is not True and False in (own, default):
+            below = groups_below_that_may_upload(group, groups)
             notes.append(
                 {
                     "about": name,
                     "note": f"group {name!r} lacks the chat.file_upload permission: "
-                    "its members see no attach button for this agent",
+                    + (
+                        f"only the members of {', '.join(repr(b) for b in below)}, below it, see an attach button "
+                        "for this agent"
+                        if below
+                        else "its members see no attach button for this agent"
+                    ),
                     "fix": f"allow File Upload in the permissions of group {name!r}, or of a group above it "
                     "(Admin Panel > Users > Groups)",
                 }

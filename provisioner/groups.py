@@ -72,24 +72,38 @@ def member_count(group: Mapping[str, Any]) -> int | None:
     return len(users) if isinstance(users, list) else None
 
 
-def group_has_members(group: Mapping[str, Any], groups: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether anyone gets what is given to a group: its own members (the listing's count is only
-    those) or, where groups nest (0.12), a member of any group below it, whom Open WebUI counts as a
-    member of every group above. An unknown count counts as members."""
+def subtree(group: Mapping[str, Any], groups: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The group and, where groups nest (0.12), every group below it, nearest first."""
     below: dict[str, list[Mapping[str, Any]]] = {}
     for g in groups:
         if g.get("parent_group_id"):
             below.setdefault(str(g["parent_group_id"]), []).append(g)
-    todo, seen = [group], set()
-    while todo:
-        current = todo.pop()
-        if str(current.get("id")) in seen:
-            continue
-        seen.add(str(current.get("id")))
-        if member_count(current) != 0:
-            return True
-        todo += below.get(str(current.get("id")), [])
-    return False
+    found, seen, i = [group], {str(group.get("id"))}, 0
+    while i < len(found):
+        for child in below.get(str(found[i].get("id")), []):
+            if str(child.get("id")) not in seen:
+                seen.add(str(child.get("id")))
+                found.append(child)
+        i += 1
+    return found
+
+
+def group_has_members(group: Mapping[str, Any], groups: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether anyone gets what is given to a group: its own members (the listing's count is only
+    those) or, where groups nest (0.12), a member of any group below it, whom Open WebUI counts as a
+    member of every group above. An unknown count counts as members."""
+    return any(member_count(g) != 0 for g in subtree(group, groups))
+
+
+def groups_below_that_may_upload(group: Mapping[str, Any], groups: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The groups below a group whose own members may upload files: those members count as the
+    group's own (0.12) and have their own group's permissions too, so they see the attach button
+    on an agent given to the group though the group itself grants nothing."""
+    return sorted(
+        str(g.get("name"))
+        for g in subtree(group, groups)[1:]
+        if member_count(g) != 0 and group_file_upload(g, groups) is True
+    )
 
 
 def group_file_upload(group: Mapping[str, Any], groups: Sequence[Mapping[str, Any]]) -> bool | None:

@@ -386,7 +386,8 @@ def group_notes(actions: list[GroupAction]) -> list[str]:
             )
         else:
             notes.append(
-                f"group {a.name!r} was created by provision and no blueprint names it, but it has members: kept"
+                f"group {a.name!r} was created by provision and no blueprint names it, but it has members "
+                "(of its own, or in a group below it): kept"
             )
     return notes
 

@@ -11,6 +11,7 @@ from provisioner.groups import (
     group_file_upload,
     group_form,
     group_has_members,
+    groups_below_that_may_upload,
     is_own_group,
     member_count,
     stale_own_groups,
@@ -58,6 +59,9 @@ def test_where_groups_nest_a_parent_reaches_the_members_below_it_and_gives_them_
     assert not group_has_members(by_id["lone"], live) and not group_has_members(by_id["a"], live)
     assert group_file_upload(by_id["leaf"], live) is True  # granted two levels up
     assert group_file_upload(by_id["lone"], live) is False and group_file_upload(by_id["a"], live) is None
+    assert groups_below_that_may_upload(by_id["mid"], live) == ["Analysts"]  # granted above mid, members in leaf
+    assert groups_below_that_may_upload(by_id["leaf"], live) == []  # nothing below it
+    assert groups_below_that_may_upload(by_id["a"], live) == []  # a loop ends
 
 
 def test_prune_keeps_an_own_group_whose_members_are_in_a_group_below_it() -> None:

@@ -157,7 +157,10 @@ def test_missing_group_create_makes_an_own_empty_group_and_prune_spares_one_with
     code, out, err = provision(capsys, "sync", *args, *target, "--yes", "--prune")
     assert code == 0, out + err
     assert "group 'Compliance' was created by provision, is empty and no blueprint names it: --prune deletes it" in err
-    assert "group 'Ops' was created by provision and no blueprint names it, but it has members: kept" in err
+    assert (
+        "group 'Ops' was created by provision and no blueprint names it, but it has members "
+        "(of its own, or in a group below it): kept" in err
+    )
     assert [g["name"] for g in get(owui, "/api/v1/groups/")] == ["Ops"]
 
 

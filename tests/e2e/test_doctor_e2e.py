@@ -348,24 +348,25 @@ def test_what_an_admin_switched_is_found_with_its_fix_by_doctor_and_explain(conn
     assert not [c for c in report["checks"] if c["status"] != "pass" and c["id"] not in ("backend", "embedding-bypass")]
 
 
-def test_nested_groups_reach_the_members_below_and_give_them_the_permissions_above(
+def test_nested_groups_reach_the_members_below_and_give_them_the_permissions_on_the_way(
     connected, blueprints, capsys, tmp_path
 ) -> None:
-    """0.12 nests groups: a member of a group is a member of every group above it. So an agent
-    given to a parent group with no members of its own reaches the child's members, and a document
-    agent given to the child may take files when the parent allows uploads (default off). Open
-    WebUI's own answers for a member of the child (the models it lists, /users/permissions) are
-    the premise; doctor and explain agree with them."""
+    """0.12 nests groups: a member of a group is a member of every group above it, with the
+    permissions of each. With uploads off by default, Legal above Analysts, and one member in
+    Analysts: the research assistant (it reads images) is given to Legal, the document analyst to
+    Analysts. Open WebUI's own answers for the member (the models it lists, /users/permissions)
+    are the premise at each step; doctor and explain must agree with them:
+    nobody grants uploads, then Analysts does (the member may, though Legal grants nothing),
+    then Legal does."""
     import shutil
 
     from tests.support.file_chat import add_user
 
     root = tmp_path / "blueprints"
     shutil.copytree(blueprints[1], root)
-    path = root / "document_analyst.yaml"
-    path.write_text(path.read_text(encoding="utf-8").replace("access: public", "access: {groups: [Analysts]}"))
-    faq = root / "policy_faq.yaml"
-    faq.write_text(faq.read_text(encoding="utf-8").replace("access: public", "access: {groups: [Legal]}"))
+    for name, group in (("document_analyst.yaml", "Analysts"), ("research_assistant.yaml", "Legal")):
+        path = root / name
+        path.write_text(path.read_text(encoding="utf-8").replace("access: public", f"access: {{groups: [{group}]}}"))
     variant = ["-p", str(root), blueprints[2], blueprints[3]]
     with connected.client() as http:
         permissions = http.get("/api/v1/users/default/permissions").raise_for_status().json()
@@ -395,35 +396,50 @@ def test_nested_groups_reach_the_members_below_and_give_them_the_permissions_abo
                 found = http.get("/api/v1/users/permissions").raise_for_status().json()
             return bool(found["chat"]["file_upload"])
 
-        def explain_instance() -> str:
-            code, out, err = provision(capsys, "explain", "document-analyst", "-p", str(root), "--url", connected.url)
+        def explain(agent: str) -> str:
+            code, out, err = provision(capsys, "explain", agent, "-p", str(root), "--url", connected.url)
             assert code == 0, err
-            return out.split("On the instance:\n", 1)[1].split("\n\n", 1)[0] if "On the instance:\n" in out else ""
+            return out
 
-        def upload_checks() -> list[dict[str, Any]]:
+        def upload_checks() -> dict[str, dict[str, Any]]:
             report = doctor(capsys, variant)[1]
-            return [c for c in report["checks"] if c["id"] == "file-upload"]
+            return {c.get("subject", ""): c for c in report["checks"] if c["id"] == "file-upload"}
+
+        def grant(group: dict[str, Any]) -> None:
+            with connected.client() as http:
+                body = {**group, "permissions": {"chat": {"file_upload": True}}}
+                http.post(f"/api/v1/groups/id/{group['id']}/update", json=body).raise_for_status()
 
         with connected.client(token=member["token"]) as http:
             listed = {m["id"] for m in http.get("/api/models").raise_for_status().json()["data"]}
-        assert "aihub_agent_pipe.policy-faq.default" in listed  # given to Legal, reached through Analysts
+        assert "aihub_agent_pipe.research-assistant.default" in listed  # given to Legal, reached through Analysts
         report = doctor(capsys, variant)[1]
         access = [c for c in report["checks"] if c["id"] == "access"]
         assert access and all(c["status"] == "pass" for c in access), access
-        code, out, err = provision(capsys, "explain", "policy-faq", "-p", str(root), "--url", connected.url)
-        assert code == 0 and "has no members" not in out, out + err
+        assert "has no members" not in explain("research-assistant")
+        # nobody grants uploads
         assert member_may_upload() is False
-        mine = [c for c in upload_checks() if c.get("subject") == "document-analyst.default"]
-        assert [c["status"] for c in mine] == ["fail"], mine
-        assert mine[0]["message"].endswith("none of its groups (Analysts) may upload files")
-        assert "group 'Analysts' lacks the chat.file_upload permission" in explain_instance()
-        granted = {**parent, "permissions": {"chat": {"file_upload": True}}}
-        with connected.client() as http:
-            http.post(f"/api/v1/groups/id/{parent['id']}/update", json=granted).raise_for_status()
-        assert member_may_upload() is True  # Open WebUI's own answer: the parent's grant reaches the child's member
         checks = upload_checks()
-        assert not [c for c in checks if c.get("subject") == "document-analyst.default"], checks
-        assert "file_upload" not in explain_instance()
+        assert checks["document-analyst.default"]["status"] == "fail", checks
+        assert checks["document-analyst.default"]["message"].endswith("none of its groups (Analysts) may upload files")
+        assert checks["research-assistant.default"]["status"] == "fail", checks
+        assert "group 'Analysts' lacks the chat.file_upload permission" in explain("document-analyst")
+        # Analysts grants them: its member may upload, though Legal, the research assistant's group, grants nothing
+        grant(child)
+        assert member_may_upload() is True
+        checks = upload_checks()
+        assert "document-analyst.default" not in checks, checks
+        assert checks["research-assistant.default"]["status"] == "warn", checks
+        assert checks["research-assistant.default"]["message"].endswith(
+            "of its groups (Legal) only the members of Analysts, below them, may upload files"
+        )
+        assert "only the members of 'Analysts', below it, see an attach button" in explain("research-assistant")
+        # Legal grants them too: nothing is left to say
+        grant(parent)
+        checks = upload_checks()
+        assert set(checks) == {""} and checks[""]["status"] == "pass", checks
+        for agent in ("document-analyst", "research-assistant"):
+            assert "chat.file_upload" not in explain(agent)
     finally:
         with connected.client() as http:
             http.post("/api/v1/users/default/permissions", json=permissions).raise_for_status()
