@@ -35,6 +35,7 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from demo_agents.sse_handler import SSEHandler
 from tests.support.builders import CAPABILITIES, FEATURES, write_function_dir
 from tests.support.chat_support import AGENT_PIPE
+from tests.support.file_chat import reference
 from tests.support.owui_instance import FORWARD_JWT_SECRET, IDENTITY_KID, IDENTITY_PEM
 
 TRIPWIRE = Path(__file__).parent / "fixtures" / "retrieval_tripwire.py"
@@ -225,22 +226,6 @@ def provision_quietly(*args: str) -> int:
 # --- chatting as the browser does ----------------------------------------------------------------
 
 
-def _ref(file: dict[str, Any], kind: str = "file") -> dict[str, Any]:
-    """A message's file entry as the 0.12.4 browser stores it (the image's url: its file id)."""
-    meta = file.get("meta") or {}
-    ref = {
-        "type": kind,
-        "id": file["id"],
-        "name": meta.get("name") or file["filename"],
-        "status": "uploaded",
-        "size": meta.get("size"),
-        "content_type": meta.get("content_type"),
-    }
-    if kind == "image":
-        ref["url"] = file["id"]
-    return ref
-
-
 class Chat:
     """A stored chat driven turn by turn: the history is written as the browser saves it."""
 
@@ -370,7 +355,9 @@ def test_a_members_document_and_image_reach_the_agent_with_a_verifiable_identity
 
     # turn 1: the document and the image on the user's message, the other user's id injected
     user_1, answer_1, content = chat.turn(
-        "Summarise the report", [_ref(document), _ref(image, "image")], [_ref(document), injected]
+        "Summarise the report",
+        [reference(document, "file"), reference(image, "image")],
+        [reference(document, "file"), injected],
     )
     assert content == ANSWER
     (request,) = site.agent.requests
@@ -421,7 +408,7 @@ def test_a_members_document_and_image_reach_the_agent_with_a_verifiable_identity
 
     # turn 2: the document still goes with the first message, and with it only
     site.agent.requests.clear()
-    chat.turn("Compare it with last year", [], [_ref(document)])
+    chat.turn("Compare it with last year", [], [reference(document, "file")])
     (request,) = site.agent.requests
     first, second = _users(request)
     assert _documents_and_images(first, transport)[:2] == ([DOCUMENT], [IMAGE])
@@ -438,7 +425,7 @@ def test_the_tripwire_sees_open_webuis_retrieval_when_a_row_asks_for_it(site: Si
     """The control: with `file_context` on, Open WebUI runs its own file handler, and the tripwire says so."""
     document = site.upload("control.txt", b"control text", "text/plain")
     chat = Chat(site, CONTROL)
-    chat.turn("Read it", [_ref(document)], [_ref(document)])
+    chat.turn("Read it", [reference(document, "file")], [reference(document, "file")])
     assert [r["called"] for r in site.retrievals() if r.get("model") == CONTROL] == ["chat_completion_files_handler"]
 
 
@@ -472,10 +459,10 @@ def test_images_open_webui_inlines_obey_the_file_limits_and_only_images_pass(sit
     the pipe's MAX_FILE_MB and MAX_TURN_FILES_MB hold for those too, and a text/html file
     referenced as an image never reaches the agent as an image."""
     small = [_png(600 * 1024, bytes([n])) for n in range(2)]
-    refs = [_ref(site.upload(f"small-{n}.png", data, "image/png"), "image") for n, data in enumerate(small)]
-    refs.append(_ref(site.upload("big.png", _png(3 * MB, b"big"), "image/png"), "image"))
+    refs = [reference(site.upload(f"small-{n}.png", data, "image/png"), "image") for n, data in enumerate(small)]
+    refs.append(reference(site.upload("big.png", _png(3 * MB, b"big"), "image/png"), "image"))
     page = site.upload("page.html", b"<html><script>alert(1)</script></html>", "text/html")
-    refs.append(_ref(page, "image"))
+    refs.append(reference(page, "image"))
     chat = Chat(site, MODELS["agui"])
     site.agent.requests.clear()
     with pipe_valves(site, MAX_FILE_MB=1, MAX_TURN_FILES_MB=1):
@@ -497,7 +484,7 @@ def test_an_agent_that_reads_no_images_gets_no_image_open_webui_inlined(site: Si
     image = site.upload("chart.png", IMAGE, "image/png")
     chat = Chat(site, READS_MODELS[reads])
     site.agent.requests.clear()
-    chat.turn("What is this?", [_ref(image, "image")], [_ref(image, "image")])
+    chat.turn("What is this?", [reference(image, "image")], [reference(image, "image")])
     (request,) = site.agent.requests
     (message,) = _users(request)
     _, images, texts = _documents_and_images(message, "agui")

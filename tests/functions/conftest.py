@@ -10,7 +10,7 @@ import pytest
 from tests.support.agui_server import harness
 from tests.support.frameworks import harness as frameworks
 from tests.support.owui_instance import unavailable
-from tests.support.pipe_support import SSEStub
+from tests.support.pipe_support import SSEStub, pipe_module
 
 
 @pytest.fixture(scope="session", params=harness.VERSIONS)
@@ -43,3 +43,16 @@ def sse_stub() -> Iterator[SSEStub]:
     stub = SSEStub()
     yield stub
     stub.close()
+
+
+@pytest.fixture
+def stored_images(monkeypatch: pytest.MonkeyPatch) -> list[list[tuple[str, bytes]]]:
+    """Open WebUI's file store, faked: the images (mime, bytes) the pipe asked it to store, per call."""
+    calls: list[list[tuple[str, bytes]]] = []
+
+    async def store(images: Any, request: Any, user: Any, metadata: Any) -> list[str]:
+        calls.append(list(images))
+        return [f"/api/v1/files/f{n}/content" for n in range(len(images))]
+
+    monkeypatch.setattr(pipe_module, "store_images", store)
+    return calls

@@ -73,19 +73,6 @@ class DyingAgent:
 
 
 @pytest.fixture
-def stored(monkeypatch: pytest.MonkeyPatch) -> list[list[tuple[str, bytes]]]:
-    """Open WebUI's file store, faked: the images the pipe asked it to store."""
-    calls: list[list[tuple[str, bytes]]] = []
-
-    async def store(images: Any, request: Any, user: Any, metadata: Any) -> list[str]:
-        calls.append(list(images))
-        return [f"/api/v1/files/f{n}/content" for n in range(len(images))]
-
-    monkeypatch.setattr(P, "store_images", store)
-    return calls
-
-
-@pytest.fixture
 def agent(request: pytest.FixtureRequest) -> Iterator[DyingAgent]:
     dying = DyingAgent(request.param)
     yield dying
@@ -104,7 +91,7 @@ def _chat(agent: DyingAgent, file_mb: float = 3) -> tuple[Any, float]:
 
 @pytest.mark.parametrize("agent", ["mid_body"], indirect=True)
 def test_an_agent_that_dies_while_the_file_is_sent_ends_the_turn_at_once_with_one_error(
-    agent: DyingAgent, stored: list
+    agent: DyingAgent, stored_images: list
 ) -> None:
     run, took = _chat(agent)
     assert 300_000 <= agent.received < 3 * P.MB  # it died part-way through the file
@@ -112,18 +99,18 @@ def test_an_agent_that_dies_while_the_file_is_sent_ends_the_turn_at_once_with_on
     assert run.content.startswith("> [!CAUTION]\n> Agent error: The connection to the agent")
     assert "broke before it answered" in run.content
     assert run.content.count("[!CAUTION]") == 1
-    assert stored == []
+    assert stored_images == []
 
 
 @pytest.mark.parametrize("agent", ["after_image"], indirect=True)
 def test_an_agent_that_dies_after_its_image_keeps_the_text_and_the_image_and_says_it_is_incomplete(
-    agent: DyingAgent, stored: list
+    agent: DyingAgent, stored_images: list
 ) -> None:
     run, took = _chat(agent, file_mb=0.01)
     assert took < 10
     text, _, error = run.content.partition("\n\n> [!CAUTION]\n")
     assert text == ANSWER
     assert "broke while it was answering" in error and "The answer above is incomplete." in error
-    assert stored == [[("image/png", IMAGE)]]
+    assert stored_images == [[("image/png", IMAGE)]]
     files = [f for e in run.events if e.get("type") == "files" for f in e["data"]["files"]]
     assert files == [{"type": "image", "url": "/api/v1/files/f0/content"}]

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.pipe_support import langgraph_tool_start
 from tests.support.pipe_support import pipe_module as P
 
 CAPTURES = Path(__file__).resolve().parents[1] / "data" / "agui_captures"
@@ -171,22 +172,18 @@ def test_a_raw_events_source_is_its_own_not_one_inside_its_payload(compact: bool
     assert stream.raw_source == "agno"
 
 
-def _langgraph_start(call_id: str, name: str, pieces: list[dict[str, Any]]) -> dict[str, Any]:
-    chunk = {"type": "AIMessageChunk", "tool_call_chunks": pieces}
-    raw = {"event": "on_chat_model_stream", "data": {"chunk": chunk}}
-    return {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": name, "rawEvent": raw}
-
-
 def test_a_starts_own_arguments_are_the_piece_of_its_own_call() -> None:
     """Two calls of one tool in one chunk: each start takes its own call's arguments, by id."""
     pieces = [
         {"id": "call_a", "name": "lookup", "args": '{"order": 1}'},
         {"id": "call_b", "name": "lookup", "args": '{"order": 2}'},
     ]
-    assert P.start_arguments(_langgraph_start("call_b", "lookup", pieces)) == '{"order": 2}'
-    assert P.start_arguments(_langgraph_start("call_a", "lookup", pieces)) == '{"order": 1}'
-    assert P.start_arguments(_langgraph_start("call_c", "lookup", pieces)) == ""  # none of its own
+    assert P.start_arguments(langgraph_tool_start("call_b", "lookup", pieces=pieces)) == '{"order": 2}'
+    assert P.start_arguments(langgraph_tool_start("call_a", "lookup", pieces=pieces)) == '{"order": 1}'
+    assert P.start_arguments(langgraph_tool_start("call_c", "lookup", pieces=pieces)) == ""  # none of its own
     no_ids = [{"name": "lookup", "args": "{}"}]
-    assert P.start_arguments(_langgraph_start("call_x", "lookup", no_ids)) == "{}"  # pieces without ids: the first
-    assert P.start_arguments(_langgraph_start("call_x", "other", no_ids)) == ""
+    assert (
+        P.start_arguments(langgraph_tool_start("call_x", "lookup", pieces=no_ids)) == "{}"
+    )  # pieces without ids: the first
+    assert P.start_arguments(langgraph_tool_start("call_x", "other", pieces=no_ids)) == ""
     assert P.start_arguments({"type": "TOOL_CALL_START", "toolCallId": "call_a", "toolCallName": "lookup"}) == ""

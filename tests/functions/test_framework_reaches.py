@@ -20,30 +20,6 @@ pytestmark = pytest.mark.agui
 _HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def test_crewai_flow_state_holds_the_thread_id_and_the_pipes_forwarded_ids(framework_servers: Any) -> None:
-    server = started(framework_servers, "crewai")
-    body = {
-        "threadId": "chat-77",
-        "runId": "m-9",
-        "state": {},
-        "tools": [],
-        "context": [],
-        "forwardedProps": {"features": [], "user_id": "user-42", "message_id": "m-9", "user_message_id": "m-8"},
-        "messages": [{"id": "u-1", "role": "user", "content": "scenario:stream"}],
-    }
-    request = urllib.request.Request(
-        server.agent_url,
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"content-type": "application/json", "accept": "text/event-stream"},
-    )
-    with _HTTP.open(request, timeout=60) as response:
-        raw = response.read().decode()
-    events = [json.loads(line[5:]) for line in raw.splitlines() if line.startswith("data:")]
-    state = [e["snapshot"] for e in events if e["type"] == "STATE_SNAPSHOT"][-1]
-    assert (state["id"], state["user_id"], state["message_id"]) == ("chat-77", "user-42", "m-9")
-
-
 IDENTITY = "v1.eyJzdWIiOiJ1c2VyLTQyIn0.c2lnbmF0dXJl"  # stands for the pipe's signed identity header
 
 
@@ -67,6 +43,12 @@ def _run(server: Any, text: str, **headers: str) -> list[dict[str, Any]]:
     with _HTTP.open(request, timeout=60) as response:
         raw = response.read().decode()
     return [json.loads(line[5:]) for line in raw.splitlines() if line.startswith("data:")]
+
+
+def test_crewai_flow_state_holds_the_thread_id_and_the_pipes_forwarded_ids(framework_servers: Any) -> None:
+    events = _run(started(framework_servers, "crewai"), "scenario:stream")
+    state = [e["snapshot"] for e in events if e["type"] == "STATE_SNAPSHOT"][-1]
+    assert (state["id"], state["user_id"], state["message_id"]) == ("chat-77", "user-42", "m-9")
 
 
 @pytest.mark.parametrize(

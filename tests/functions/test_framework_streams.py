@@ -11,7 +11,18 @@ from typing import Any
 
 import pytest
 
-from tests.support.pipe_support import FINISHED, SIGNER, C, R, T, events, record, shape, turn_signer
+from tests.support.pipe_support import (
+    FINISHED,
+    SIGNER,
+    C,
+    R,
+    T,
+    events,
+    langgraph_tool_start,
+    record,
+    shape,
+    turn_signer,
+)
 from tests.support.pipe_support import pipe_module as P
 
 CAPTURES = Path(__file__).resolve().parents[1] / "data" / "agui_captures"
@@ -80,15 +91,6 @@ def _sse(*stream: dict[str, Any]) -> bytes:
     return b"".join(f"data: {json.dumps(e, separators=(',', ':'))}\n\n".encode() for e in stream)
 
 
-def _langchain_start(call_id: str, name: str, args: str) -> dict[str, Any]:
-    """ag-ui-langgraph 0.0.47's TOOL_CALL_START for a model chunk that names the call: the chunk's
-    arguments only in its rawEvent (LangChain's on_chat_model_stream, as tests/data/agui_captures/langgraph has it)."""
-    piece = {"name": name, "args": args, "id": call_id, "index": 0, "type": "tool_call_chunk"}
-    chunk = {"content": "", "type": "AIMessageChunk", "id": "lc_run--1", "tool_call_chunks": [piece]}
-    raw = {"event": "on_chat_model_stream", "data": {"chunk": chunk}, "name": "ChatModel"}
-    return {"type": "TOOL_CALL_START", "rawEvent": raw, "toolCallId": call_id, "toolCallName": name}
-
-
 def test_a_call_whose_arguments_came_whole_with_its_start_shows_them_when_its_result_comes() -> None:
     # ag-ui-langgraph 0.0.47 sends no TOOL_CALL_ARGS when the model's first chunk holds the whole
     # call (a model that does not stream its calls in pieces: Gemini's, or any _generate-only one):
@@ -111,7 +113,10 @@ def test_a_call_whose_arguments_came_whole_with_its_start_shows_them_when_its_re
             },
         ],
     }
-    start = [_langchain_start("c1", "get_weather", '{"city": "Paris"}'), {"type": "TOOL_CALL_END", "toolCallId": "c1"}]
+    start = [
+        langgraph_tool_start("c1", "get_weather", '{"city": "Paris"}'),
+        {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+    ]
     wire = _read(_sse(*events(start, R("c1"), T("after"), [snapshot], FINISHED)))
     assert [e["type"] for e in wire[:3]] == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"]
     recording = record(wire, check=False)
@@ -121,7 +126,7 @@ def test_a_call_whose_arguments_came_whole_with_its_start_shows_them_when_its_re
 
 
 def test_a_start_whose_raw_event_is_another_calls_adds_no_arguments() -> None:
-    other = _langchain_start("c1", "get_weather", '{"city": "Paris"}')
+    other = langgraph_tool_start("c1", "get_weather", '{"city": "Paris"}')
     other["toolCallName"] = "now"  # not the chunk's call: nothing of it is this call's
     plain = {"type": "TOOL_CALL_START", "rawEvent": {"event": "on_tool_end"}, "toolCallId": "c2", "toolCallName": "f"}
     assert [e["type"] for e in _read(_sse(other, plain))] == ["TOOL_CALL_START", "TOOL_CALL_START"]

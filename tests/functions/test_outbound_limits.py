@@ -34,49 +34,36 @@ def _delta(**delta: Any) -> dict[str, Any]:
     return {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
 
 
-@pytest.fixture
-def stored(monkeypatch: pytest.MonkeyPatch) -> list[list[tuple[str, bytes]]]:
-    """Open WebUI's file store, faked: the images the pipe asked it to store."""
-    calls: list[list[tuple[str, bytes]]] = []
-
-    async def store(images: Any, request: Any, user: Any, metadata: Any) -> list[str]:
-        calls.append(list(images))
-        return [f"/api/v1/files/f{n}/content" for n in range(len(images))]
-
-    monkeypatch.setattr(P, "store_images", store)
-    return calls
-
-
 def _files(run: Any) -> list[dict[str, Any]]:
     return [f for e in run.events if e.get("type") == "files" for f in e["data"]["files"]]
 
 
 def test_the_number_of_images_an_answer_stores_is_capped_and_the_rest_named_once(
-    sse_stub: SSEStub, stored: list
+    sse_stub: SSEStub, stored_images: list
 ) -> None:
     image = _custom("aihub.image", {"mimeType": "image/png", "data": PNG_B64})
     sse_stub.behaviour.data = events(T("Drawn."), *[image] * 12, T(" End."), FINISHED)
     pipe = make_pipe([_agui(sse_stub.url)])
     pipe.valves.MAX_IMAGES = 10
     run = run_pipe(pipe, "lab.helper", HISTORY)
-    assert [len(call) for call in stored] == [10] and len(_files(run)) == 10
+    assert [len(call) for call in stored_images] == [10] and len(_files(run)) == 10
     assert run.content.count("not shown") == 1
     assert "at most 10 images per answer" in run.content
     assert run.content.startswith("Drawn.") and run.content.endswith(" End.")
 
 
-def test_the_total_bytes_of_an_answers_images_are_capped(sse_stub: SSEStub, stored: list) -> None:
+def test_the_total_bytes_of_an_answers_images_are_capped(sse_stub: SSEStub, stored_images: list) -> None:
     third = base64.b64encode(b"\x89PNG" + b"\0" * 300_000).decode()  # 0.29 MB each
     image = _custom("aihub.image", {"mimeType": "image/png", "data": third})
     sse_stub.behaviour.data = events(T("x"), *[image] * 3, FINISHED)
     pipe = make_pipe([_agui(sse_stub.url)])
     pipe.valves.MAX_TURN_IMAGES_MB = 0.5
     run = run_pipe(pipe, "lab.helper", HISTORY)
-    assert [len(call) for call in stored] == [1]
+    assert [len(call) for call in stored_images] == [1]
     assert run.content.count("not shown") == 1 and "0.5 MB" in run.content
 
 
-def test_image_links_count_against_the_same_cap(sse_stub: SSEStub, stored: list) -> None:
+def test_image_links_count_against_the_same_cap(sse_stub: SSEStub, stored_images: list) -> None:
     links = [{"url": f"https://img.example.org/{n}.png"} for n in range(5000)]
     sse_stub.behaviour.data = events(T("x"), _custom("aihub.image", links), FINISHED)
     run = run_pipe(make_pipe([_agui(sse_stub.url)]), "lab.helper", HISTORY)
@@ -84,13 +71,13 @@ def test_image_links_count_against_the_same_cap(sse_stub: SSEStub, stored: list)
     assert run.content.count("not shown") == 1
 
 
-def test_openai_delta_images_are_capped_too(sse_stub: SSEStub, stored: list) -> None:
+def test_openai_delta_images_are_capped_too(sse_stub: SSEStub, stored_images: list) -> None:
     image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG_B64}"}}
     sse_stub.behaviour.data = [_delta(content="Drawn."), *[_delta(images=[image])] * 4, "[DONE]"]
     pipe = make_pipe([_openai(sse_stub.url)])
     pipe.valves.MAX_IMAGES = 2
     run = run_pipe(pipe, "lab.helper", HISTORY)
-    assert [len(call) for call in stored] == [2]
+    assert [len(call) for call in stored_images] == [2]
     assert run.content.count("not shown") == 1
 
 
@@ -101,7 +88,9 @@ def test_the_image_valves_have_sane_defaults() -> None:
 
 
 @pytest.mark.parametrize("over", [1, 2])
-def test_an_image_a_byte_or_two_over_max_image_mb_is_not_stored(sse_stub: SSEStub, stored: list, over: int) -> None:
+def test_an_image_a_byte_or_two_over_max_image_mb_is_not_stored(
+    sse_stub: SSEStub, stored_images: list, over: int
+) -> None:
     # its base64 is within the 3 bytes of padding the size check before decoding allows
     image = b"\x89PNG" + b"\0" * (262_144 - 4 + over)
     value = {"mimeType": "image/png", "data": base64.b64encode(image).decode()}
@@ -109,7 +98,7 @@ def test_an_image_a_byte_or_two_over_max_image_mb_is_not_stored(sse_stub: SSEStu
     pipe = make_pipe([_agui(sse_stub.url)])
     pipe.valves.MAX_IMAGE_MB = 0.25
     run = run_pipe(pipe, "lab.helper", HISTORY)
-    assert stored == [] and "over this chat's limit of 0.25 MB" in run.content
+    assert stored_images == [] and "over this chat's limit of 0.25 MB" in run.content
 
 
 # --- 9. usage and status text ----------------------------------------------------------------------------------

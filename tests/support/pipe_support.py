@@ -149,6 +149,19 @@ def run_pipe(pipe: Any, model: str, messages: list[dict[str, Any]], **kwargs: An
     return asyncio.run(drive(pipe, model, messages, **kwargs))
 
 
+def langgraph_tool_start(
+    call_id: str, name: str, args: str = "", *, pieces: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """ag-ui-langgraph 0.0.47's TOOL_CALL_START for a model chunk that names the call: the chunk's
+    arguments only in its rawEvent (LangChain's on_chat_model_stream, as tests/data/agui_captures/langgraph
+    has it); ``pieces`` for a chunk with more than the one call's."""
+    if pieces is None:
+        pieces = [{"name": name, "args": args, "id": call_id, "index": 0, "type": "tool_call_chunk"}]
+    chunk = {"content": "", "type": "AIMessageChunk", "id": "lc_run--1", "tool_call_chunks": pieces}
+    raw = {"event": "on_chat_model_stream", "data": {"chunk": chunk}, "name": "ChatModel"}
+    return {"type": "TOOL_CALL_START", "rawEvent": raw, "toolCallId": call_id, "toolCallName": name}
+
+
 # --- Open WebUI's records, as the pipe reads them (Pipe.store) --------------------------------------
 
 
