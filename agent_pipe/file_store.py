@@ -198,12 +198,11 @@ class TurnChat:
         try:
             chat: StoredChat | None = await self._store.stored_chat(*self._where)
             return chat
-        except ImportError as exc:
-            if "open_webui" in sys.modules:  # inside Open WebUI: a module of its moved
-                log.warning("aihub_agent_pipe: reading the stored chat failed (%s)", type(exc).__name__)
-            return None  # else not inside Open WebUI (a test, a script): no stored chat
         except Exception as exc:  # the stored chat only places files and ids; the turn goes on
-            log.warning("aihub_agent_pipe: reading the stored chat failed (%s)", type(exc).__name__)
+            # an ImportError outside Open WebUI (a test, a script) is simply no stored chat;
+            # inside it, a module of Open WebUI's moved
+            if not isinstance(exc, ImportError) or "open_webui" in sys.modules:
+                log.warning("aihub_agent_pipe: reading the stored chat failed (%s)", type(exc).__name__)
             return None
 
 

@@ -320,17 +320,7 @@ class Pipe:
         try:
             identity = await self._identity(agent, model, user, turn, settings) if agent.identity != "none" else {}
             delegated = oauth_header(agent, oauth_token)
-            taken = {
-                h.lower()
-                for h in (
-                    *turn.headers,
-                    *identity,
-                    *settings.user_headers,
-                    settings.jwt_header,
-                    settings.chat_header,
-                    settings.message_header,
-                )
-            }
+            taken = {h.lower() for h in (*turn.headers, *identity)} | settings.header_names()
             if any(h.lower() in taken for h in delegated):  # a forwarding header renamed in the server's env
                 raise PipeConfigError(
                     "The agent asks for the user's OAuth token in a header the pipe already sends (Open WebUI's "

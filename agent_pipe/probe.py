@@ -94,8 +94,7 @@ def oauth_header_taken(agent: AgentSpec) -> bool:
     is sent (Pipe.turn refuses the same names)."""
     name = (agent.oauth_token_header or "").lower()
     settings = server_forward_settings()
-    forwarded = (*settings.user_headers, settings.jwt_header, settings.chat_header, settings.message_header)
-    return bool(name) and name in {h.lower() for h in forwarded}
+    return bool(name) and name in settings.header_names()
 
 
 async def probe_backend(agent: AgentSpec, secret: str | None, scrubber: Scrubber) -> dict[str, Any]:
@@ -160,13 +159,16 @@ def _http_reason(status: int, detail: str) -> str:
     return f"answered HTTP {status}" + (f": {detail}" if detail else "")
 
 
+PROBE_READ_BYTES = 64 * 1024  # what a probe reads of a 2xx answer before it hangs up
+
+
 async def _protocol(transport: str, response: Any) -> dict[str, Any]:
-    """What a 2xx answer says about the protocol: read at most 64 KB, then hang up."""
+    """What a 2xx answer says about the protocol: read at most PROBE_READ_BYTES, then hang up."""
     raw = b""
-    while len(raw) < 65536:
+    while len(raw) < PROBE_READ_BYTES:
         if transport != "openai" and b"\n\n" in raw:
             break
-        more = await response.content.read(65536 - len(raw))
+        more = await response.content.read(PROBE_READ_BYTES - len(raw))
         if not more:
             break
         raw += more
@@ -177,7 +179,7 @@ async def _protocol(transport: str, response: Any) -> dict[str, Any]:
         try:
             data = json.loads(text)
         except ValueError:
-            if len(raw) >= 65536 and media == "application/json" and text.lstrip().startswith("{"):
+            if len(raw) >= PROBE_READ_BYTES and media == "application/json" and text.lstrip().startswith("{"):
                 return {"reached": True, "protocol": "openai"}  # a model list longer than the probe reads
             return {
                 "reason": f"answered, but not as an OpenAI-compatible API ({media} at /models, not a JSON model list)"

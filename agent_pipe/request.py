@@ -60,6 +60,10 @@ class ForwardSettings:
     chat_header: str
     message_header: str
 
+    def header_names(self) -> set[str]:
+        """Every header these settings name, lowercased: the ones an OAuth token may not take."""
+        return {h.lower() for h in (*self.user_headers, self.jwt_header, self.chat_header, self.message_header)}
+
 
 _IDENTITY_ENVIRONMENT = (
     "ENABLE_FORWARD_USER_INFO_HEADERS",

@@ -295,46 +295,47 @@ async def stream_run(
                 detail += more
             raise AgentHTTPError(response.status, detail.decode("utf-8", "replace"))
         stream, content, loop = AgentStream(agent.transport, max_event), response.content, asyncio.get_running_loop()
-        while not recorder.finished:
-            if batch.holding:
-                # Held text goes out with the first read after it is due, or at wake_at when the
-                # agent pauses: one timer for the whole wait, not one per read, and nothing is
-                # yielded or emitted inside it (a timeout must only ever interrupt the read).
-                waiting, ended = asyncio.timeout_at(batch.wake_at), False
-                try:
-                    async with waiting:
-                        while not (ended or recorder.finished or batch.ready(loop.time())):
-                            raw = await content.readany()
-                            ended = not raw
-                            for event in stream.feed(raw) if raw else stream.end():
-                                recorder.feed(event)
-                            recorder.outbound.framework = stream.raw_source or recorder.outbound.framework
-                            batch.add(recorder.drain())
-                except TimeoutError:
-                    if not waiting.expired():
-                        raise  # the run's deadline (aiohttp's)
-                for update in recorder.take_statuses():
-                    await status.send(update)
-                for chunk in _safe_chunks(batch.take(loop.time())):
-                    yield chunk
-                if ended:
-                    return
-                continue
-            # Nothing held: the first text of this read goes out before the rest of it is parsed.
-            raw = await content.readany()
-            for event in stream.feed(raw) if raw else stream.end():
-                recorder.feed(event)
-                if recorder.statuses:
+        try:
+            while not recorder.finished:
+                if batch.holding:
+                    # Held text goes out with the first read after it is due, or at wake_at when the
+                    # agent pauses: one timer for the whole wait, not one per read, and nothing is
+                    # yielded or emitted inside it (a timeout must only ever interrupt the read).
+                    waiting, ended = asyncio.timeout_at(batch.wake_at), False
+                    try:
+                        async with waiting:
+                            while not (ended or recorder.finished or batch.ready(loop.time())):
+                                raw = await content.readany()
+                                ended = not raw
+                                for event in stream.feed(raw) if raw else stream.end():
+                                    recorder.feed(event)
+                                batch.add(recorder.drain())
+                    except TimeoutError:
+                        if not waiting.expired():
+                            raise  # the run's deadline (aiohttp's)
                     for update in recorder.take_statuses():
                         await status.send(update)
-                if text := recorder.drain():
-                    batch.add(text)  # after the first, the rest of this read waits for the interval
-                    if batch.ready(now := loop.time()):
-                        for chunk in _safe_chunks(batch.take(now)):
-                            yield chunk
+                    for chunk in _safe_chunks(batch.take(loop.time())):
+                        yield chunk
+                    if ended:
+                        return
+                    continue
+                # Nothing held: the first text of this read goes out before the rest of it is parsed.
+                raw = await content.readany()
+                for event in stream.feed(raw) if raw else stream.end():
+                    recorder.feed(event)
+                    if recorder.statuses:
+                        for update in recorder.take_statuses():
+                            await status.send(update)
+                    if text := recorder.drain():
+                        batch.add(text)  # after the first, the rest of this read waits for the interval
+                        if batch.ready(now := loop.time()):
+                            for chunk in _safe_chunks(batch.take(now)):
+                                yield chunk
+                if not raw:
+                    break
+        finally:  # what the run said of its framework, for answering its client calls (questions.py)
             recorder.outbound.framework = stream.raw_source or recorder.outbound.framework
-            if not raw:
-                break
         for update in recorder.take_statuses():
             await status.send(update)
         for chunk in _safe_chunks(batch.take(loop.time())):

@@ -14,7 +14,9 @@ class SSEParser:
     """Server-sent events, line by line: returns an event's data when a blank line ends it."""
 
     def __init__(self) -> None:
-        self.lines: list[str] = []  # the data lines of the event so far (one list, cleared in place)
+        # the data lines of the event so far: AgentStream.feed holds this list, so it is cleared in
+        # place, never reassigned
+        self.lines: list[str] = []
         self.size = 0  # characters of data the event holds so far
 
     def feed(self, line: str) -> str | None:
@@ -28,11 +30,6 @@ class SSEParser:
             self.lines.append(value)
             self.size += len(value) + 1
         return None
-
-    @property
-    def pending(self) -> bool:
-        """Data lines of an event that is not complete yet."""
-        return bool(self.lines)
 
     def flush(self) -> str | None:
         if not self.lines:
@@ -342,7 +339,7 @@ class AgentStream:
     def _events(self, data: str) -> Iterator[dict[str, Any]]:
         if self._adapter is None:
             event = _json_or_none(data)
-            if isinstance(event, dict) and event.get("type") not in (CALLS_RAN, USAGE):  # only the adapter says that
+            if isinstance(event, dict) and event.get("type") not in (CALLS_RAN, USAGE):  # only the pipe says that
                 lost = start_arguments(event) if event.get("type") == "TOOL_CALL_START" else ""
                 if event.get("type") != "CUSTOM":  # on_interrupt's rawEvent holds LangGraph's interrupt id
                     event.pop("rawEvent", None)  # a framework's own payload: read only as above, never kept

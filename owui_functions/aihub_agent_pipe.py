@@ -1604,12 +1604,11 @@ class TurnChat:
         try:
             chat: StoredChat | None = await self._store.stored_chat(*self._where)
             return chat
-        except ImportError as exc:
-            if "open_webui" in sys.modules:  # inside Open WebUI: a module of its moved
-                log.warning("aihub_agent_pipe: reading the stored chat failed (%s)", type(exc).__name__)
-            return None  # else not inside Open WebUI (a test, a script): no stored chat
         except Exception as exc:  # the stored chat only places files and ids; the turn goes on
-            log.warning("aihub_agent_pipe: reading the stored chat failed (%s)", type(exc).__name__)
+            # an ImportError outside Open WebUI (a test, a script) is simply no stored chat;
+            # inside it, a module of Open WebUI's moved
+            if not isinstance(exc, ImportError) or "open_webui" in sys.modules:
+                log.warning("aihub_agent_pipe: reading the stored chat failed (%s)", type(exc).__name__)
             return None
 
 
@@ -1778,6 +1777,10 @@ class ForwardSettings:
     user_headers: tuple[str, str, str, str]  # name, id, email, role
     chat_header: str
     message_header: str
+
+    def header_names(self) -> set[str]:
+        """Every header these settings name, lowercased: the ones an OAuth token may not take."""
+        return {h.lower() for h in (*self.user_headers, self.jwt_header, self.chat_header, self.message_header)}
 
 
 _IDENTITY_ENVIRONMENT = (
@@ -2184,7 +2187,9 @@ class SSEParser:
     """Server-sent events, line by line: returns an event's data when a blank line ends it."""
 
     def __init__(self) -> None:
-        self.lines: list[str] = []  # the data lines of the event so far (one list, cleared in place)
+        # the data lines of the event so far: AgentStream.feed holds this list, so it is cleared in
+        # place, never reassigned
+        self.lines: list[str] = []
         self.size = 0  # characters of data the event holds so far
 
     def feed(self, line: str) -> str | None:
@@ -2198,11 +2203,6 @@ class SSEParser:
             self.lines.append(value)
             self.size += len(value) + 1
         return None
-
-    @property
-    def pending(self) -> bool:
-        """Data lines of an event that is not complete yet."""
-        return bool(self.lines)
 
     def flush(self) -> str | None:
         if not self.lines:
@@ -2512,7 +2512,7 @@ class AgentStream:
     def _events(self, data: str) -> Iterator[dict[str, Any]]:
         if self._adapter is None:
             event = _json_or_none(data)
-            if isinstance(event, dict) and event.get("type") not in (CALLS_RAN, USAGE):  # only the adapter says that
+            if isinstance(event, dict) and event.get("type") not in (CALLS_RAN, USAGE):  # only the pipe says that
                 lost = start_arguments(event) if event.get("type") == "TOOL_CALL_START" else ""
                 if event.get("type") != "CUSTOM":  # on_interrupt's rawEvent holds LangGraph's interrupt id
                     event.pop("rawEvent", None)  # a framework's own payload: read only as above, never kept
@@ -4089,46 +4089,47 @@ async def stream_run(
                 detail += more
             raise AgentHTTPError(response.status, detail.decode("utf-8", "replace"))
         stream, content, loop = AgentStream(agent.transport, max_event), response.content, asyncio.get_running_loop()
-        while not recorder.finished:
-            if batch.holding:
-                # Held text goes out with the first read after it is due, or at wake_at when the
-                # agent pauses: one timer for the whole wait, not one per read, and nothing is
-                # yielded or emitted inside it (a timeout must only ever interrupt the read).
-                waiting, ended = asyncio.timeout_at(batch.wake_at), False
-                try:
-                    async with waiting:
-                        while not (ended or recorder.finished or batch.ready(loop.time())):
-                            raw = await content.readany()
-                            ended = not raw
-                            for event in stream.feed(raw) if raw else stream.end():
-                                recorder.feed(event)
-                            recorder.outbound.framework = stream.raw_source or recorder.outbound.framework
-                            batch.add(recorder.drain())
-                except TimeoutError:
-                    if not waiting.expired():
-                        raise  # the run's deadline (aiohttp's)
-                for update in recorder.take_statuses():
-                    await status.send(update)
-                for chunk in _safe_chunks(batch.take(loop.time())):
-                    yield chunk
-                if ended:
-                    return
-                continue
-            # Nothing held: the first text of this read goes out before the rest of it is parsed.
-            raw = await content.readany()
-            for event in stream.feed(raw) if raw else stream.end():
-                recorder.feed(event)
-                if recorder.statuses:
+        try:
+            while not recorder.finished:
+                if batch.holding:
+                    # Held text goes out with the first read after it is due, or at wake_at when the
+                    # agent pauses: one timer for the whole wait, not one per read, and nothing is
+                    # yielded or emitted inside it (a timeout must only ever interrupt the read).
+                    waiting, ended = asyncio.timeout_at(batch.wake_at), False
+                    try:
+                        async with waiting:
+                            while not (ended or recorder.finished or batch.ready(loop.time())):
+                                raw = await content.readany()
+                                ended = not raw
+                                for event in stream.feed(raw) if raw else stream.end():
+                                    recorder.feed(event)
+                                batch.add(recorder.drain())
+                    except TimeoutError:
+                        if not waiting.expired():
+                            raise  # the run's deadline (aiohttp's)
                     for update in recorder.take_statuses():
                         await status.send(update)
-                if text := recorder.drain():
-                    batch.add(text)  # after the first, the rest of this read waits for the interval
-                    if batch.ready(now := loop.time()):
-                        for chunk in _safe_chunks(batch.take(now)):
-                            yield chunk
+                    for chunk in _safe_chunks(batch.take(loop.time())):
+                        yield chunk
+                    if ended:
+                        return
+                    continue
+                # Nothing held: the first text of this read goes out before the rest of it is parsed.
+                raw = await content.readany()
+                for event in stream.feed(raw) if raw else stream.end():
+                    recorder.feed(event)
+                    if recorder.statuses:
+                        for update in recorder.take_statuses():
+                            await status.send(update)
+                    if text := recorder.drain():
+                        batch.add(text)  # after the first, the rest of this read waits for the interval
+                        if batch.ready(now := loop.time()):
+                            for chunk in _safe_chunks(batch.take(now)):
+                                yield chunk
+                if not raw:
+                    break
+        finally:  # what the run said of its framework, for answering its client calls (questions.py)
             recorder.outbound.framework = stream.raw_source or recorder.outbound.framework
-            if not raw:
-                break
         for update in recorder.take_statuses():
             await status.send(update)
         for chunk in _safe_chunks(batch.take(loop.time())):
@@ -4813,8 +4814,7 @@ def oauth_header_taken(agent: AgentSpec) -> bool:
     is sent (Pipe.turn refuses the same names)."""
     name = (agent.oauth_token_header or "").lower()
     settings = server_forward_settings()
-    forwarded = (*settings.user_headers, settings.jwt_header, settings.chat_header, settings.message_header)
-    return bool(name) and name in {h.lower() for h in forwarded}
+    return bool(name) and name in settings.header_names()
 
 
 async def probe_backend(agent: AgentSpec, secret: str | None, scrubber: Scrubber) -> dict[str, Any]:
@@ -4879,13 +4879,16 @@ def _http_reason(status: int, detail: str) -> str:
     return f"answered HTTP {status}" + (f": {detail}" if detail else "")
 
 
+PROBE_READ_BYTES = 64 * 1024  # what a probe reads of a 2xx answer before it hangs up
+
+
 async def _protocol(transport: str, response: Any) -> dict[str, Any]:
-    """What a 2xx answer says about the protocol: read at most 64 KB, then hang up."""
+    """What a 2xx answer says about the protocol: read at most PROBE_READ_BYTES, then hang up."""
     raw = b""
-    while len(raw) < 65536:
+    while len(raw) < PROBE_READ_BYTES:
         if transport != "openai" and b"\n\n" in raw:
             break
-        more = await response.content.read(65536 - len(raw))
+        more = await response.content.read(PROBE_READ_BYTES - len(raw))
         if not more:
             break
         raw += more
@@ -4896,7 +4899,7 @@ async def _protocol(transport: str, response: Any) -> dict[str, Any]:
         try:
             data = json.loads(text)
         except ValueError:
-            if len(raw) >= 65536 and media == "application/json" and text.lstrip().startswith("{"):
+            if len(raw) >= PROBE_READ_BYTES and media == "application/json" and text.lstrip().startswith("{"):
                 return {"reached": True, "protocol": "openai"}  # a model list longer than the probe reads
             return {
                 "reason": f"answered, but not as an OpenAI-compatible API ({media} at /models, not a JSON model list)"
@@ -5177,17 +5180,7 @@ class Pipe:
         try:
             identity = await self._identity(agent, model, user, turn, settings) if agent.identity != "none" else {}
             delegated = oauth_header(agent, oauth_token)
-            taken = {
-                h.lower()
-                for h in (
-                    *turn.headers,
-                    *identity,
-                    *settings.user_headers,
-                    settings.jwt_header,
-                    settings.chat_header,
-                    settings.message_header,
-                )
-            }
+            taken = {h.lower() for h in (*turn.headers, *identity)} | settings.header_names()
             if any(h.lower() in taken for h in delegated):  # a forwarding header renamed in the server's env
                 raise PipeConfigError(
                     "The agent asks for the user's OAuth token in a header the pipe already sends (Open WebUI's "
