@@ -360,7 +360,7 @@ async def turn_cost(pipe: ModuleType, count: int = 2000) -> dict[str, float]:
         for _ in range(3):
             start = time.perf_counter()
             for _ in range(count):
-                chat = _PIPE.TurnChat(instance.store, "bench-chat", USER["id"], "bench-user-msg")
+                chat = pipe.TurnChat(instance.store, "bench-chat", USER["id"], "bench-user-msg")
                 await instance.inbound_files(BODY["messages"], USER, CHAT_METADATA, agent, None, chat)
                 await instance.turn(agent, BODY["model"], USER, CHAT_METADATA, None)
             best = min(best, (time.perf_counter() - start) / count)

@@ -31,7 +31,7 @@ from .contract import (
     split_agent_key,
 )
 from .contract import model_id as agent_model_id
-from .groups import file_upload, group_file_upload, group_has_members, groups_below_that_may_upload
+from .groups import file_upload, group_has_members, groups_below_that_may_upload, members_may_upload
 from .orphans import agent_entries
 
 Status = Literal["fail", "warn", "pass", "skip"]
@@ -476,7 +476,9 @@ def _uploads(facts: Facts, agents: Mapping[str, Mapping[str, Any]], expected: Ex
                 )
             )
             continue
-        lacking = [n for n in names if n not in groups or group_file_upload(groups[n], facts.groups) is not True]
+        lacking = [
+            n for n in names if n not in groups or members_may_upload(groups[n], facts.groups, default) is not True
+        ]
         below = sorted(
             {b for n in lacking if n in groups for b in groups_below_that_may_upload(groups[n], facts.groups)}
         )
@@ -714,19 +716,19 @@ def _probed_identity(probes: Sequence[Probe], agents: Mapping[str, Mapping[str, 
 def _oauth_headers(probes: Sequence[Probe]) -> list[Check]:
     """An agent's OAuth token header that a replica's forwarding settings already name: the pipe
     refuses every chat with it there (the names live in each server's environment)."""
-    asked = [p for p in probes if p.answer and "oauth_header_taken" in p.answer]
+    asked = [(p, p.answer) for p in probes if p.answer and "oauth_header_taken" in p.answer]
     checks = [
         Check(
             "oauth-header",
             "fail",
             f"{p.agent} asks for the user's OAuth token in a header Open WebUI's forwarding settings on "
-            f"{(p.answer or {}).get('replica') or p.via} already name: its chats fail there",
+            f"{answer.get('replica') or p.via} already name: its chats fail there",
             "give the agent's backend.oauth_token_header a name of its own, or rename the server's "
             "FORWARD_USER_INFO_HEADER_* / FORWARD_SESSION_INFO_HEADER_* header",
             p.agent,
         )
-        for p in asked
-        if (p.answer or {}).get("oauth_header_taken")
+        for p, answer in asked
+        if answer["oauth_header_taken"]
     ]
     if asked and not checks:
         checks.append(Check("oauth-header", "pass", "each OAuth token header is one no forwarding setting names"))

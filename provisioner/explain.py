@@ -23,7 +23,7 @@ from .desired import agent_backends, build_desired
 from .doctor import Facts, functions_off
 from .errors import ConfigError
 from .features import NATIVE_FEATURES, NATIVE_TOGGLES
-from .groups import file_upload, group_file_upload, group_has_members, groups_below_that_may_upload
+from .groups import file_upload, group_has_members, groups_below_that_may_upload, members_may_upload
 from .loader import CAPABILITIES_FILE, Catalog, LoadedBlueprint
 from .owui_capabilities import ALWAYS_OFF, CAPABILITY_KEYS, OVERRIDABLE_DEFAULTS, READS_CAPABILITIES
 from .schema_problems import suggest
@@ -108,6 +108,7 @@ def explain_agent(catalog: Catalog, name: str) -> dict[str, Any]:
             "meta.actionIds": row["meta.actionIds"],
             "meta.defaultFilterIds": row["meta.defaultFilterIds"],
             "access": _access(agent.access),
+            "public": agent.access == "public",
             "groups": list(agent.access.groups) if isinstance(agent.access, GroupAccess) else [],
             "reads": sorted(lb.reads),
         },
@@ -331,8 +332,7 @@ def _group_notes(
                     "fix": f"add the agent's users to group {name!r} (Admin Panel > Users > Groups)",
                 }
             )
-        own = group_file_upload(group, groups)
-        if reads_files and own is not True and default is not True and False in (own, default):
+        if reads_files and members_may_upload(group, groups, default) is False:
             below = groups_below_that_may_upload(group, groups)
             notes.append(
                 {
@@ -348,7 +348,7 @@ def _group_notes(
                     "(Admin Panel > Users > Groups)",
                 }
             )
-    if reads_files and explained["row"]["access"].startswith("public") and default is False:
+    if reads_files and explained["row"]["public"] and default is False:
         notes.append(
             {
                 "about": "permissions",

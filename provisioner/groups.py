@@ -125,6 +125,16 @@ def group_file_upload(group: Mapping[str, Any], groups: Sequence[Mapping[str, An
     return found
 
 
+def members_may_upload(
+    group: Mapping[str, Any], groups: Sequence[Mapping[str, Any]], default: bool | None
+) -> bool | None:
+    """Whether a group's members may upload files: Open WebUI gives them the most permissive of the
+    default permission and the group's own or an ancestor's grant. None where it cannot tell."""
+    if default is True or group_file_upload(group, groups) is True:
+        return True
+    return False if default is False else None
+
+
 def file_upload(permissions: Mapping[str, Any] | None) -> bool | None:
     value = ((permissions or {}).get("chat") or {}).get("file_upload")
     return value if isinstance(value, bool) else None
@@ -138,8 +148,8 @@ def stale_own_groups(
     live = list(live)
     wanted_set = set(wanted)
     stale = [g for g in live if is_own_group(g) and str(g.get("name")) not in wanted_set]
-    empty = [g for g in stale if not group_has_members(g, live)]
     kept = [g for g in stale if group_has_members(g, live)]
+    empty = [g for g in stale if g not in kept]
     return empty, kept
 
 

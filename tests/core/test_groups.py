@@ -14,6 +14,7 @@ from provisioner.groups import (
     groups_below_that_may_upload,
     is_own_group,
     member_count,
+    members_may_upload,
     stale_own_groups,
 )
 from provisioner.targets import load_targets
@@ -62,6 +63,11 @@ def test_where_groups_nest_a_parent_reaches_the_members_below_it_and_gives_them_
     assert groups_below_that_may_upload(by_id["mid"], live) == ["Analysts"]  # granted above mid, members in leaf
     assert groups_below_that_may_upload(by_id["leaf"], live) == []  # nothing below it
     assert groups_below_that_may_upload(by_id["a"], live) == []  # a loop ends
+    # Open WebUI's most permissive of the default and the grants on the way up; unknown stays unknown
+    assert members_may_upload(by_id["lone"], live, True) is True
+    assert members_may_upload(by_id["leaf"], live, False) is True
+    assert members_may_upload(by_id["lone"], live, False) is False
+    assert members_may_upload(by_id["lone"], live, None) is None  # its own False, the default unread
 
 
 def test_prune_keeps_an_own_group_whose_members_are_in_a_group_below_it() -> None:
